@@ -1,0 +1,30 @@
+# One virtualenv for everything; `make demo` and `make test` create it on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test test-unit soak serve clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[test]"
+	touch $@
+
+demo: $(BIN)/.installed  ## the main job on the embedded default: local Ray + Serve, a few sessions, shutdown
+	$(BIN)/python -m deployments.demo
+
+test: $(BIN)/.installed  ## unit tests (no Ray) and integration tests (local Ray + Serve over HTTP)
+	$(BIN)/python -m pytest -m "not soak"
+
+test-unit: $(BIN)/.installed
+	$(BIN)/python -m pytest tests/unit
+
+soak: $(BIN)/.installed  ## long load and churn tests, kept out of CI
+	$(BIN)/python -m pytest -m soak
+
+serve: $(BIN)/.installed  ## serve the app from its config until Ctrl-C
+	RAY_AUTH_MODE=disabled $(BIN)/serve run configs/serve.yaml
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,133 @@
+"""Wire models of the finance_sec_search resources server (contract.md §A). Names follow NeMo Gym's."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, field_validator
+
+_ROLLOUT_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+_CAPTURE_SUFFIX = re.compile(r"-a[1-9][0-9]*$")
+
+
+def coerce_stringified(value: Any) -> Any:
+    """Tool-call parsers send nested arguments as strings: '["10-K"]' or "['10-K']" become lists (§A.14)."""
+    if not isinstance(value, str):
+        return value
+    for parse in (json.loads, ast.literal_eval):
+        try:
+            parsed = parse(value)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if isinstance(parsed, (list, dict)):
+            return parsed
+    return value
+
+
+# ----- sessions (§A.1, §A.2) -----
+
+
+class EpisodeId(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    rollout_id: str = Field(min_length=1, pattern=_ROLLOUT_ID)
+    attempt: int = Field(0, ge=0)
+
+    @field_validator("rollout_id")
+    @classmethod
+    def _no_capture_suffix(cls, value: str) -> str:
+        if _CAPTURE_SUFFIX.search(value):
+            raise ValueError("rollout_id must not end in '-a<N>'; pass the attempt number in 'attempt' instead")
+        return value
+
+
+class TaskId(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    taskset: str = Field(min_length=1)
+    task_id: str = Field(min_length=1)
+
+
+class EpisodeSeedRequest(BaseModel):
+    """`ResourcesSeedSessionRequest`. A seed body carrying `resources_session_id` must be this (Decision 5)."""
+
+    model_config = ConfigDict(extra="forbid")
+    resources_session_id: str = Field(min_length=1)
+    episode_id: EpisodeId
+    task_id: TaskId
+    task_data: dict[str, JsonValue]
+
+
+class EpisodeSeedResponse(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    resources_session_id: str
+    resources_tools: None = None
+    sandbox_access: None = None
+
+
+class CloseSessionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    resources_session_id: str = Field(min_length=1)  # Decision 15
+    episode_id: EpisodeId
+
+
+class CloseSessionResponse(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    resources_session_id: str
+
+
+# ----- verify and metrics (§A.3, §A.4, §D) -----
+
+
+class ResponsesCreateParams(BaseModel):
+    """An OpenAI Responses-API create-params object; only `input` is required here, the rest is echoed."""
+
+    model_config = ConfigDict(extra="allow")
+    input: str | list[Any]
+
+
+class VerifyRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    responses_create_params: ResponsesCreateParams
+    response: dict[str, Any]
+    question: str
+    expected_answer: str
+    ng_rollout_id: str | None = Field(None, alias="_ng_rollout_id", exclude=True)
+
+
+class VerifyResponse(BaseModel):
+    responses_create_params: ResponsesCreateParams
+    response: dict[str, Any]
+    reward: float
+    mask_sample: bool = False
+    failure_kind: str | None = None
+    failure_reason: str | None = None
+    expected_answer: str
+    judge_rating: int | None = None
+    judge_text: str | None = None
+
+
+class AggregateMetricsRequest(BaseModel):
+    verify_responses: list[dict[str, Any]] = Field(default_factory=list)
+
+
+# ----- tools (§A.8-A.10) -----
+
+
+class ToolResult(BaseModel):
+    results: str
+
+
+class ParseHtmlPageRequest(BaseModel):
+    url: str
+    key: str
+
+
+class RetrieveInformationRequest(BaseModel):
+    prompt: str
+    input_character_ranges: Annotated[list[Any] | None, BeforeValidator(coerce_stringified)] = None
+
+
+class SubmitFinalResultRequest(BaseModel):
+    final_result: str

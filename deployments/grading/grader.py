@@ -1,0 +1,29 @@
+"""Graders: turn (question, expected answer, submitted answer) into a grade. The verify route is grader-agnostic."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Grade:
+    reward: float
+    judge_rating: int | None = None
+    judge_text: str | None = None
+    failure_kind: str | None = None  # diagnostic only, e.g. judge_unparseable (Decision 11)
+
+
+class GradingFailed(Exception):
+    """The grader could not produce a measurement (a judge that cannot be reached): a masked judge_failed row."""
+
+
+class Grader(Protocol):
+    async def grade(self, question: str, expected_answer: str, answer: str) -> Grade: ...
+
+
+class SubstringGrader:
+    """NeMo Gym's no-judge fallback (contract §D.3): the expected answer, case-folded, inside the answer."""
+
+    async def grade(self, question: str, expected_answer: str, answer: str) -> Grade:
+        return Grade(1.0 if expected_answer.lower() in answer.lower() else 0.0)

@@ -1,0 +1,35 @@
+"""The Serve ingress deployment: a stateless FastAPI replica over the shared session-store actors."""
+
+from __future__ import annotations
+
+from ray import serve
+
+from session_store.actors import SessionActorsSpec
+from session_store.ray_store import RaySessionStore
+
+from .api import create_api
+from .services import build_services
+from .settings import Settings
+
+
+def actors_spec(settings: Settings) -> SessionActorsSpec:
+    return SessionActorsSpec(
+        app_name=settings.app_name,
+        num_shards=settings.num_shards,
+        session_ttl_seconds=settings.session_ttl_seconds,
+        fence_ttl_seconds=settings.fence_ttl_seconds,
+        reaper_interval_seconds=settings.reaper_interval_seconds,
+    )
+
+
+@serve.deployment(name="FinsecIngress")
+@serve.ingress()
+class FinsecIngress:
+    def __init__(self, settings: Settings, cookie_secret: str):
+        self._settings = settings
+        self._cookie_secret = cookie_secret
+        self._store = RaySessionStore(actors_spec(settings))
+
+    def __serve_build_asgi_app__(self):
+        replica = serve.get_replica_context().replica_id.unique_id
+        return create_api(build_services(self._settings, self._store), self._cookie_secret, served_by=replica)

@@ -1,0 +1,22 @@
+"""`/ng-rollout/<rollout_id>/<route>` is the same request as `/<route>` (contract §A.0)."""
+
+from __future__ import annotations
+
+import re
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+_PREFIX = re.compile(r"^/ng-rollout/([A-Za-z0-9][A-Za-z0-9._-]*)(/.*)$")
+
+
+class RolloutPrefixMiddleware:
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            match = _PREFIX.match(scope["path"])
+            if match:
+                rollout_id, path = match.groups()
+                scope = {**scope, "path": path, "raw_path": path.encode(), "ng_rollout_id": rollout_id}
+        await self.app(scope, receive, send)

@@ -1,0 +1,24 @@
+"""The session errors the contract names; the ingress maps each to one HTTP status (design: errors are types)."""
+
+
+class SessionConflict(Exception):
+    """A seed or close that contradicts the ID's recorded episode, or an ID that is fenced (contract §C.2-C.4): 409."""
+
+
+class SessionLost(Exception):
+    """A stateful tool named a session that is not open (contract §C.6): 404 with failure_kind session_lost."""
+
+    def __init__(self, session_id: str, why: str = "closed, expired, lost or never seeded"):
+        self.session_id = session_id
+        self.why = why
+        super().__init__(
+            f"Resources session {session_id!r} is not open ({why}). "
+            "Start a new session with /seed_session."
+        )
+
+    def __reduce__(self):  # keep both fields when Ray pickles the error across processes
+        return (SessionLost, (self.session_id, self.why))
+
+
+class StoreUnavailable(Exception):
+    """The shard holding a session did not answer (it is restarting); the caller may retry: 503."""
