@@ -22,7 +22,10 @@ def actors_spec(settings: Settings) -> SessionActorsSpec:
     )
 
 
-@serve.deployment(name="FinsecIngress")
+# Requests spend most of their time awaiting shards and upstream I/O, so one replica takes many at once. With
+# Serve's default of 5 the proxy keeps hitting full replicas and retrying: 32 rollouts in flight on this 2-core
+# machine ran 34 req/s that way and 55 req/s with 64.
+@serve.deployment(name="FinsecIngress", max_ongoing_requests=64)
 @serve.ingress()
 class FinsecIngress:
     def __init__(self, settings: Settings, cookie_secret: str):

@@ -1,0 +1,42 @@
+"""The shipped serve configs are valid Serve configs whose args are valid settings (design principle 6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+from ray.serve.schema import ServeDeploySchema
+
+from deployments.app import build_app
+from deployments.settings import Settings
+
+CONFIGS = sorted((Path(__file__).parents[2] / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_config_is_a_valid_serve_config_for_our_builder(path):
+    config = ServeDeploySchema.model_validate(yaml.safe_load(path.read_text()))
+    (app,) = config.applications
+    assert app.import_path == "deployments.app:build_app"
+    Settings(**app.args)  # every arg is a settings field (extra keys are refused)
+    assert build_app(app.args) is not None
+    assert [d["name"] for d in app.deployments] == ["FinsecIngress"]
+
+
+def test_unknown_setting_is_refused_with_its_name():
+    with pytest.raises(ValidationError, match="num_shardz"):
+        Settings(num_shardz=3)
+
+
+def test_environment_overrides_config_args(monkeypatch):
+    monkeypatch.setenv("FINSEC_NUM_SHARDS", "3")
+    monkeypatch.setenv("FINSEC_CORPUS_DIR", "/data/mirror")
+    settings = Settings(num_shards=8, corpus_dir="/elsewhere")
+    assert settings.num_shards == 3 and str(settings.corpus_dir) == "/data/mirror"
+
+
+def test_fence_ttl_defaults_to_session_ttl():
+    assert Settings(session_ttl_seconds=60).fence_ttl_seconds == 60
+    assert Settings(session_ttl_seconds=60, fence_ttl_seconds=5).fence_ttl_seconds == 5
