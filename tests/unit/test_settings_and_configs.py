@@ -22,7 +22,7 @@ def test_config_is_a_valid_serve_config_for_our_builder(path):
     assert app.import_path == "deployments.app:build_app"
     Settings(**app.args)  # every arg is a settings field (extra keys are refused)
     assert build_app(app.args) is not None
-    assert [d["name"] for d in app.deployments] == ["FinsecIngress"]
+    assert [d.name for d in app.deployments] == ["FinsecIngress"]
 
 
 def test_unknown_setting_is_refused_with_its_name():
