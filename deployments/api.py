@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+from typing import AsyncIterator, Awaitable, Callable
+
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -10,17 +13,29 @@ from .identity import SessionIdentityMiddleware
 from .rollout_prefix import RolloutPrefixMiddleware
 from .routes import health, sessions, tools
 from .services import Services
+from .settings import Settings
 
 
-def create_api(svc: Services, cookie_secret: str, served_by: str | None = None) -> FastAPI:
-    app = FastAPI(title="finsec-serve", summary="NeMo Gym finance_sec_search resources server")
-    app.state.services = svc
+def create_api(
+    settings: Settings,
+    build_services: Callable[[], Awaitable[Services]],
+    cookie_secret: str,
+    served_by: str | None = None,
+) -> FastAPI:
+    """The app; its services are built at startup (loading the ticker registry), so a replica that cannot
+    build them never starts serving."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.services = await build_services()
+        yield
+
+    app = FastAPI(title="finsec-serve", summary="NeMo Gym finance_sec_search resources server", lifespan=lifespan)
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(sessions.router)
     app.include_router(tools.router)
     app.include_router(tools.unknown_tool_router)  # last: named routes win (§A.0)
-    settings = svc.settings
     app.add_middleware(
         SessionIdentityMiddleware,
         cookie_name=settings.cookie_name,

@@ -131,3 +131,30 @@ class RetrieveInformationRequest(BaseModel):
 
 class SubmitFinalResultRequest(BaseModel):
     final_result: str
+
+
+StringList = Annotated[list[str] | None, BeforeValidator(coerce_stringified)]
+
+
+class SecFilingSearchRequest(BaseModel):
+    ticker: str
+    form_types: StringList = None
+    start_date: str | None = None
+    end_date: str | None = None
+
+
+class EdgarSearchRequest(BaseModel):
+    search_query: str
+    form_types: StringList = None
+    ciks: Annotated[list[str | int] | None, BeforeValidator(coerce_stringified)] = None
+    start_date: str | None = "1900-01-01"
+    end_date: str | None = None
+    page: int = Field(1, ge=1)
+    top_n_results: int = Field(100, ge=1, le=100)
+
+
+class WebSearchRequest(BaseModel):
+    search_query: str
+    start_date: str | None = None
+    end_date: str | None = None
+    number_of_results: int | None = Field(10, ge=1, le=20)

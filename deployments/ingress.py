@@ -8,6 +8,7 @@ from session_store.actors import SessionActorsSpec
 from session_store.ray_store import RaySessionStore
 
 from .api import create_api
+from .edgar.limiter import ClusterRateLimiter
 from .services import build_services
 from .settings import Settings
 
@@ -31,8 +32,16 @@ class FinsecIngress:
     def __init__(self, settings: Settings, cookie_secret: str):
         self._settings = settings
         self._cookie_secret = cookie_secret
-        self._store = RaySessionStore(actors_spec(settings))
+        spec = actors_spec(settings)
+        self._store = RaySessionStore(spec)
+        self._limiter = ClusterRateLimiter(spec.namespace, settings.requests_per_second,
+                                           settings.rate_limit_window_seconds)
 
     def __serve_build_asgi_app__(self):
         replica = serve.get_replica_context().replica_id.unique_id
-        return create_api(build_services(self._settings, self._store), self._cookie_secret, served_by=replica)
+        return create_api(
+            self._settings,
+            lambda: build_services(self._settings, self._store, self._limiter),
+            self._cookie_secret,
+            served_by=replica,
+        )

@@ -8,7 +8,9 @@ at another corpus or endpoint without editing it.
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -28,8 +30,40 @@ class Settings(BaseSettings):
     cookie_name: str = "finsec_session"
     cookie_secret: SecretStr | None = Field(None, description="generated at start when unset; shared by replicas")
     cookie_max_age_seconds: int = 14 * 24 * 3600
-    # documents
-    corpus_dir: Path | None = Field(None, description="a folder in the sec.gov URL layout; default: embedded")
+    # where EDGAR data comes from (contract §F): the embedded corpus, a mirror folder, or live SEC
+    edgar_source: Literal["embedded", "mirror", "live"] = "embedded"
+    corpus_dir: Path | None = Field(None, description="a folder in the sec.gov URL layout; implies edgar_source=mirror")
+    sec_www_base_url: str = "https://www.sec.gov"
+    sec_data_base_url: str = "https://data.sec.gov"
+    user_agent: str = Field(
+        "finsec-serve/0.1 (set user_agent to your name and contact email)",
+        description="SEC refuses requests without a descriptive User-Agent with contact details",
+    )
+    requests_per_second: int = Field(10, ge=1, description="EDGAR requests per second for the whole application")
+    rate_limit_window_seconds: float = Field(
+        1.1, gt=0, description="the limit's window; a little over 1 s absorbs jitter between grant and arrival"
+    )
+    request_timeout: float = Field(30.0, gt=0)
+    max_retries: int = Field(3, ge=1, description="attempts per EDGAR request (403/429/503 and transport errors)")
+    retry_backoff_seconds: float = Field(1.0, ge=0, description="retries sleep this times 2^attempt")
+    max_connections_per_host: int = Field(10, ge=1)
+    use_cache: bool = False
+    cache_dir: Path = Path("~/.cache/finsec-serve/sec")
+    sec_dump_path: Path | None = None
+    supplementary_tickers_fpath: Path | None = None
+    max_filing_results: int = Field(200, ge=1)
+    max_end_date: date | None = Field(None, description="clamps every date-filtered tool (Decision 9)")
+    # edgar_search (contract §A.7)
+    edgar_search_mode: Literal["local", "live"] | None = "local"
+    sec_api_key: SecretStr | None = None
+    sec_api_base_url: str = "https://api.sec-api.io"
+    # parse_html_page on non-SEC URLs: only these hosts, and never a private address
+    fetch_allowed_hosts: list[str] = Field(default_factory=list)
+    fetch_max_bytes: int = Field(20_000_000, ge=1)
+    # web_search (contract §A.11)
+    tavily_api_key: SecretStr | None = None
+    tavily_base_url: str = "https://api.tavily.com"
+    # documents and retrieval
     large_doc_threshold_chars: int = Field(100_000, ge=1)
     retrieval_top_passages: int = Field(8, ge=1, le=100)
 
@@ -38,7 +72,18 @@ class Settings(BaseSettings):
         return env_settings, init_settings  # the environment overrides the config file's args
 
     @model_validator(mode="after")
-    def _fence_defaults_to_session_ttl(self) -> "Settings":
+    def _defaults_and_consistency(self) -> "Settings":
         if self.fence_ttl_seconds is None:
             self.fence_ttl_seconds = self.session_ttl_seconds
+        if self.corpus_dir is not None and self.edgar_source == "embedded":
+            self.edgar_source = "mirror"
+        if self.edgar_source == "mirror" and self.corpus_dir is None:
+            raise ValueError("edgar_source 'mirror' needs corpus_dir: a folder in the sec.gov URL layout")
+        if self.edgar_search_mode == "live" and self.sec_api_key is None:
+            raise ValueError("edgar_search_mode 'live' needs sec_api_key (or set edgar_search_mode to 'local' or null)")
+        if self.edgar_search_mode == "local" and self.edgar_source == "live" and self.corpus_dir is None:
+            raise ValueError(
+                "edgar_search_mode 'local' searches a corpus folder: with edgar_source 'live' set corpus_dir, "
+                "or use edgar_search_mode 'live' (with sec_api_key) or null"
+            )
         return self

@@ -56,12 +56,15 @@ def ensure_session_actors(spec: SessionActorsSpec) -> list[ray.actor.ActorHandle
 
 
 def destroy_session_actors(spec: SessionActorsSpec) -> int:
-    """The explicit cleanup path: detached actors outlive `serve shutdown`. Returns how many were killed."""
+    """The explicit cleanup path: detached actors outlive `serve shutdown`. Kills every named actor in the
+    app's namespace (shards, reaper, and the app's other shared actors); returns how many."""
     killed = 0
-    for name in [spec.shard_name(k) for k in range(spec.num_shards)] + [spec.reaper_name]:
+    for actor in ray.util.list_named_actors(all_namespaces=True):
+        if actor["namespace"] != spec.namespace:
+            continue
         try:
-            ray.kill(ray.get_actor(name, namespace=spec.namespace), no_restart=True)
+            ray.kill(ray.get_actor(actor["name"], namespace=spec.namespace), no_restart=True)
             killed += 1
-        except ValueError:  # not there: already gone
+        except ValueError:  # gone meanwhile
             pass
     return killed

@@ -27,7 +27,7 @@ class Passage:
 class IndexedDocument:
     def __init__(self, text: str):
         self.text = text
-        self.passages = _cut(text)
+        self.passages = cut_passages(text)
         self.index = Bm25Index([tokenize(text[p.start : p.end]) for p in self.passages])
 
     def best(self, query: list[str], limit: int) -> list[tuple[float, Passage]]:
@@ -38,7 +38,7 @@ class IndexedDocument:
         return [(float(scores[i]), self.passages[i]) for i in order if scores[i] > 0]
 
 
-def _cut(text: str) -> list[Passage]:
+def cut_passages(text: str) -> list[Passage]:
     passages: list[Passage] = []
     start = 0
     position = 0

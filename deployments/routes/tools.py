@@ -14,8 +14,16 @@ from session_store.errors import SessionLost
 
 from .. import identity
 from ..budget import budget_exhausted
-from ..contract import ParseHtmlPageRequest, RetrieveInformationRequest, SubmitFinalResultRequest, ToolResult
-from ..documents import FetchFailed
+from ..contract import (
+    EdgarSearchRequest,
+    ParseHtmlPageRequest,
+    RetrieveInformationRequest,
+    SecFilingSearchRequest,
+    SubmitFinalResultRequest,
+    ToolResult,
+    WebSearchRequest,
+)
+from ..edgar.filing_text import FetchFailed
 from ..retrieval.prompt import (
     NO_PLACEHOLDER,
     PromptError,
@@ -25,6 +33,9 @@ from ..retrieval.prompt import (
     without_placeholders,
 )
 from ..services import services
+from ..tools.edgar_search import edgar_search as run_edgar_search
+from ..tools.filing_search import sec_filing_search as run_filing_search
+from ..tools.web_search import web_search as run_web_search
 
 router = APIRouter()
 T = TypeVar("T")
@@ -44,6 +55,47 @@ async def _session_lookup(call: Awaitable[T]) -> tuple[T | None, SessionLost | N
         return await call, None
     except SessionLost as lost:
         return None, lost
+
+
+async def _budget_spent(request: Request) -> str | None:
+    """The time-budget check for the search tools, which need no session (a lost one has no budget)."""
+    budget = services(request).settings.max_rollout_time_seconds
+    if not budget:
+        return None
+    age, _ = await _session_lookup(
+        services(request).store.session_age(identity.session_id(request), identity.claimed_incarnation(request))
+    )
+    return budget_exhausted(age, budget)
+
+
+@router.post("/sec_filing_search")
+async def sec_filing_search(request: Request, body: SecFilingSearchRequest) -> ToolResult:
+    if spent := await _budget_spent(request):
+        return ToolResult(results=spent)
+    settings = services(request).settings
+    return ToolResult(results=await run_filing_search(
+        services(request).companies, body.ticker, body.form_types, body.start_date, body.end_date,
+        max_results=settings.max_filing_results, max_end_date=settings.max_end_date,
+    ))
+
+
+@router.post("/edgar_search")
+async def edgar_search(request: Request, body: EdgarSearchRequest) -> ToolResult:
+    if spent := await _budget_spent(request):
+        return ToolResult(results=spent)
+    svc = services(request)
+    arguments = body.model_dump()
+    return ToolResult(results=await run_edgar_search(svc.full_text, arguments, svc.settings.max_end_date))
+
+
+@router.post("/web_search")
+async def web_search(request: Request, body: WebSearchRequest) -> ToolResult:
+    if spent := await _budget_spent(request):
+        return ToolResult(results=spent)
+    svc = services(request)
+    return ToolResult(results=await run_web_search(
+        svc.web, body.search_query, body.start_date, body.end_date, body.number_of_results, svc.settings.max_end_date
+    ))
 
 
 @router.post("/parse_html_page")

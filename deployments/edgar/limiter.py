@@ -1,0 +1,73 @@
+"""EDGAR's request-rate limit, for the whole application however many replicas run (contract §F.2).
+
+SEC allows about 10 requests a second per client. A per-process limiter (NeMo Gym's) lets N replicas send N
+times that. Here one named actor hands out start times; callers sleep until theirs, so nothing waits inside
+the actor and a slot costs one small actor call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from typing import Callable
+
+import ray
+
+
+class SlidingWindowSchedule:
+    """At most `limit` starts in any window of `window_seconds`: each start is scheduled no earlier than the
+    start `limit` places before it plus the window. Pure, with an injected clock."""
+
+    def __init__(self, limit: int, window_seconds: float, clock: Callable[[], float] = time.monotonic):
+        self.limit = limit
+        self.window = window_seconds
+        self.clock = clock
+        self._starts: deque[float] = deque(maxlen=limit)
+
+    def reserve(self) -> float:
+        """Reserve the next start; returns how long the caller must wait before starting."""
+        now = self.clock()
+        start = now
+        if len(self._starts) == self.limit:
+            start = max(now, self._starts[0] + self.window)
+        self._starts.append(start)
+        return start - now
+
+
+@ray.remote(num_cpus=0, max_restarts=-1)
+class RateLimiterActor:
+    def __init__(self, limit: int, window_seconds: float):
+        self._schedule = SlidingWindowSchedule(limit, window_seconds)
+
+    async def reserve(self) -> float:
+        return self._schedule.reserve()
+
+
+class ClusterRateLimiter:
+    """The client side: `await limiter.acquire()` before each request attempt. Every replica gets or creates
+    the same named actor (detached, so it outlives any one replica; its first creator's limit wins)."""
+
+    ACTOR_NAME = "edgar-rate-limiter"
+
+    def __init__(self, namespace: str, limit: int, window_seconds: float):
+        self._actor = RateLimiterActor.options(
+            name=self.ACTOR_NAME, namespace=namespace, lifetime="detached", get_if_exists=True
+        ).remote(limit, window_seconds)
+
+    async def acquire(self) -> None:
+        delay = await self._actor.reserve.remote()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+class LocalRateLimiter:
+    """The same schedule inside one process (the Ray-free tests and tools)."""
+
+    def __init__(self, limit: int, window_seconds: float):
+        self._schedule = SlidingWindowSchedule(limit, window_seconds)
+
+    async def acquire(self) -> None:
+        delay = self._schedule.reserve()
+        if delay > 0:
+            await asyncio.sleep(delay)

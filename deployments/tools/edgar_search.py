@@ -1,0 +1,206 @@
+"""edgar_search: full-text search over SEC filings (contract §A.7).
+
+Two backends, chosen by `edgar_search_mode`:
+- local: BM25 over every filing document of the configured corpus folder (passages indexed with the finance
+  tokenizer, so `$1,234.5`, `FY2023` and `10-K` stay searchable; a filing scores as its best passage),
+  built once per replica in the background at start;
+- live: sec-api.io's full-text search API, with retries on 429/503 and transport errors.
+Results use sec-api's record shape either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass
+from datetime import date
+
+import httpx
+import numpy as np
+
+from ..edgar.companies import CompanyDirectory, Filing
+from ..edgar.source import EdgarSource
+from ..edgar.urls import parse_filing_url
+from ..retrieval.bm25 import Bm25Index
+from ..retrieval.passages import cut_passages
+from ..retrieval.tokenize import tokenize
+from ..text.html_to_text import HtmlTextError, html_to_text
+from .dates import DateError, checked_date
+
+log = logging.getLogger(__name__)
+PAGE_SIZE = 100  # sec-api pages hold 100 filings; `page` counts in those (contract §A.7)
+
+
+class SearchError(ValueError):
+    """A tool-level error: the agent reads its text."""
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    form_types: list[str] | None
+    ciks: list[str] | None  # unpadded
+    start: str
+    end: str | None
+    page: int
+    top_n: int
+
+
+def normalize_request(
+    search_query: str, form_types, ciks, start_date, end_date, page: int, top_n_results: int, cutoff: date | None
+) -> SearchRequest:
+    if not search_query or not search_query.strip():
+        raise SearchError(
+            "search_query is required and cannot be empty. Provide a search term to search the contents of SEC filings."
+        )
+    try:
+        start = checked_date("start_date", start_date) or "1900-01-01"
+        end = checked_date("end_date", end_date)
+    except DateError as error:
+        raise SearchError(str(error)) from None
+    if cutoff is not None:
+        end = min(end, cutoff.isoformat()) if end else cutoff.isoformat()
+        start = min(start, cutoff.isoformat())
+    if end and start > end:
+        raise SearchError(f"Parameter start_date '{start}' was set to a date that is later than end_date '{end}'")
+    normalized_ciks = None
+    if ciks:
+        try:
+            normalized_ciks = [str(int(str(c).strip())) for c in ciks]
+        except ValueError:
+            raise SearchError(f"Every entry of ciks must be a number, got {ciks!r}.") from None
+    return SearchRequest(search_query.strip(), form_types or None, normalized_ciks, start, end, page, top_n_results)
+
+
+def _record(filing: Filing, description: str) -> dict:
+    return {
+        "accessionNo": filing.accession_number,
+        "cik": str(int(filing.cik)),
+        "companyNameLong": filing.company_name,
+        "ticker": filing.ticker,
+        "description": description,
+        "formType": filing.form,
+        "type": filing.form,
+        "filingUrl": filing.filing_url,
+        "filedAt": filing.filing_date,
+    }
+
+
+class LocalFullTextIndex:
+    def __init__(self, source: EdgarSource, directory: CompanyDirectory, tickers: list[str]):
+        self._source = source
+        self._directory = directory
+        self._tickers = tickers
+        self._build: asyncio.Task | None = None
+        self._filings: list[Filing] = []
+        self._first_line: list[str] = []
+        self._passage_filing: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._index: Bm25Index | None = None
+
+    def start_building(self) -> None:
+        if self._build is None:
+            self._build = asyncio.get_running_loop().create_task(self._build_index())
+
+    async def _build_index(self) -> None:
+        documents: list[tuple[Filing, str]] = []
+        for ticker in self._tickers:
+            company = self._directory.lookup(ticker)
+            for filing in await self._directory.filings(company) if company else []:
+                url = parse_filing_url(filing.filing_url)
+                html = await self._source.read_archive(url.archive_path) if url else None
+                if html is None:
+                    continue
+                try:
+                    documents.append((filing, await asyncio.to_thread(html_to_text, html)))
+                except HtmlTextError:
+                    log.warning("edgar_search: could not parse %s; not indexed", filing.filing_url)
+        await asyncio.to_thread(self._index_documents, documents)
+        log.info("edgar_search: indexed %d filings", len(self._filings))
+
+    def _index_documents(self, documents: list[tuple[Filing, str]]) -> None:
+        passages, owners = [], []
+        for number, (filing, text) in enumerate(documents):
+            for passage in cut_passages(text):
+                passages.append(tokenize(text[passage.start : passage.end]))
+                owners.append(number)
+            self._first_line.append(f"{filing.form} of {filing.company_name} filed {filing.filing_date}")
+        self._filings = [filing for filing, _ in documents]
+        self._passage_filing = np.array(owners, dtype=np.int64)
+        self._index = Bm25Index(passages)
+
+    async def search(self, request: SearchRequest) -> list[dict]:
+        self.start_building()
+        await asyncio.shield(self._build)
+        dates = [f.filing_date for f in self._filings]
+        if dates and (request.start > max(dates) or (request.end and request.end < min(dates))):
+            raise SearchError(
+                f"No filings are indexed between {request.start} and {request.end}. This local corpus covers "
+                f"{min(dates)} through {max(dates)}. Search within that range."
+            )
+        eligible = [
+            i for i, f in enumerate(self._filings)
+            if (not request.form_types or f.form in request.form_types)
+            and (not request.ciks or str(int(f.cik)) in request.ciks)
+            and request.start <= f.filing_date and (not request.end or f.filing_date <= request.end)
+        ]
+        ranked = self._rank(request.query, eligible)
+        if not ranked and request.ciks:  # a company filter with no hits browses that company's filings instead
+            ranked = self._rank("*", eligible)
+        offset = (request.page - 1) * PAGE_SIZE
+        return [_record(self._filings[i], self._first_line[i]) for i in ranked[offset : offset + request.top_n]]
+
+    def _rank(self, query: str, eligible: list[int]) -> list[int]:
+        newest_first = sorted(eligible, key=lambda i: self._filings[i].filing_date, reverse=True)
+        if query == "*":
+            return newest_first
+        scores = self._index.scores(tokenize(query)) if self._index else np.zeros(0)
+        best = np.zeros(len(self._filings))
+        np.maximum.at(best, self._passage_filing, scores)
+        hits = [i for i in newest_first if best[i] > 0]
+        return sorted(hits, key=lambda i: -best[i])  # stable: equal scores stay newest first
+
+
+class LiveFullTextSearch:
+    """sec-api.io's full-text search (contract §A.7 step 4, live)."""
+
+    def __init__(self, base_url: str, api_key: str, *, attempts: int = 3, backoff_seconds: float = 1.0,
+                 timeout_seconds: float = 30.0):
+        self._url = base_url.rstrip("/") + "/full-text-search"
+        self._attempts = attempts
+        self._backoff = backoff_seconds
+        self._client = httpx.AsyncClient(headers={"Authorization": api_key}, timeout=timeout_seconds)
+
+    async def search(self, request: SearchRequest) -> list[dict]:
+        body: dict = {"query": request.query, "startDate": request.start, "endDate": request.end or date.today().isoformat()}
+        if request.page > 1:
+            body["page"] = str(request.page)
+        if request.form_types:
+            body["formTypes"] = request.form_types
+        if request.ciks:
+            body["ciks"] = request.ciks
+        error: str = "no attempt made"
+        for attempt in range(self._attempts):
+            try:
+                response = await self._client.post(self._url, json=body)
+                if response.status_code not in (429, 503):
+                    response.raise_for_status()
+                    return (response.json().get("filings") or [])[: request.top_n]
+                error = f"sec-api.io answered HTTP {response.status_code}"
+            except (httpx.HTTPError, ValueError) as failure:
+                error = f"sec-api.io full-text search failed: {failure}"
+                if isinstance(failure, httpx.HTTPStatusError):
+                    break
+            if attempt < self._attempts - 1:
+                await asyncio.sleep(self._backoff * 2**attempt)
+        raise SearchError(error)
+
+
+async def edgar_search(backend, request_args: dict, cutoff: date | None) -> str:
+    if backend is None:
+        return json.dumps({"error": "edgar_search is not available. edgar_search_mode is not set."})
+    try:
+        request = normalize_request(**request_args, cutoff=cutoff)
+        return json.dumps(await backend.search(request))
+    except SearchError as error:
+        return json.dumps({"error": str(error)})

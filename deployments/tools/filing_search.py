@@ -1,0 +1,58 @@
+"""sec_filing_search: a company's filings by ticker, newest first (contract §A.6, Decision 9)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from datetime import date
+
+from ..edgar.companies import CompanyDirectory
+from .dates import DateError, date_window
+
+_RESULT_FIELDS = ("ticker", "company_name", "form", "filing_date", "report_date", "accession_number", "filing_url")
+
+
+async def sec_filing_search(
+    directory: CompanyDirectory,
+    ticker: str,
+    form_types: list[str] | None,
+    start_date: str | None,
+    end_date: str | None,
+    *,
+    max_results: int,
+    max_end_date: date | None,
+) -> str:
+    try:
+        start, end = date_window(start_date, end_date, max_end_date)
+    except DateError as error:
+        return json.dumps({"error": str(error)})
+    company = directory.lookup(ticker)
+    if company is None:
+        return json.dumps({
+            "error": f"No company found for ticker '{ticker}'",
+            "suggestion": "Use the exact stock ticker symbol (e.g., 'AAPL' for Apple, 'MSFT' for Microsoft). "
+            "Note: only companies listed at https://www.sec.gov/files/company_tickers.json are supported.",
+        })
+    filings = await directory.filings(company)
+    if form_types:
+        filings = [f for f in filings if f.form in form_types]
+    filings = sorted(filings, key=lambda f: f.filing_date, reverse=True)  # stable: ties keep their order
+    if start:
+        filings = [f for f in filings if f.filing_date >= start]
+    if end:
+        filings = [f for f in filings if f.filing_date <= end]
+    filings = filings[:max_results]
+    if not filings:
+        filters = []
+        if form_types:
+            filters.append(f"form types {form_types!r}")
+        if start_date:
+            filters.append(f"start_date={start_date}")
+        if end_date:
+            filters.append(f"end_date={end_date}")
+        return json.dumps({
+            "error": f"No filings found for '{ticker}'" + (" with " + ", ".join(filters) if filters else ""),
+            "suggestion": "Try broadening your search: remove form_types filter, widen the date range, "
+            "or check the ticker symbol.",
+        })
+    return json.dumps([{k: asdict(f)[k] for k in _RESULT_FIELDS} for f in filings], indent=2)
