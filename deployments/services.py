@@ -14,7 +14,13 @@ from .edgar.companies import CompanyDirectory
 from .edgar.filing_text import FilingTexts
 from .edgar.live import LiveSource, RateLimiter
 from .edgar.source import EdgarSource, MirrorSource
-from .grading.grader import Grader, SubstringGrader
+from .edgar.filing_text import DocumentUnavailable, PageFetcher
+from .grading.deterministic import DeterministicGrader
+from .grading.grader import Grader
+from .llm.judge import LlmJudge
+from .llm.retrieval import LlmRetrieval
+from .net.safe_fetch import FetchError, SafeFetcher
+from .retrieval.backends import ModelBackend, PassageBackend, RetrievalBackend
 from .retrieval.passages import PassageRetriever
 from .settings import Settings
 from .tools.edgar_search import LiveFullTextSearch, LocalFullTextIndex
@@ -29,7 +35,7 @@ class Services:
     filings: FilingTexts
     full_text: LocalFullTextIndex | LiveFullTextSearch | None
     web: WebSearchProvider | None
-    retriever: PassageRetriever
+    retrieval: RetrievalBackend
     grader: Grader
 
 
@@ -77,11 +83,65 @@ async def build_services(settings: Settings, store: SessionStore, limiter: RateL
         settings=settings,
         store=store,
         companies=companies,
-        filings=FilingTexts(source, companies, cache=cache, dump_root=settings.sec_dump_path),
+        filings=FilingTexts(source, companies, cache=cache, dump_root=settings.sec_dump_path,
+                            fetch_page=page_fetcher(settings, limiter)),
         full_text=full_text,
         web=web,
-        retriever=PassageRetriever(settings.retrieval_top_passages),
-        grader=SubstringGrader(),
+        retrieval=retrieval_backend(settings),
+        grader=grader(settings),
+    )
+
+
+SEC_HOSTS = ("sec.gov", "*.sec.gov")
+
+
+def page_fetcher(settings: Settings, limiter: RateLimiter) -> PageFetcher:
+    """parse_html_page on a URL that is not a filing document: SEC hosts and the configured allowlist only,
+    never a private address (the safe fetcher checks every hop); SEC pages count against the rate limit."""
+    fetcher = SafeFetcher(
+        allowed_hosts=[*SEC_HOSTS, *settings.fetch_allowed_hosts],
+        max_bytes=settings.fetch_max_bytes,
+        timeout_seconds=settings.request_timeout,
+        user_agent=settings.user_agent,
+    )
+
+    async def fetch(url: str) -> bytes:
+        host = url.split("://", 1)[-1].split("/", 1)[0].lower()
+        if host == "sec.gov" or host.endswith(".sec.gov"):
+            await limiter.acquire()
+        try:
+            return (await fetcher.fetch(url)).body
+        except FetchError as error:
+            raise DocumentUnavailable(str(error)) from error
+
+    return fetch
+
+
+def retrieval_backend(settings: Settings) -> RetrievalBackend:
+    if settings.retrieval_model is None:
+        return PassageBackend(PassageRetriever(settings.retrieval_top_passages))
+    options = {"system_prompt_fpath": settings.retrieval_system_prompt_fpath} if settings.retrieval_system_prompt_fpath else {}
+    return ModelBackend(LlmRetrieval(
+        settings.retrieval_model,
+        system_prompt=settings.retrieval_system_prompt,
+        responses_create_params=settings.retrieval_responses_create_params,
+        max_output_tokens=settings.retrieval_max_output_tokens,
+        **options,
+    ))
+
+
+def grader(settings: Settings) -> Grader:
+    if settings.judge_model is None:
+        return DeterministicGrader()
+    options = {"prompt_template_fpath": settings.judge_prompt_template_fpath} if settings.judge_prompt_template_fpath else {}
+    return LlmJudge(
+        settings.judge_model,
+        prompt_template=settings.judge_prompt_template,
+        responses_create_params=settings.judge_responses_create_params,
+        reward_mode=settings.reward_mode,
+        call_timeout=settings.judge_call_timeout,
+        retry_delays=settings.judge_retry_delays,
+        **options,
     )
 
 

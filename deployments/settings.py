@@ -15,6 +15,8 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .llm.endpoint import ModelEndpoint
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FINSEC_", extra="forbid")
@@ -63,9 +65,22 @@ class Settings(BaseSettings):
     # web_search (contract §A.11)
     tavily_api_key: SecretStr | None = None
     tavily_base_url: str = "https://api.tavily.com"
-    # documents and retrieval
+    # documents and retrieve_information: a model endpoint, or (unset) the embedded BM25 passages (§E)
     large_doc_threshold_chars: int = Field(100_000, ge=1)
     retrieval_top_passages: int = Field(8, ge=1, le=100)
+    retrieval_model: ModelEndpoint | None = None
+    retrieval_responses_create_params: dict | None = None
+    retrieval_system_prompt: str | None = None
+    retrieval_system_prompt_fpath: Path | None = None
+    retrieval_max_output_tokens: int | None = None
+    # grading in /verify: an LLM judge, or (unset) the embedded deterministic grader (§D)
+    judge_model: ModelEndpoint | None = None
+    judge_responses_create_params: dict | None = None
+    judge_prompt_template: str | None = None
+    judge_prompt_template_fpath: Path | None = None
+    judge_call_timeout: float | None = Field(60.0, gt=0)
+    judge_retry_delays: list[float] = Field([1.0, 2.0], description="sleeps between the judge's attempts")
+    reward_mode: Literal["binary", "scaled"] = "binary"
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):

@@ -22,10 +22,10 @@ from .urls import FilingDocumentUrl, parse_filing_url
 
 log = logging.getLogger(__name__)
 
-PageFetcher = Callable[[str], Awaitable[bytes]]  # raises FetchFailed with a message the agent can read
+PageFetcher = Callable[[str], Awaitable[bytes]]  # raises DocumentUnavailable with a message the agent can read
 
 
-class FetchFailed(Exception):
+class DocumentUnavailable(Exception):
     """A tool-level failure: its text is the tool's result (contract §A.8 step 6)."""
 
 
@@ -70,7 +70,7 @@ class FilingTexts:
         if filing is None:
             return await self._load_page(url)
         if not filing.document:
-            raise FetchFailed(f"Invalid SEC URL format: {url}")
+            raise DocumentUnavailable(f"Invalid SEC URL format: {url}")
         if self._cache and (cached := await self._cache.read_text(self._cache.text_file(filing))) is not None:
             self.reads_by_source["cache"] += 1
             return cached
@@ -78,10 +78,10 @@ class FilingTexts:
         if html is None:
             html, where = await self._source.read_archive(filing.archive_path), "source"
         if html is None:
-            raise FetchFailed(f"Failed to download filing from {url}. The SEC server may be temporarily unavailable.")
+            raise DocumentUnavailable(f"Failed to download filing from {url}. The SEC server may be temporarily unavailable.")
         text = await _to_text(html)
         if not text.strip():
-            raise FetchFailed("Filing content was empty after parsing.")
+            raise DocumentUnavailable("Filing content was empty after parsing.")
         self.reads_by_source[where] += 1
         if sum(self.reads_by_source.values()) == 1:
             log.info("first SEC filing read, from %s", where)
@@ -106,11 +106,11 @@ class FilingTexts:
 
     async def _load_page(self, url: str) -> str:
         if self._fetch_page is None:
-            raise FetchFailed(f"Failed to fetch {url}. This server only fetches SEC filing documents.")
+            raise DocumentUnavailable(f"Failed to fetch {url}. This server only fetches SEC filing documents.")
         html = await self._fetch_page(url)
         text = await _to_text(html)
         if not text.strip():
-            raise FetchFailed("HTML output was empty")
+            raise DocumentUnavailable("HTML output was empty")
         return text
 
 
@@ -118,4 +118,4 @@ async def _to_text(html: bytes) -> str:
     try:
         return await asyncio.to_thread(html_to_text, html)
     except HtmlTextError as error:
-        raise FetchFailed(str(error)) from error
+        raise DocumentUnavailable(str(error)) from error

@@ -20,10 +20,3 @@ class GradingFailed(Exception):
 
 class Grader(Protocol):
     async def grade(self, question: str, expected_answer: str, answer: str) -> Grade: ...
-
-
-class SubstringGrader:
-    """NeMo Gym's no-judge fallback (contract §D.3): the expected answer, case-folded, inside the answer."""
-
-    async def grade(self, question: str, expected_answer: str, answer: str) -> Grade:
-        return Grade(1.0 if expected_answer.lower() in answer.lower() else 0.0)

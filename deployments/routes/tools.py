@@ -4,7 +4,6 @@ up front; its `SessionLost` is held back until the checks before it have had the
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Awaitable, TypeVar
 
@@ -23,14 +22,13 @@ from ..contract import (
     ToolResult,
     WebSearchRequest,
 )
-from ..edgar.filing_text import FetchFailed
+from ..edgar.filing_text import DocumentUnavailable
 from ..retrieval.prompt import (
     NO_PLACEHOLDER,
     PromptError,
     character_ranges,
     missing_key_error,
     placeholder_keys,
-    without_placeholders,
 )
 from ..services import services
 from ..tools.edgar_search import edgar_search as run_edgar_search
@@ -113,7 +111,7 @@ async def parse_html_page(request: Request, body: ParseHtmlPageRequest) -> ToolR
         raise lost
     try:
         text = await svc.filings.text(body.url)
-    except FetchFailed as error:
+    except DocumentUnavailable as error:
         return ToolResult(results=str(error))
     stored = await svc.store.put_document(sid, body.key, text, claimed)
     lines = []
@@ -157,8 +155,7 @@ async def retrieve_information(request: Request, body: RetrieveInformationReques
         text = view.texts[key]
         start, end, _ = slice(*ranges.get(key, (None, None))).indices(len(text))
         documents[key] = (text[start:end], start)
-    answer = await asyncio.to_thread(svc.retriever.answer, without_placeholders(body.prompt), documents)
-    return ToolResult(results=answer)
+    return ToolResult(results=await svc.retrieval.answer(body.prompt, documents))
 
 
 @router.post("/submit_final_result")

@@ -15,7 +15,7 @@ from deployments.corpus.generate import filings as corpus_filings
 from deployments.corpus.generate import write_corpus
 from deployments.edgar.cache import DiskCache
 from deployments.edgar.companies import CompanyDirectory
-from deployments.edgar.filing_text import FetchFailed, FilingTexts
+from deployments.edgar.filing_text import DocumentUnavailable, FilingTexts
 from deployments.edgar.limiter import LocalRateLimiter, SlidingWindowSchedule
 from deployments.edgar.live import LiveSource
 from deployments.edgar.source import MirrorSource
@@ -205,11 +205,11 @@ def test_one_parse_serves_concurrent_requests_for_a_filing(corpus):
 
 def test_pipeline_errors_are_tool_messages(corpus):
     texts = FilingTexts(MirrorSource(corpus), CompanyDirectory(MirrorSource(corpus)))
-    with pytest.raises(FetchFailed, match="Failed to download filing from"):
+    with pytest.raises(DocumentUnavailable, match="Failed to download filing from"):
         run(texts.text("https://www.sec.gov/Archives/edgar/data/1/000000000000000001/none.htm"))
-    with pytest.raises(FetchFailed, match="Invalid SEC URL format"):
+    with pytest.raises(DocumentUnavailable, match="Invalid SEC URL format"):
         run(texts.text("https://www.sec.gov/Archives/edgar/data/1/000000000000000001/"))
-    with pytest.raises(FetchFailed, match="only fetches SEC filing documents"):
+    with pytest.raises(DocumentUnavailable, match="only fetches SEC filing documents"):
         run(texts.text("https://example.com/page.html"))
 
 
@@ -227,7 +227,7 @@ def test_dump_layout_convention_serves_a_known_primary_document(corpus, tmp_path
         texts = FilingTexts(empty, directory, dump_root=dump)
         found = await texts.text("https://www.sec.gov/" + FIRST.url_path)
         exhibit = FIRST.url_path.rsplit("/", 1)[0] + "/ex99.htm"  # never answered with the primary document
-        with pytest.raises(FetchFailed):
+        with pytest.raises(DocumentUnavailable):
             await texts.text("https://www.sec.gov/" + exhibit)
         return found, texts.reads_by_source
 

@@ -1,0 +1,196 @@
+"""Find the quantities in a short financial answer: money, plain numbers, percentages and dates.
+
+Values are in base units: currency units ("$115.9 billion" -> 115.9e9), percentage points ("50 bps" -> 0.5), and dates
+encoded as the integer YYYYMMDD. `precision` is the place value of the last written digit after scaling
+("$115.9 billion" -> 1e8, "115,877 million" -> 1e6); for dates it is 1 (day), 100 (month) or 10000 (year only), so the
+same "compare at the coarser precision" rule serves every kind.
+
+Choices the grader relies on:
+- A bare four-digit integer from 1900 to 2100 ("2024", "(2024)") is a year: a date known to the year, never an amount.
+  "FY2024", "FY24" and "fiscal 2024" are years too. "2,024" and "$2024" stay amounts.
+- A number without a scale word is read literally ("$115,877" is dollars), unless the text says "in millions" (or
+  thousands, billions), the table convention.
+- Parentheses mean negative, as in financial statements, but they are also how prose adds an aside, so a parenthesised
+  amount and an unsigned amount after "loss", "decrease", ... are flagged `sign_in_words`: their sign is uncertain.
+- Filing vocabulary that carries digits but no quantity ("10-K", "Item 7", "Q4", "Note 12", "401(k)") is skipped.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+import unicodedata
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Literal
+
+Kind = Literal["money", "number", "percent", "date"]
+
+DAY, MONTH, YEAR = 1.0, 100.0, 10000.0  # date precisions in the YYYYMMDD encoding
+
+
+@dataclass(frozen=True)
+class Quantity:
+    value: float
+    kind: Kind
+    precision: float  # place value of the last written digit, after scaling
+    text: str  # as written, for explanations
+    start: int  # span in normalize(text)
+    end: int
+    loose_precision: float  # the same, reading an integer's trailing zeros as rounding: "$120 billion" -> 1e10
+    currency: str | None = None  # money only: ISO code
+    sign_in_words: bool = False  # parenthesised, or unsigned after "loss"/"decrease": the sign is uncertain
+
+    @property
+    def is_year(self) -> bool:
+        return self.kind == "date" and self.precision == YEAR
+
+
+def normalize(text: str) -> str:
+    """NFKC (no-break spaces, full-width digits) and the Unicode minus as '-'. Spans refer to this text."""
+    return unicodedata.normalize("NFKC", text).replace("\u2212", "-")
+
+
+_SCALES = {
+    "thousand": 3, "k": 3,
+    "million": 6, "mn": 6, "mm": 6, "mln": 6, "m": 6,
+    "billion": 9, "bn": 9, "bln": 9, "b": 9,
+    "trillion": 12, "tn": 12, "t": 12,
+}  # fmt: skip
+_CURRENCIES = {
+    "$": "USD", "us$": "USD", "usd": "USD", "dollar": "USD", "dollars": "USD",
+    "€": "EUR", "eur": "EUR", "euro": "EUR", "euros": "EUR",
+    "£": "GBP", "gbp": "GBP", "pounds": "GBP",
+    "¥": "JPY", "jpy": "JPY", "yen": "JPY",
+    "c$": "CAD", "cad": "CAD",
+}  # fmt: skip
+
+_MONTH = (
+    r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?"
+)
+_DATES = [
+    re.compile(pattern, re.I)
+    for pattern in (
+        r"\b(?P<year>\d{4})-(?P<month>\d{1,2})-(?P<day>\d{1,2})\b",  # 2024-12-31
+        r"\b(?P<month>\d{1,2})/(?P<day>\d{1,2})/(?P<year>\d{4})\b",  # 12/31/2024 (US order)
+        rf"\b{_MONTH}\s*(?P<day>\d{{1,2}})(?:st|nd|rd|th)?,?\s*(?P<year>\d{{4}})\b",  # Dec. 31, 2024
+        rf"\b(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s*(?P<year>\d{{4}})\b",  # 31 December 2024
+        rf"\b{_MONTH},?\s*(?P<year>\d{{4}})\b",  # December 2024
+        r"\b(?:FY|fiscal\s+(?:year\s+)?)\s*'?(?P<year>\d{4}|\d{2})\b",  # FY2024, FY24, fiscal 2024
+    )
+]
+
+# Digits that name a form, a section or a period rather than a quantity.
+_NOT_QUANTITIES = re.compile(
+    r"""\b(?:form\s+)?(?:10-K|10-Q|8-K|6-K|20-F|40-F|11-K|S-[1-4]|F-[1-4]|DEF\s*14A)(?:/A)?\b
+      | \b(?:item|note|part|section|exhibit|rule|schedule|page|footnote|ASC|ASU|topic)\s+\d[\w.-]*
+      | \b(?:Q[1-4]|[1-4]Q|H[12]|[12]H)(?:\s*'?\d{2})?\b
+      | \bCIK\s*:?\s*\d+ | \b401\s*\(k\) | \bS&P\s*\d+""",
+    re.I | re.X,
+)
+
+_AMOUNT = re.compile(
+    r"""(?<![\w.,])
+    (?P<open>\(\s*)?
+    (?P<sign>[-+])?
+    (?:(?P<cur>US\$|C\$|\$|€|£|¥|(?:USD|EUR|GBP|JPY|CAD)(?![a-z]))\s*)?
+    (?P<open2>\(\s*)?
+    (?P<sign2>-)?
+    (?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)
+    (?:\s*(?P<word>thousand|million|billion|trillion|mln|mn|mm|bln|bn|tn)s?(?![a-z])
+       |(?P<letter>[kmbt])(?![a-z]))?
+    (?P<unit>\s*(?:%|percent(?:age\s+points?)?|per\s+cent|pct|pp|ppts?|bps|bp|basis\s+points?)(?![a-z]))?
+    (?P<cur2>\s+(?:dollars?|usd|euros?|eur|pounds|gbp|yen|jpy|cad)(?![a-z]))?
+    (?P<close>\s*\))?
+    (?!\w)""",
+    re.I | re.X,
+)
+_TABLE_SCALE = re.compile(r"\bin\s+(thousands|millions|billions)\b", re.I)
+# A loss or a decrease stated in words: the number itself is unsigned. Same clause, no other number in between.
+_NEGATIVE_CUE = re.compile(
+    r"\b(?:loss(?:es)?|deficit|decreas\w*|declin\w*|outflows?|negative|reduc\w*|drop\w*|fell|fall\w*|down|lower"
+    r"|used\s+in)\b[^.;\d]*$",
+    re.I,
+)
+
+
+def find_quantities(text: str) -> list[Quantity]:
+    """Every date, year, amount and percentage in `text`, in reading order."""
+    text = normalize(text)
+    masked = _NOT_QUANTITIES.sub(lambda m: " " * len(m.group()), text)
+    found: list[Quantity] = []
+    for pattern in _DATES:
+        for match in pattern.finditer(masked):
+            date = _date(match)
+            if date is not None:
+                found.append(date)
+                masked = masked[: match.start()] + " " * (match.end() - match.start()) + masked[match.end() :]
+    table = _TABLE_SCALE.search(text)
+    table_scale = {"thousands": 3, "millions": 6, "billions": 9}[table.group(1).lower()] if table else 0
+    for match in _AMOUNT.finditer(masked):
+        found.append(_amount(match, text, table_scale))
+    return sorted(found, key=lambda q: q.start)
+
+
+def _date(match: re.Match[str]) -> Quantity | None:
+    parts = match.groupdict()
+    year = int(parts["year"])
+    year += 2000 if year < 100 else 0  # FY24
+    month = int(parts["month"]) if parts.get("month") else _month_number(parts.get("mon"))
+    day = int(parts["day"]) if parts.get("day") else 0
+    try:
+        datetime.date(year, month or 1, day or 1)
+    except ValueError:
+        return None
+    precision = DAY if day else MONTH if month else YEAR
+    value = float(year * 10000 + month * 100 + day)
+    return Quantity(value, "date", precision, match.group().strip(), match.start(), match.end(), precision)
+
+
+_MONTH_PREFIXES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+def _month_number(name: str | None) -> int:
+    return _MONTH_PREFIXES.index(name[:3].lower()) + 1 if name else 0
+
+
+def _amount(match: re.Match[str], text: str, table_scale: int) -> Quantity:
+    start, end = match.span()
+    digits = match["digits"].replace(",", "")
+    unit = " ".join((match["unit"] or "").lower().split())
+    scale_name = (match["word"] or match["letter"] or "").lower()
+    currency_name = (match["cur"] or match["cur2"] or "").strip().lower()
+    explicit_minus = match["sign"] == "-" or match["sign2"] is not None
+    parenthesised = bool((match["open"] or match["open2"]) and match["close"])
+    written = match.group().strip()
+    if not parenthesised:
+        written = written.strip("() ")
+
+    is_bare = not (unit or scale_name or currency_name or match["sign"] or match["sign2"])
+    if is_bare and re.fullmatch(r"\d{4}", match["digits"]) and 1900 <= int(digits) <= 2100:
+        return Quantity(int(digits) * 10000.0, "date", YEAR, written, start, end, YEAR)
+
+    decimals = len(digits.partition(".")[2])
+    trailing_zeros = 0 if decimals or not digits.strip("0") else len(digits) - len(digits.rstrip("0"))
+    if unit:  # a percentage: the unit fixes the scale
+        exponent = -2 if unit.startswith(("bp", "basis")) else 0
+        kind: Kind = "percent"
+    else:
+        exponent = _SCALES[scale_name] if scale_name else table_scale
+        kind = "money" if currency_name else "number"
+
+    value = Decimal(digits).scaleb(exponent)
+    negative = explicit_minus or parenthesised
+    cue = not explicit_minus and _NEGATIVE_CUE.search(text[max(0, start - 40) : start]) is not None
+    return Quantity(
+        value=float(-value if negative else value),
+        kind=kind,
+        precision=float(Decimal(1).scaleb(exponent - decimals)),
+        text=written,
+        start=start,
+        end=end,
+        loose_precision=float(Decimal(1).scaleb(exponent - decimals + trailing_zeros)),
+        currency=_CURRENCIES.get(currency_name) if kind == "money" else None,
+        sign_in_words=parenthesised or cue,
+    )

@@ -1,0 +1,129 @@
+"""The LLM judge (contract §D.4, Decision 11): a rubric prompt, up to three attempts, the last [[N]] rates."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+
+from ..grading.grader import Grade, GradingFailed
+from .endpoint import ModelClient, ModelEndpoint, ModelHTTPError, ModelReplyError
+from .templates import STOCK_DIR, load_prompt
+
+RewardMode = Literal["binary", "scaled"]
+
+STOCK_TEMPLATE = STOCK_DIR / "judge.yaml"
+_VERDICT = re.compile(r"\[\[(\d+)\]\]")
+_SCALED = {0: 0.0, 1: 0.5, 2: 1.0}
+
+
+def neutralized(answer: str) -> str:
+    """`[[2]]` -> `[2]`: a candidate cannot plant a verdict for the judge to quote back as its own."""
+    return _VERDICT.sub(r"[\1]", answer)
+
+
+def judge_prompt(template: str, question: str, expected_answer: str, answer: str) -> str:
+    """Plain replacement, not str.format, so braces in the rubric or the texts are inert."""
+    return (
+        template.replace("{question}", question)
+        .replace("{expected_answer}", expected_answer)
+        .replace("{generated_answer}", neutralized(answer))
+    )
+
+
+def judge_text(reply: dict[str, Any]) -> str | None:
+    """The text of the last content part of the last output item, when that item is a message."""
+    output = reply.get("output")
+    last = output[-1] if isinstance(output, list) and output else None
+    if not isinstance(last, dict) or last.get("type") != "message":
+        return None
+    content = last.get("content")
+    part = content[-1] if isinstance(content, list) and content else None
+    text = part.get("text") if isinstance(part, dict) else None
+    return text if isinstance(text, str) else None
+
+
+def parse_rating(text: str | None) -> int | None:
+    """The last [[N]]: the rubric asks for the verdict at the end, after any quoting of the candidate."""
+    verdicts = _VERDICT.findall(text or "")
+    return int(verdicts[-1]) if verdicts else None
+
+
+def reward_for(rating: int | None, mode: RewardMode) -> float:
+    if mode == "scaled":
+        return _SCALED.get(rating, 0.0) if rating is not None else 0.0
+    return 1.0 if rating == 2 else 0.0
+
+
+class JudgeError(Exception):
+    """One attempt produced no reply to read: HTTP status, transport, timeout, or a body that is not JSON."""
+
+
+class LlmJudge:
+    """A Grader (grading/grader.py) backed by an OpenAI-compatible model.
+
+    `retry_delays` are the sleeps between attempts; there is one more attempt than delays (stock: 3 attempts).
+    """
+
+    def __init__(
+        self,
+        endpoint: ModelEndpoint,
+        *,
+        prompt_template: str | None = None,
+        prompt_template_fpath: str | Path = STOCK_TEMPLATE,
+        responses_create_params: dict[str, Any] | None = None,
+        reward_mode: RewardMode = "binary",
+        call_timeout: float | None = 60.0,
+        retry_delays: Sequence[float] = (1.0, 2.0),
+    ) -> None:
+        self.template = load_prompt(prompt_template, prompt_template_fpath, "judge_prompt_template")
+        self.create_params = copy.deepcopy(responses_create_params) if responses_create_params else {"input": []}
+        self.reward_mode = reward_mode
+        self.call_timeout = call_timeout
+        self.retry_delays = tuple(retry_delays)
+        self.client = ModelClient(endpoint)
+
+    def request(self, question: str, expected_answer: str, answer: str) -> dict[str, Any]:
+        body = copy.deepcopy(self.create_params)
+        body["input"] = [{"role": "user", "content": judge_prompt(self.template, question, expected_answer, answer)}]
+        return body
+
+    async def grade(self, question: str, expected_answer: str, answer: str) -> Grade:
+        body = self.request(question, expected_answer, answer)
+        errors: list[str] = []
+        replied, last_text = False, None
+        for attempt, delay in enumerate((*self.retry_delays, None), start=1):
+            try:
+                reply = await self._call(body)
+            except JudgeError as error:
+                errors.append(f"attempt {attempt}: {error}")
+            else:
+                replied, last_text = True, judge_text(reply)
+                # A reply cut short may end inside the rubric's own examples: its tags are not a verdict.
+                rating = None if reply.get("incomplete_details") else parse_rating(last_text)
+                if rating is not None:
+                    return Grade(reward_for(rating, self.reward_mode), judge_rating=rating, judge_text=last_text)
+            if delay is not None:
+                await asyncio.sleep(delay)
+        if not replied:  # never measured: the verify route masks the row as judge_failed
+            raise GradingFailed(f"judge unreachable after {len(errors)} attempts: " + "; ".join(errors))
+        # The judge answered but never gave a verdict: a real (zero) measurement, flagged (Decision 11).
+        return Grade(0.0, judge_rating=None, judge_text=last_text, failure_kind="judge_unparseable")
+
+    async def _call(self, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await asyncio.wait_for(self.client.create(body), self.call_timeout)
+        except TimeoutError:
+            raise JudgeError(f"timed out after {self.call_timeout} s") from None
+        except (ModelHTTPError, ModelReplyError) as error:
+            raise JudgeError(str(error)) from None
+        except httpx.HTTPError as error:
+            raise JudgeError(f"{type(error).__name__}: {error}") from None
+
+    async def aclose(self) -> None:
+        await self.client.aclose()

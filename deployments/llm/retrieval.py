@@ -1,0 +1,84 @@
+"""retrieve_information's LLM backend (contract §E.2, §E.3): one call, no retry, every failure a readable string."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from .endpoint import ModelClient, ModelEndpoint, ModelHTTPError
+from .templates import STOCK_DIR, load_prompt
+
+STOCK_SYSTEM_PROMPT = STOCK_DIR / "retrieval.yaml"
+_BODY_LIMIT = 500
+
+
+def output_text(reply: dict[str, Any]) -> str:
+    """Every output_text part of every message item, concatenated; reasoning items are not the answer."""
+    output = reply.get("output")
+    return "".join(
+        part["text"]
+        for item in (output if isinstance(output, list) else [])
+        if isinstance(item, dict) and item.get("type") == "message" and isinstance(item.get("content"), list)
+        for part in item["content"]
+        if isinstance(part, dict) and part.get("type") == "output_text" and isinstance(part.get("text"), str)
+    )
+
+
+def no_output_message(reply: dict[str, Any]) -> str:
+    """Says why the reply was empty, naming only what the server reported."""
+    details = reply.get("incomplete_details")
+    facts = {
+        "incomplete_details.reason": details.get("reason") if isinstance(details, dict) else None,
+        "status": reply.get("status"),
+        "error": _error_text(reply.get("error")),
+    }
+    present = ", ".join(f"{name}={value}" for name, value in facts.items() if value not in (None, ""))
+    return "ERROR: Retrieval LLM returned no output." + (f" ({present})" if present else "")
+
+
+def _error_text(error: Any) -> str | None:
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return error["message"]
+    return error if error is None or isinstance(error, str) else json.dumps(error)
+
+
+class LlmRetrieval:
+    """Answers a fully substituted retrieve_information prompt with an OpenAI-compatible model.
+
+    `max_output_tokens` is `retrieval_max_output_tokens`: it fills the create-params' cap only when they leave it
+    unset, and None then means an explicit null (uncapped).
+    """
+
+    def __init__(
+        self,
+        endpoint: ModelEndpoint,
+        *,
+        system_prompt: str | None = None,
+        system_prompt_fpath: str | Path = STOCK_SYSTEM_PROMPT,
+        responses_create_params: dict[str, Any] | None = None,
+        max_output_tokens: int | None = None,
+    ) -> None:
+        self.system_prompt = load_prompt(system_prompt, system_prompt_fpath, "retrieval_system_prompt")
+        self.create_params = copy.deepcopy(responses_create_params) if responses_create_params else {"input": []}
+        self.max_output_tokens = max_output_tokens
+        self.client = ModelClient(endpoint)
+
+    def request(self, prompt: str) -> dict[str, Any]:
+        body = copy.deepcopy(self.create_params)
+        body["input"] = [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": prompt}]
+        body.setdefault("max_output_tokens", self.max_output_tokens)
+        return body
+
+    async def answer(self, prompt: str) -> str:
+        try:
+            reply = await self.client.create(self.request(prompt))
+        except ModelHTTPError as error:
+            return f"ERROR: Retrieval LLM HTTP {error.status_code}: {error.text[:_BODY_LIMIT]}"
+        except Exception as error:  # the model reads this instead of the episode failing
+            return f"ERROR: Retrieval LLM call failed: {str(error) or type(error).__name__}"
+        return output_text(reply) or no_output_message(reply)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()

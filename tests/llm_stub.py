@@ -1,0 +1,142 @@
+"""A real OpenAI-compatible server on loopback for the model-layer tests.
+
+Tests script the replies (`stub.reply(...)`, served in order) and read back every request the stub received
+(`stub.requests`). It serves /v1/responses and /v1/chat/completions from one queue; an unscripted request gets a
+500 naming the problem, so a test that sends more requests than it expects fails visibly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+
+
+@dataclass(frozen=True)
+class Scripted:
+    status: int = 200
+    body: dict[str, Any] | str = ""  # a dict is sent as JSON, a string as text/plain
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Received:
+    path: str
+    body: Any  # the parsed JSON, or the raw text when it is not JSON
+    headers: dict[str, str]
+
+
+def responses_reply(text: str | None = None, *, incomplete: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A Responses-API object with one message holding `text` (no message when text is None)."""
+    output = [] if text is None else [{"type": "message", "role": "assistant", "content": [_part(text)]}]
+    return {
+        "object": "response",
+        "status": "incomplete" if incomplete else "completed",
+        "output": output,
+        "incomplete_details": {"reason": incomplete} if incomplete else None,
+        **extra,
+    }
+
+
+def chat_reply(text: str | None, finish_reason: str = "stop") -> dict[str, Any]:
+    return {
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+    }
+
+
+def _part(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": []}
+
+
+class LlmStub:
+    def __init__(self) -> None:
+        self._script: deque[Scripted] = deque()
+        self._lock = threading.Lock()
+        self.requests: list[Received] = []
+        self.app = FastAPI()
+        self.app.post("/v1/responses")(self._serve)
+        self.app.post("/v1/chat/completions")(self._serve)
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self.port: int = self._sock.getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        config = uvicorn.Config(self.app, log_level="warning", timeout_graceful_shutdown=1)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
+
+    # --- scripting, from the test thread ---
+
+    def reply(self, body: dict[str, Any] | str = "", status: int = 200, delay: float = 0.0) -> None:
+        with self._lock:
+            self._script.append(Scripted(status, body, delay))
+
+    def reset(self) -> None:
+        with self._lock:
+            self._script.clear()
+            self.requests.clear()
+
+    @property
+    def bodies(self) -> list[Any]:
+        with self._lock:
+            return [r.body for r in self.requests]
+
+    # --- the server ---
+
+    async def _serve(self, request: Request) -> Response:
+        raw = (await request.body()).decode()
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            body = raw
+        with self._lock:
+            self.requests.append(Received(request.url.path, body, dict(request.headers)))
+            scripted = self._script.popleft() if self._script else None
+        if scripted is None:
+            return JSONResponse({"error": {"message": "llm_stub: no scripted reply left"}}, status_code=500)
+        if scripted.delay:
+            await asyncio.sleep(scripted.delay)
+        if isinstance(scripted.body, dict):
+            return JSONResponse(scripted.body, status_code=scripted.status)
+        return Response(scripted.body, status_code=scripted.status, media_type="text/plain")
+
+    def start(self) -> LlmStub:
+        self._thread.start()
+        for _ in range(500):
+            if self._server.started:
+                return self
+            self._thread.join(0.01)
+        raise RuntimeError("llm_stub did not start")
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(5)
+
+
+def closed_port_url() -> str:
+    """A loopback URL nobody listens on: every request to it is a connection error."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+@contextmanager
+def running_stub() -> Iterator[LlmStub]:
+    stub = LlmStub().start()
+    try:
+        yield stub
+    finally:
+        stub.stop()
