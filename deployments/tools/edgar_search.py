@@ -2,8 +2,9 @@
 
 Two backends, chosen by `edgar_search_mode`:
 - local: BM25 over every filing document of the configured corpus folder (passages indexed with the finance
-  tokenizer, so `$1,234.5`, `FY2023` and `10-K` stay searchable; a filing scores as its best passage),
-  built once per replica in the background at start;
+  tokenizer, so `$1,234.5`, `FY2023` and `10-K` stay searchable). A filing scores as its best passage plus
+  how well its metadata (company, ticker, form, year) matches: a query naming a company should find that
+  company's filings, not a competitor's that mentions it. Built once per replica in the background at start;
 - live: sec-api.io's full-text search API, with retries on 429/503 and transport errors.
 Results use sec-api's record shape either way.
 """
@@ -30,6 +31,7 @@ from .dates import DateError, checked_date
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 100  # sec-api pages hold 100 filings; `page` counts in those (contract §A.7)
+METADATA_WEIGHT = 2.0  # a metadata match is worth about two strong passage terms
 
 
 class SearchError(ValueError):
@@ -97,6 +99,7 @@ class LocalFullTextIndex:
         self._first_line: list[str] = []
         self._passage_filing: np.ndarray = np.zeros(0, dtype=np.int64)
         self._index: Bm25Index | None = None
+        self._metadata: Bm25Index | None = None
 
     def start_building(self) -> None:
         if self._build is None:
@@ -128,6 +131,10 @@ class LocalFullTextIndex:
         self._filings = [filing for filing, _ in documents]
         self._passage_filing = np.array(owners, dtype=np.int64)
         self._index = Bm25Index(passages)
+        self._metadata = Bm25Index([
+            tokenize(f"{f.company_name} {f.ticker} {f.form} {f.filing_date[:4]} {f.report_date[:4]}")
+            for f in self._filings
+        ])
 
     async def search(self, request: SearchRequest) -> list[dict]:
         self.start_building()
@@ -154,9 +161,11 @@ class LocalFullTextIndex:
         newest_first = sorted(eligible, key=lambda i: self._filings[i].filing_date, reverse=True)
         if query == "*":
             return newest_first
-        scores = self._index.scores(tokenize(query)) if self._index else np.zeros(0)
+        terms = tokenize(query)
         best = np.zeros(len(self._filings))
-        np.maximum.at(best, self._passage_filing, scores)
+        if self._index is not None:
+            np.maximum.at(best, self._passage_filing, self._index.scores(terms))
+            best += METADATA_WEIGHT * self._metadata.scores(terms)
         hits = [i for i in newest_first if best[i] > 0]
         return sorted(hits, key=lambda i: -best[i])  # stable: equal scores stay newest first
 

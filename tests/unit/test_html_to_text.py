@@ -1,0 +1,68 @@
+"""HTML to text (issue: no ix:header text, table cells separated, every ix:nonFraction value present), on the
+generated corpus and on the real filings of ../shared/data/edgar-real (skipped when absent)."""
+
+from __future__ import annotations
+
+import re
+
+import lxml.html
+import pytest
+
+from deployments.corpus.generate import write_corpus
+from deployments.text.html_to_text import HtmlTextError, html_to_text
+from tests.real_filings import EDGAR_REAL, manifest, needs_real_filings
+
+
+def hidden_header_texts(html: bytes) -> list[str]:
+    root = lxml.html.fromstring(html)
+    return [t.strip() for h in root.iter("ix:header") for t in h.itertext() if len(t.strip()) > 12]
+
+
+def displayed_facts(html: bytes) -> list[str]:
+    root = lxml.html.fromstring(html)
+    facts = []
+    for fact in root.iter("ix:nonfraction"):
+        if any(a.tag == "ix:header" for a in fact.iterancestors()):
+            continue
+        value = re.sub(r"\s+", " ", "".join(fact.itertext())).strip()
+        if value:
+            facts.append(value)
+    return facts
+
+
+def check_filing(html: bytes) -> str:
+    text = html_to_text(html)
+    visible = set(text.split("\n"))
+    leaked = [t for t in hidden_header_texts(html) if t in visible]
+    assert not leaked, f"ix:header text leaked: {leaked[:3]}"
+    missing = [f for f in displayed_facts(html) if f not in text]
+    assert not missing, f"inline-XBRL values missing: {missing[:5]}"
+    return text
+
+
+def test_generated_filings(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus")
+    for path in (corpus / "Archives").rglob("*.htm"):
+        text = check_filing(path.read_bytes())
+        assert "Draft note" not in text  # display:none
+        assert re.search(r"^Total net revenues \| \$[\d,]+", text, re.M)  # label and figure, cells separated
+
+
+@needs_real_filings
+@pytest.mark.parametrize("row", manifest(), ids=lambda r: r["primary_document"])
+def test_real_filing(row):
+    text = check_filing((EDGAR_REAL / row["url_path"]).read_bytes())
+    assert not re.search(r"[A-Za-z\)]\(?\d{1,3},\d{3}\)?\d", text[:200000]), "cells glued together"
+
+
+@needs_real_filings
+def test_amazon_cash_flow_row_keeps_its_label():
+    amazon = next(r for r in manifest() if r["ticker"] == "AMZN")
+    text = html_to_text((EDGAR_REAL / amazon["url_path"]).read_bytes())
+    assert "Net cash provided by (used in) operating activities | 46,752 | 84,946 | 115,877" in text
+
+
+@pytest.mark.parametrize("html", ["", "   ", b""])
+def test_empty_html_is_an_error(html):
+    with pytest.raises(HtmlTextError, match="HTML output was empty"):
+        html_to_text(html)
