@@ -12,7 +12,7 @@ from tests.llm_stub import responses_reply, running_stub
 
 from .conftest import close_body, deployed_app, episode_seed, verify_body
 
-URL = "https://www.sec.gov/" + filings()[0].url_path
+URL = next(f.url for f in filings() if f.form == "10-K")
 
 
 @pytest.fixture(scope="module")

@@ -47,7 +47,7 @@ def results(response) -> object:
 def test_sec_filing_search_lists_filings_newest_first_within_the_cutoff(client):
     rows = results(client.post("/sec_filing_search", json={"ticker": HLXR.ticker.lower()}))
     assert [r["filing_date"] for r in rows] == sorted((r["filing_date"] for r in rows), reverse=True)
-    assert all(r["filing_date"] <= CUTOFF for r in rows) and {r["form"] for r in rows} == {"10-K"}
+    assert all(r["filing_date"] <= CUTOFF for r in rows) and {r["form"] for r in rows} == {"10-K", "8-K"}
     assert set(rows[0]) == {"ticker", "company_name", "form", "filing_date", "report_date", "accession_number",
                             "filing_url"}
     assert rows[0]["filing_url"] == URL
@@ -69,8 +69,8 @@ def test_sec_filing_search_error_texts(client):
     unknown = results(client.post("/sec_filing_search", json={"ticker": "NOPE9"}))
     assert unknown["error"] == "No company found for ticker 'NOPE9'" and "company_tickers.json" in unknown["suggestion"]
     empty = results(client.post("/sec_filing_search", json={
-        "ticker": HLXR.ticker, "form_types": ["8-K"], "start_date": "2024-01-01", "end_date": "2024-02-01"}))
-    assert empty["error"] == (f"No filings found for '{HLXR.ticker}' with form types ['8-K'], "
+        "ticker": HLXR.ticker, "form_types": ["DEF 14A"], "start_date": "2024-01-01", "end_date": "2024-02-01"}))
+    assert empty["error"] == (f"No filings found for '{HLXR.ticker}' with form types ['DEF 14A'], "
                               "start_date=2024-01-01, end_date=2024-02-01")
     assert empty["suggestion"].startswith("Try broadening your search")
     bad = results(client.post("/sec_filing_search", json={"ticker": HLXR.ticker, "end_date": "2024/12/31"}))

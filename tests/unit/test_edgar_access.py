@@ -45,7 +45,7 @@ def run(coroutine):
     return asyncio.run(coroutine)
 
 
-FIRST = corpus_filings()[0]
+FIRST = next(f for f in corpus_filings() if f.form == "10-K")
 
 
 # ----- the rate limit's schedule -----
