@@ -74,7 +74,10 @@ def test_time_budget_stops_tools_but_not_submit(app):
         time.sleep(BUDGET + 0.3)
         client.post("/seed_session", json=episode_seed(sid))  # a retried seed does not restart the budget
         for route, body in (("/parse_html_page", {"url": "", "key": ""}),
-                            ("/retrieve_information", {"prompt": "{{doc}}"})):
+                            ("/retrieve_information", {"prompt": "{{doc}}"}),
+                            ("/sec_filing_search", {"ticker": "HLXR1"}),
+                            ("/edgar_search", {"search_query": "revenue"}),
+                            ("/web_search", {"search_query": "revenue"})):
             r = client.post(route, json=body)
             assert r.status_code == 200, route
             assert json.loads(r.json()["results"])["error"].startswith("Time budget exhausted (1s / 1s)")
