@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .source import json_or_none
 from .urls import FilingDocumentUrl
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -37,13 +38,7 @@ class DiskCache:
         return self.root / "filings" / url.cik / url.accession.replace("-", "") / f"{document}.txt"
 
     async def read_json(self, path: Path) -> Any | None:
-        text = await self.read_text(path)
-        if text is None:
-            return None
-        try:
-            return json.loads(text)
-        except ValueError:  # a corrupt cache file is a miss
-            return None
+        return json_or_none(await self.read_text(path))  # a corrupt cache file is a miss
 
     async def read_text(self, path: Path) -> str | None:
         try:

@@ -5,11 +5,12 @@ with exponential backoff on 403/429/503 and on transport errors or timeouts, and
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import Any, Protocol
 
 import httpx
+
+from .source import json_or_none
 
 log = logging.getLogger(__name__)
 
@@ -50,14 +51,7 @@ class LiveSource:
         return f"{self._data if path.startswith('submissions/') else self._www}/{path}"
 
     async def read_json(self, path: str) -> Any | None:
-        raw = await self.read_archive(path)
-        if raw is None:
-            return None
-        try:
-            return json.loads(raw)
-        except ValueError:
-            log.warning("EDGAR sent unparseable JSON for %s", path)
-            return None
+        return json_or_none(await self.read_archive(path))
 
     async def read_archive(self, path: str) -> bytes | None:
         return await self.get(self.url_for(path))

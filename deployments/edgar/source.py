@@ -14,6 +14,16 @@ from typing import Any, Protocol
 TICKERS_PATH = "files/company_tickers.json"
 
 
+def json_or_none(raw: str | bytes | None) -> Any | None:
+    """EDGAR's JSON documents, where missing and unparseable both mean "no data"."""
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
 def submissions_path(cik10: str) -> str:
     return f"submissions/CIK{cik10}.json"
 
@@ -41,13 +51,7 @@ class MirrorSource:
         return target if target.is_relative_to(self.root) and target.is_file() else None
 
     async def read_json(self, path: str) -> Any | None:
-        raw = await self.read_archive(path)
-        if raw is None:
-            return None
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return None
+        return json_or_none(await self.read_archive(path))
 
     async def read_archive(self, path: str) -> bytes | None:
         target = self._file(path)

@@ -28,6 +28,7 @@ _BLOCK = frozenset(
 _CELLS = frozenset({"td", "th"})
 _HIDDEN = re.compile(r"display\s*:\s*none", re.IGNORECASE)
 _SPACES = re.compile(r"\s+")
+_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 _JOIN_NEXT = frozenset({"$", "€", "£", "(", "$(", "($"})
 _JOIN_PREVIOUS = re.compile(r"^[)%]+$|^\)?%$")
 
@@ -39,6 +40,8 @@ class HtmlTextError(ValueError):
 def html_to_text(html: str | bytes) -> str:
     if not html or not html.strip():
         raise HtmlTextError("HTML output was empty")
+    if isinstance(html, str):  # lxml refuses decoded text that still declares an encoding
+        html = _XML_DECLARATION.sub("", html, count=1)
     try:
         root = lxml.html.fromstring(html)
     except (lxml.etree.ParserError, ValueError) as error:

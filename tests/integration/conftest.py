@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import uuid
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -62,6 +63,10 @@ def deployed_app(serve_url: str, name: str, replicas: int = 2, **settings: Any) 
 
 
 # ----- helpers the tests share -----
+
+
+def new_session_id() -> str:
+    return f"resources-session-{uuid.uuid4().hex}"
 
 
 def episode_seed(sid: str, rollout: str = "r1", task: str = "t1", **task_data: Any) -> dict[str, Any]:

@@ -4,13 +4,12 @@ leave nothing behind (contract §C.1: per-ID locks; §C.4: no live session behin
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import pytest
 
 from deployments.corpus.generate import questions
 
-from .conftest import close_body, cookie_claims, deployed_app, episode_seed, verify_body
+from .conftest import close_body, cookie_claims, deployed_app, episode_seed, new_session_id, verify_body
 
 FILING_URL = questions()[0]["url"]
 
@@ -20,12 +19,8 @@ def app(serve_url):
     yield from deployed_app(serve_url, "it-concurrency")
 
 
-def new_id() -> str:
-    return f"resources-session-{uuid.uuid4().hex}"
-
-
 def test_100_concurrent_identical_seeds_create_exactly_one_session(app):
-    sid = new_id()
+    sid = new_session_id()
 
     async def storm():
         async with app.async_client() as client:
@@ -41,7 +36,7 @@ def test_100_concurrent_identical_seeds_create_exactly_one_session(app):
 
 
 def test_concurrent_seed_and_close_never_leave_a_live_session_behind_a_fence(app):
-    sids = [new_id() for _ in range(60)]
+    sids = [new_session_id() for _ in range(60)]
 
     async def race(client, sid):
         # Alternate who starts first; either order must end closed and fenced.
@@ -75,7 +70,7 @@ async def one_rollout(client, sid: str) -> None:
 
 
 def test_a_thousand_sessions_leave_no_session_document_or_lock_behind(app):
-    sids = [new_id() for _ in range(1000)]
+    sids = [new_session_id() for _ in range(1000)]
 
     async def worker():  # 32 rollout workers, each reusing one client; cookies cleared between rollouts
         async with app.async_client() as client:

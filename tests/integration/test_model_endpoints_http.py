@@ -3,26 +3,20 @@ loopback (contract §D.4, §E.3, Decisions 7 and 11)."""
 
 from __future__ import annotations
 
-import uuid
 
 import pytest
 
 from deployments.corpus.generate import filings
-from tests.llm_stub import responses_reply, running_stub
+from tests.llm_stub import responses_reply
 
-from .conftest import close_body, deployed_app, episode_seed, verify_body
+from .conftest import close_body, deployed_app, episode_seed, new_session_id, verify_body
 
 URL = next(f.url for f in filings() if f.form == "10-K")
 
 
 @pytest.fixture(scope="module")
-def stub():
-    with running_stub() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def app(serve_url, stub):
+def app(serve_url, llm_server):
+    stub = llm_server
     yield from deployed_app(
         serve_url, "it-models",
         judge_model={"base_url": stub.base_url, "model": "judge-model"},
@@ -30,12 +24,6 @@ def app(serve_url, stub):
         retrieval_max_output_tokens=512,
         judge_retry_delays=[0.0, 0.0], judge_call_timeout=5.0, reward_mode="scaled",
     )
-
-
-@pytest.fixture(autouse=True)
-def fresh_stub(stub):
-    stub.reset()
-    yield
 
 
 def test_judge_grades_with_the_neutralized_candidate(app, stub):
@@ -50,7 +38,7 @@ def test_judge_grades_with_the_neutralized_candidate(app, stub):
 
 
 def test_resent_verify_of_an_episode_is_answered_from_the_cache_not_the_judge(app, stub):
-    sid = f"resources-session-{uuid.uuid4().hex}"
+    sid = new_session_id()
     stub.reply(responses_reply("[[2]]"))
     with app.client() as client:
         client.post("/seed_session", json=episode_seed(sid))
@@ -62,7 +50,7 @@ def test_resent_verify_of_an_episode_is_answered_from_the_cache_not_the_judge(ap
 
 
 def test_unreachable_judge_gives_a_masked_judge_failed_row_that_is_not_cached(app, stub):
-    sid = f"resources-session-{uuid.uuid4().hex}"
+    sid = new_session_id()
     for _ in range(3):
         stub.reply({"error": "overloaded"}, status=503)
     stub.reply(responses_reply("[[2]]"))

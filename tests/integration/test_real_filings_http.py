@@ -4,13 +4,12 @@ grader (no model endpoint), the server pointed at ../shared/data/edgar-real (ski
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 
 from tests.real_filings import EDGAR_REAL, needs_real_filings
 
-from .conftest import close_body, deployed_app, episode_seed, verify_body
+from .conftest import close_body, deployed_app, episode_seed, new_session_id, verify_body
 
 pytestmark = needs_real_filings
 QUESTION = "What was Amazon's net cash provided by operating activities in fiscal year 2024?"
@@ -23,7 +22,7 @@ def app(serve_url):
 
 
 def test_amazon_operating_cash_flow_end_to_end(app):
-    sid = f"resources-session-{uuid.uuid4().hex}"
+    sid = new_session_id()
     with app.client() as client:
         client.post("/seed_session", json=episode_seed(sid, question=QUESTION, expected_answer=EXPECTED))
         hits = json.loads(client.post("/edgar_search", json={

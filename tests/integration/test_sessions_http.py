@@ -7,14 +7,13 @@ the session store, not only through status codes.
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import pytest
 
 from deployments.contract import CloseSessionResponse, EpisodeSeedResponse
 from deployments.corpus.generate import questions
 
-from .conftest import cookie_claims, close_body, deployed_app, episode_seed, verify_body
+from .conftest import close_body, cookie_claims, deployed_app, episode_seed, new_session_id, verify_body
 
 FILING_URL = questions()[0]["url"]
 
@@ -22,10 +21,6 @@ FILING_URL = questions()[0]["url"]
 @pytest.fixture(scope="module")
 def app(serve_url):
     yield from deployed_app(serve_url, "it-sessions")
-
-
-def new_id() -> str:
-    return f"resources-session-{uuid.uuid4().hex}"
 
 
 def parse(client, key: str = "doc"):
@@ -36,7 +31,7 @@ def parse(client, key: str = "doc"):
 
 
 def test_conformance_check(app):
-    sid = new_id()
+    sid = new_session_id()
     with app.client() as client:  # one client that keeps cookies, as the check does
         for _ in range(2):  # seed, then the repeated seed
             r = client.post("/seed_session", json=episode_seed(sid))
@@ -70,7 +65,7 @@ def test_conformance_check(app):
     ids=["episode", "task", "task_data", "attempt"],
 )
 def test_conflicting_seed_is_refused_and_leaves_the_session_alone(app, conflicting):
-    sid = new_id()
+    sid = new_session_id()
     with app.client() as owner, app.client() as other:
         assert owner.post("/seed_session", json=episode_seed(sid)).status_code == 200
         assert parse(owner).status_code == 200
@@ -84,7 +79,7 @@ def test_conflicting_seed_is_refused_and_leaves_the_session_alone(app, conflicti
 
 def test_typed_seed_for_another_episode_is_refused_without_its_cookie(app):
     """§G.3, the PR's named test: a 409 reply must not hand out the live session."""
-    sid = new_id()
+    sid = new_session_id()
     with app.client() as owner, app.client() as intruder:
         owner.post("/seed_session", json=episode_seed(sid))
         r = intruder.post("/seed_session", json=episode_seed(sid, rollout="intruder"))
@@ -94,7 +89,7 @@ def test_typed_seed_for_another_episode_is_refused_without_its_cookie(app):
 
 
 def test_conflicting_close_is_refused_and_keeps_the_session(app):
-    sid = new_id()
+    sid = new_session_id()
     with app.client() as client:
         client.post("/seed_session", json=episode_seed(sid))
         parse(client)
@@ -104,7 +99,7 @@ def test_conflicting_close_is_refused_and_keeps_the_session(app):
 
 
 def test_cookieless_close_after_lost_seed_reply_releases_state(app):
-    sid = new_id()
+    sid = new_session_id()
     with app.client() as rollout:
         rollout.post("/seed_session", json=episode_seed(sid))  # imagine this reply never arrived...
         assert parse(rollout).status_code == 200
@@ -117,7 +112,7 @@ def test_cookieless_close_after_lost_seed_reply_releases_state(app):
 
 
 def test_verify_before_close_is_scored_and_close_still_checks_the_episode(app):
-    sid = new_id()
+    sid = new_session_id()
     with app.client() as client:
         client.post("/seed_session", json=episode_seed(sid))
         r = client.post("/verify", json=verify_body("The answer is 42"))
@@ -131,7 +126,7 @@ def test_verify_before_close_is_scored_and_close_still_checks_the_episode(app):
 
 
 def test_episode_seed_cookie_reaches_the_tools(app):
-    sid = new_id()
+    sid = new_session_id()
     with app.client() as client:
         r = client.post("/seed_session", json=episode_seed(sid))
         assert cookie_claims(r, app.settings.cookie_name)["session_id"] == sid  # the explicit bind (§C.2)
@@ -142,7 +137,7 @@ def test_episode_seed_cookie_reaches_the_tools(app):
 
 
 def test_retried_seed_without_cookie_gets_the_cookie_and_keeps_documents(app):
-    sid = new_id()
+    sid = new_session_id()
     with app.client() as first:
         first.post("/seed_session", json=episode_seed(sid))
         parse(first)
@@ -154,7 +149,7 @@ def test_retried_seed_without_cookie_gets_the_cookie_and_keeps_documents(app):
 
 
 def test_retired_attempt_releases_its_session(app):
-    sid = new_id()
+    sid = new_session_id()
     with app.client() as client:
         client.post("/seed_session", json=episode_seed(sid))
         parse(client)
@@ -168,7 +163,7 @@ def test_retired_attempt_releases_its_session(app):
 
 
 def test_resent_verify_before_close_gets_the_same_row(app):
-    sid = new_id()
+    sid = new_session_id()
     with app.client() as client:
         client.post("/seed_session", json=episode_seed(sid))
         first = client.post("/verify", json=verify_body("42"))
@@ -179,7 +174,7 @@ def test_resent_verify_before_close_gets_the_same_row(app):
 
 
 def test_agent_run_seed_on_an_episode_session_is_refused_and_documents_survive(app):
-    sid = new_id()
+    sid = new_session_id()
     with app.client() as client:
         client.post("/seed_session", json=episode_seed(sid))
         parse(client)
@@ -206,7 +201,7 @@ def test_stateful_tools_on_sessions_that_are_not_open_get_404(app):
         verified.post("/seed_session", json={})
         verified.post("/verify", json=verify_body())
         assert_lost(verified)
-    sid = new_id()
+    sid = new_session_id()
     with app.client() as closed:
         closed.post("/seed_session", json=episode_seed(sid))
         closed.post("/close_session", json=close_body(sid))
@@ -214,7 +209,7 @@ def test_stateful_tools_on_sessions_that_are_not_open_get_404(app):
 
 
 def test_close_after_verify_with_another_episode_is_refused(app):
-    sid = new_id()
+    sid = new_session_id()
     with app.client() as client:
         client.post("/seed_session", json=episode_seed(sid))
         client.post("/verify", json=verify_body())
@@ -222,7 +217,7 @@ def test_close_after_verify_with_another_episode_is_refused(app):
 
 
 def test_verify_after_close_is_masked_session_lost(app):
-    sid = new_id()
+    sid = new_session_id()
     with app.client() as client:
         client.post("/seed_session", json=episode_seed(sid))
         client.post("/close_session", json=close_body(sid))
@@ -258,7 +253,7 @@ def test_agent_run_seed_resets_documents(app):
 
 
 def test_requests_of_one_session_spread_over_both_replicas_see_one_session(app):
-    sid = new_id()
+    sid = new_session_id()
     replicas = set()
     with app.client() as client:
         client.post("/seed_session", json=episode_seed(sid))
@@ -273,7 +268,7 @@ def test_requests_of_one_session_spread_over_both_replicas_see_one_session(app):
 
 
 def test_every_response_carries_the_cookie(app):
-    sid = new_id()
+    sid = new_session_id()
     with app.client() as client:
         client.post("/seed_session", json=episode_seed(sid))
         replies = [
@@ -288,7 +283,7 @@ def test_every_response_carries_the_cookie(app):
 
 
 def test_rollout_prefix_is_the_same_route(app):
-    sid = new_id()
+    sid = new_session_id()
     with app.client() as client:
         r = client.post("/ng-rollout/r1.x-2/seed_session", json=episode_seed(sid))
         assert r.status_code == 200 and r.json()["resources_session_id"] == sid

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
-import uuid
 
 import pytest
 import ray
@@ -13,7 +11,7 @@ from deployments.corpus.generate import questions
 from session_store.errors import StoreUnavailable
 from session_store.routing import shard_index
 
-from .conftest import close_body, cookie_claims, deployed_app, episode_seed, verify_body
+from .conftest import close_body, cookie_claims, deployed_app, episode_seed, new_session_id, verify_body
 
 FILING_URL = questions()[0]["url"]
 
@@ -26,7 +24,7 @@ def app(serve_url):
 def ids_on_every_shard(num_shards: int, per_shard: int = 2) -> dict[int, list[str]]:
     found: dict[int, list[str]] = {k: [] for k in range(num_shards)}
     while any(len(v) < per_shard for v in found.values()):
-        sid = f"resources-session-{uuid.uuid4().hex}"
+        sid = new_session_id()
         bucket = found[shard_index(sid, num_shards)]
         if len(bucket) < per_shard:
             bucket.append(sid)
@@ -78,7 +76,7 @@ def test_killed_shard_reports_its_sessions_lost_and_others_are_untouched(app):
             assert client.post("/close_session", json=close_body(sid)).status_code == 200
             client.close()
 
-    fresh = next(s for s in (f"resources-session-{uuid.uuid4().hex}" for _ in range(1000))
+    fresh = next(s for s in (new_session_id() for _ in range(1000))
                  if shard_index(s, spec.num_shards) == victim)
     with app.client() as client:  # the restarted shard serves new sessions
         assert client.post("/seed_session", json=episode_seed(fresh)).status_code == 200

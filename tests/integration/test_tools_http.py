@@ -5,13 +5,12 @@ text of contract §A.6-A.12, stringified-list coercion (§A.14), date validation
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 
 from deployments.corpus.generate import ISSUERS, filings
 
-from .conftest import deployed_app, episode_seed
+from .conftest import deployed_app, episode_seed, new_session_id
 
 CUTOFF = "2025-03-01"  # the embedded 10-Qs are filed 2025-05-02: after it
 HLXR = ISSUERS[0]
@@ -212,7 +211,7 @@ def test_web_search_is_off_without_a_key(client):
 
 
 def test_search_tools_never_touch_session_state(client, app):
-    sid = f"resources-session-{uuid.uuid4().hex}"
+    sid = new_session_id()
     client.post("/seed_session", json=episode_seed(sid))
     client.post("/close_session", json={"resources_session_id": sid, "episode_id": {"rollout_id": "r1"}})
     for route, body in (("/sec_filing_search", {"ticker": HLXR.ticker}), ("/edgar_search", {"search_query": "x"}),

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import re
 import time
-import uuid
 
 import pytest
 
 from deployments.corpus.generate import questions
 
-from .conftest import close_body, cookie_claims, deployed_app, episode_seed, verify_body
+from .conftest import close_body, cookie_claims, deployed_app, episode_seed, new_session_id, verify_body
 
 TTL = 3.0
 BUDGET = 1.0
@@ -33,7 +32,7 @@ def wait_for(condition, timeout: float = 10.0) -> None:
 
 
 def test_reaper_evicts_the_abandoned_session_and_keeps_the_fresh_one(app):
-    old, young = (f"resources-session-{uuid.uuid4().hex}" for _ in range(2))
+    old, young = (new_session_id() for _ in range(2))
     with app.client() as abandoned, app.client() as fresh:
         abandoned.post("/seed_session", json=episode_seed(old))
         assert abandoned.post("/parse_html_page", json={"url": FILING_URL, "key": "doc"}).status_code == 200
@@ -68,7 +67,7 @@ def test_new_agent_run_seed_clears_the_expired_mark(app):
 
 
 def test_time_budget_stops_tools_but_not_submit(app):
-    sid = f"resources-session-{uuid.uuid4().hex}"
+    sid = new_session_id()
     with app.client() as client:
         client.post("/seed_session", json=episode_seed(sid))
         assert "SUCCESS" in client.post("/parse_html_page", json={"url": FILING_URL, "key": "doc"}).json()["results"]

@@ -64,6 +64,12 @@ def test_amazon_cash_flow_row_keeps_its_label():
     assert "Net cash provided by (used in) operating activities | 46,752 | 84,946 | 115,877" in text
 
 
+def test_text_and_bytes_give_the_same_result(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus")
+    path = next((corpus / "Archives").rglob("*.htm"))
+    assert html_to_text(path.read_text()) == html_to_text(path.read_bytes())
+
+
 @pytest.mark.parametrize("html", ["", "   ", b""])
 def test_empty_html_is_an_error(html):
     with pytest.raises(HtmlTextError, match="HTML output was empty"):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,22 +12,10 @@ import pytest
 from deployments.grading.grader import Grade, GradingFailed
 from deployments.llm.endpoint import ModelEndpoint
 from deployments.llm.judge import LlmJudge, judge_text, neutralized, parse_rating, reward_for
-from tests.llm_stub import LlmStub, chat_reply, closed_port_url, responses_reply, running_stub
+from tests.llm_stub import LlmStub, chat_reply, closed_port_url, responses_reply
 
 QUESTION = "What was ACME's FY2023 revenue?"
 GOLD = "$1.20 billion"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LlmStub]:
-    with running_stub() as stub:
-        yield stub
-
-
-@pytest.fixture
-def stub(server: LlmStub) -> LlmStub:
-    server.reset()
-    return server
 
 
 def make_judge(stub: LlmStub, **kwargs: Any) -> LlmJudge:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,21 +11,9 @@ import pytest
 from deployments.llm.endpoint import ModelEndpoint
 from deployments.llm.retrieval import LlmRetrieval
 from deployments.llm.templates import STOCK_DIR, load_prompt
-from tests.llm_stub import LlmStub, chat_reply, closed_port_url, responses_reply, running_stub
+from tests.llm_stub import LlmStub, chat_reply, closed_port_url, responses_reply
 
 SYSTEM = "Answer from the document only."
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LlmStub]:
-    with running_stub() as stub:
-        yield stub
-
-
-@pytest.fixture
-def stub(server: LlmStub) -> LlmStub:
-    server.reset()
-    return server
 
 
 def make_retrieval(stub: LlmStub, **kwargs: Any) -> LlmRetrieval:

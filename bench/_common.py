@@ -1,0 +1,108 @@
+"""Shared helpers of the benchmark scripts: where the real filings are, loading them, writing reports.
+
+The real filings are read at run time from `../shared/data/edgar-real` (relative to the project root) and are
+never copied into the repository. A script calls `real_filings()` first; when the folder is absent it prints a
+message and exits with status 0.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared/data/edgar-real"
+RESULTS = ROOT / "bench" / "results"
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+@dataclass(frozen=True)
+class Filing:
+    label: str  # e.g. "AMZN 10-K 2025-02-07"
+    url_path: str  # Archives/edgar/data/<cik>/<accession>/<doc>
+    path: Path
+    ticker: str
+    company: str
+    form: str
+    filing_date: str
+
+    def html(self) -> bytes:
+        return self.path.read_bytes()
+
+
+def real_filings(required: bool = True) -> list[Filing]:
+    """The filings of MANIFEST.json; exits cleanly (status 0) with a message when the folder is absent."""
+    manifest = DATA / "MANIFEST.json"
+    if not manifest.is_file():
+        if not required:
+            return []
+        print(f"SKIP: real filings not found at {DATA} (expected MANIFEST.json there); nothing to benchmark.")
+        raise SystemExit(0)
+    out = []
+    for row in json.loads(manifest.read_text()):
+        path = DATA / row["url_path"]
+        if not path.is_file():
+            print(f"SKIP: {path} listed in MANIFEST.json is missing.")
+            raise SystemExit(0)
+        out.append(
+            Filing(
+                label=f"{row['ticker']} {row['form']} {row['filing_date']}",
+                url_path=row["url_path"],
+                path=path,
+                ticker=row["ticker"],
+                company=row["company"],
+                form=row["form"],
+                filing_date=row["filing_date"],
+            )
+        )
+    return out
+
+
+def timed(fn, *args) -> tuple[float, object]:
+    start = time.perf_counter()
+    result = fn(*args)
+    return time.perf_counter() - start, result
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def geomean(values: list[float]) -> float:
+    values = [v for v in values if v > 0]
+    return statistics.geometric_mean(values) if values else float("nan")
+
+
+def machine() -> str:
+    import os
+
+    return (
+        f"Python {platform.python_version()} on {platform.system()} {platform.machine()}, "
+        f"{os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M:%S %Z')}"
+    )
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f}"
+
+
+def table(header: list[str], rows: list[list[object]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join(str(cell).replace("|", "\\|").replace("\n", " ") for cell in row) + " |")
+    return "\n".join(lines)
+
+
+def write_report(name: str, markdown: str) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / name
+    path.write_text(markdown.rstrip() + "\n")
+    print(f"report written to {path.relative_to(ROOT)}")
+    return path

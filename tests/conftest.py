@@ -1,0 +1,23 @@
+"""Fixtures shared by the unit and integration tests."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from tests.llm_stub import LlmStub, running_stub
+
+
+@pytest.fixture(scope="session")
+def llm_server() -> Iterator[LlmStub]:
+    """One loopback OpenAI-compatible stub server for the whole test session."""
+    with running_stub() as stub:
+        yield stub
+
+
+@pytest.fixture
+def stub(llm_server: LlmStub) -> LlmStub:
+    """The stub with no scripted replies and no recorded requests."""
+    llm_server.reset()
+    return llm_server
