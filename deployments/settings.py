@@ -67,7 +67,8 @@ class Settings(BaseSettings):
     tavily_base_url: str = "https://api.tavily.com"
     # documents and retrieve_information: a model endpoint, or (unset) the embedded BM25 passages (§E)
     large_doc_threshold_chars: int = Field(100_000, ge=1)
-    retrieval_top_passages: int = Field(8, ge=1, le=100)
+    retrieval_top_passages: int = Field(24, ge=1, le=100, description="embedded backend: most passages in a reply")
+    retrieval_reply_chars: int = Field(7_600, ge=500, description="embedded backend: passages fill this budget")
     retrieval_model: ModelEndpoint | None = None
     retrieval_responses_create_params: dict | None = None
     retrieval_system_prompt: str | None = None

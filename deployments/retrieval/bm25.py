@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from typing import Mapping
 
 import numpy as np
+
+
+def idf(size: int, document_frequency: int) -> float:
+    return math.log(1.0 + (size - document_frequency + 0.5) / (document_frequency + 0.5))
 
 
 class Bm25Index:
@@ -24,16 +29,21 @@ class Bm25Index:
         self._postings = {
             term: (np.array(ids[term], dtype=np.int64), np.array(counts[term], dtype=np.float64)) for term in ids
         }
-        self._idf = {
-            term: math.log(1.0 + (self.size - len(p) + 0.5) / (len(p) + 0.5)) for term, p in ids.items()
-        }
 
-    def scores(self, query: list[str]) -> np.ndarray:
+    def document_frequency(self, term: str) -> int:
+        posting = self._postings.get(term)
+        return 0 if posting is None else len(posting[0])
+
+    def scores(self, query: Mapping[str, float] | list[str], idfs: Mapping[str, float] | None = None) -> np.ndarray:
+        """BM25 of every passage. `query` is a token list or token -> weight; `idfs` overrides this index's own
+        term statistics (several documents scored on one scale)."""
+        weights = query if isinstance(query, Mapping) else Counter(query)
         scores = np.zeros(self.size)
-        for term, weight in Counter(query).items():
+        for term, weight in weights.items():
             posting = self._postings.get(term)
-            if posting is None:
+            if posting is None or weight <= 0:
                 continue
             ids, tf = posting
-            scores[ids] += weight * self._idf[term] * tf * (self._k1 + 1.0) / (tf + self._norm[ids])
+            term_idf = idfs[term] if idfs is not None else idf(self.size, len(ids))
+            scores[ids] += weight * term_idf * tf * (self._k1 + 1.0) / (tf + self._norm[ids])
         return scores

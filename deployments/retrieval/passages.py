@@ -1,95 +1,182 @@
 """The embedded retrieval backend: answer with the passages of the named documents that best match the prompt.
 
-A document is cut into line-aligned passages (a table row is one line, so it keeps its label) and indexed
-once; the index is cached by the text's digest, so every session holding the same filing shares it.
+- Passages are line-aligned (~700 characters), so a table row keeps its label. A value row is never cut from
+  the caption line under it (cover pages put "(I.R.S. Employer Identification No.)" below the number).
+- Each passage is indexed with its context: the last heading and the last table-header row before it, so
+  "Total assets | 122,070" is found by "total assets December 31, 2024" even when the column dates are in
+  an earlier passage. The reply shows that context too.
+- The question's own words are weighed: question boilerplate counts for nothing, dates and period words count
+  for little, so they do not drown the content words ("net income", "operating activities").
+- With several documents, every document is scored with term statistics over all of them, so a company name
+  that appears in only one filing steers to that filing.
+- The reply fills a character budget, best passage first.
+Indexes are built once per document text and cached (the same filing serves every session that stores it).
 """
 
 from __future__ import annotations
 
-import hashlib
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
-from .bm25 import Bm25Index
-from .tokenize import tokenize
+from .bm25 import Bm25Index, idf
+from .tokenize import normalize, stem, tokenize
 
 PASSAGE_CHARS = 700
+HEAD_CHARS = 4_000
+COVER_WEIGHT = 2.0
+
+# Words of the question's form, not its content.
+_QUESTION_WORDS = frozenset(stem(w) for w in """according amount company company's corporation did disclose disclosed
+    does figure figures filing find give how inc many much number provide provided reported report state stated
+    tell total value what which""".split()) - {"total"}
+# Period words: they select a column, rarely the passage (weight is cut, not removed).
+_PERIOD_WORDS = frozenset(stem(w) for w in """annual calendar date day days end ended ending first fiscal fourth
+    half month months nine period quarter quarterly second six third three twelve year years january february
+    march april may june july august september october november december""".split())
+_EXPANSIONS = {
+    "eps": "earnings per share diluted",
+    "capex": "capital expenditures purchases property equipment",
+    "fcf": "free cash flow",
+    "opex": "operating expenses",
+    "headcount": "employees",
+    "workforce": "employees",
+    "yoy": "year over year",
+}
+_TABLE_HEADER_CELL = re.compile(
+    r"^(?:(?:19|20)\d\d|q[1-4]|fiscal|year|years|three|six|nine|twelve|months?|ended|as of|\W|"
+    r"january|february|march|april|may|june|july|august|september|october|november|december|\d{1,2},?|\s)+$",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
 class Passage:
     start: int
     end: int
+    context: str = ""  # the heading and table header in force where the passage starts
+
+
+def query_weights(question: str) -> dict[str, float]:
+    words = normalize(question).split()
+    expanded = " ".join([question, *(_EXPANSIONS[w.strip("?.,;:")] for w in words if w.strip("?.,;:") in _EXPANSIONS)])
+    weights: dict[str, float] = {}
+    for token in tokenize(expanded):
+        if token in _QUESTION_WORDS:
+            continue
+        weight = 0.25 if token in _PERIOD_WORDS or re.fullmatch(r"(?:19|20)\d\d|fy\d+|q[1-4]|\d{1,2}", token) else 1.0
+        weights[token] = weights.get(token, 0.0) + weight
+    return weights
+
+
+def _is_heading(line: str) -> bool:
+    return 3 < len(line) < 90 and "|" not in line and not line.endswith((".", ";", ",")) and any(
+        c.isalpha() for c in line)
+
+
+def _is_table_header(line: str) -> bool:
+    cells = [c.strip() for c in line.split("|") if c.strip()]
+    return bool(cells) and all(_TABLE_HEADER_CELL.match(c) for c in cells) and any(ch.isdigit() for ch in line)
+
+
+def cut_passages(text: str) -> list[Passage]:
+    passages: list[Passage] = []
+    start = position = 0
+    heading = header = context = ""
+    for line in text.split("\n"):
+        full = position + len(line) - start > PASSAGE_CHARS
+        if full and position > start and not line.startswith("("):  # a caption stays with the row above it
+            passages.append(Passage(start, position - 1, context))
+            # Context only for a passage that starts inside a table: its rows need the statement and columns.
+            start, context = position, " / ".join(c for c in (heading, header) if c) if header else ""
+        if "|" in line:
+            if _is_table_header(line):
+                header = line
+        elif line.endswith(",") and len(line) < 60:  # "Year Ended December 31," above a table's years
+            header = line
+        elif not line.startswith("(") and _is_heading(line):
+            heading, header = line, ""
+        position += len(line) + 1
+    if start < len(text):
+        passages.append(Passage(start, len(text), context))
+    return [p for p in passages if text[p.start : p.end].strip()]
 
 
 class IndexedDocument:
     def __init__(self, text: str):
         self.text = text
+        self.head_terms = frozenset(tokenize(text[:HEAD_CHARS]))  # the cover page: company, form, period
         self.passages = cut_passages(text)
-        self.index = Bm25Index([tokenize(text[p.start : p.end]) for p in self.passages])
+        self.index = Bm25Index([tokenize(p.context + "\n" + text[p.start : p.end]) for p in self.passages])
 
-    def best(self, query: list[str], limit: int) -> list[tuple[float, Passage]]:
+    def best(self, query, limit: int, idfs=None) -> list[tuple[float, Passage]]:
         if not self.passages:
             return []
-        scores = self.index.scores(query)
+        scores = self.index.scores(query, idfs)
         order = np.argsort(-scores, kind="stable")[:limit]
         return [(float(scores[i]), self.passages[i]) for i in order if scores[i] > 0]
 
 
-def cut_passages(text: str) -> list[Passage]:
-    passages: list[Passage] = []
-    start = 0
-    position = 0
-    for line in text.split("\n"):
-        end = position + len(line)
-        if end - start > PASSAGE_CHARS and position > start:
-            passages.append(Passage(start, position - 1))
-            start = position
-        position = end + 1
-    if position - 1 > start:
-        passages.append(Passage(start, len(text)))
-    return passages
+def _cover_match(doc: IndexedDocument, weights: dict[str, float], idfs: dict[str, float] | None) -> float:
+    """With several documents: how much of the question (by weight and rarity) the document's cover page names,
+    so "Apple's operating cash flow" prefers Apple's filing to another company's cash-flow statement."""
+    if idfs is None:
+        return 1.0
+    total = sum(w * idfs[t] for t, w in weights.items()) or 1.0
+    named = sum(w * idfs[t] for t, w in weights.items() if t in doc.head_terms)
+    return 1.0 + COVER_WEIGHT * named / total
 
 
 class PassageRetriever:
-    def __init__(self, top_passages: int = 8, cache_documents: int = 64):
+    def __init__(self, top_passages: int = 24, reply_chars: int = 7_600, cache_documents: int = 64):
         self.top_passages = top_passages
-        self._cache: OrderedDict[str, IndexedDocument] = OrderedDict()
+        self.reply_chars = reply_chars
+        self._cache: OrderedDict[int, IndexedDocument] = OrderedDict()
         self._cache_size = cache_documents
 
     def document(self, text: str) -> IndexedDocument:
-        digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-        indexed = self._cache.get(digest)
-        if indexed is None:
-            indexed = self._cache[digest] = IndexedDocument(text)
+        # Keyed by Python's string hash, checked by equality on a hit: far cheaper than a digest of MBs.
+        key = hash(text)
+        indexed = self._cache.get(key)
+        if indexed is None or indexed.text != text:
+            indexed = self._cache[key] = IndexedDocument(text)
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         else:
-            self._cache.move_to_end(digest)
+            self._cache.move_to_end(key)
         return indexed
 
     def answer(self, question: str, documents: dict[str, tuple[str, int]]) -> str:
         """documents: key -> (text, offset of that text in the stored document, when a range was applied)."""
-        query = tokenize(question)
-        hits: list[tuple[float, str, int, Passage, str]] = []
-        for key, (text, offset) in documents.items():
-            indexed = self.document(text)
-            for score, passage in indexed.best(query, self.top_passages):
-                hits.append((score, key, offset, passage, text))
+        weights = query_weights(question)
+        indexed = {key: (self.document(text), offset) for key, (text, offset) in documents.items()}
+        idfs = None
+        if len(indexed) > 1:  # one scale for all documents
+            size = sum(doc.index.size for doc, _ in indexed.values())
+            idfs = {t: idf(size, sum(doc.index.document_frequency(t) for doc, _ in indexed.values())) for t in weights}
+        hits = [
+            (score * _cover_match(doc, weights, idfs), key, offset, passage, doc)
+            for key, (doc, offset) in indexed.items()
+            for score, passage in doc.best(weights, self.top_passages, idfs)
+        ]
         hits.sort(key=lambda hit: -hit[0])
-        hits = hits[: self.top_passages]
         if not hits:
             return (
                 "No passage of " + ", ".join(documents) + " matches the words of your prompt. "
                 "Try other words, or read a part of the document with input_character_ranges."
             )
-        out = [
-            f"The {len(hits)} passages of {', '.join(documents)} that best match your prompt (BM25 search; "
-            "most relevant first; character ranges refer to the stored document, for input_character_ranges):"
-        ]
-        for _, key, offset, passage, text in hits:
-            out.append(f"\n[{key} characters {offset + passage.start}-{offset + passage.end}]\n"
-                       f"{text[passage.start : passage.end]}")
-        return "\n".join(out)
+        blocks, used = [], 0
+        for _, key, offset, passage, doc in hits[: self.top_passages]:
+            context = f"({passage.context})\n" if passage.context else ""
+            block = (f"\n[{key} characters {offset + passage.start}-{offset + passage.end}]\n{context}"
+                     f"{doc.text[passage.start : passage.end]}")
+            if blocks and used + len(block) > self.reply_chars:
+                break
+            blocks.append(block)
+            used += len(block)
+        head = (f"The {len(blocks)} passages of {', '.join(documents)} that best match your prompt (BM25 search; "
+                "most relevant first; a passage's context line in parentheses says where it sits; character "
+                "ranges refer to the stored document, for input_character_ranges):")
+        return head + "\n" + "\n".join(blocks)
