@@ -9,6 +9,7 @@ from session_store.ray_store import RaySessionStore
 
 from .api import create_api
 from .edgar.limiter import ClusterRateLimiter
+from .edgar.text_cache import SharedTextCache
 from .services import build_services
 from .settings import Settings
 
@@ -36,12 +37,14 @@ class FinsecIngress:
         self._store = RaySessionStore(spec)
         self._limiter = ClusterRateLimiter(spec.namespace, settings.requests_per_second,
                                            settings.rate_limit_window_seconds)
+        self._texts = SharedTextCache(spec.namespace, settings.shared_text_cache_chars) \
+            if settings.shared_text_cache_chars else None
 
     def __serve_build_asgi_app__(self):
         replica = serve.get_replica_context().replica_id.unique_id
         return create_api(
             self._settings,
-            lambda: build_services(self._settings, self._store, self._limiter),
+            lambda: build_services(self._settings, self._store, self._limiter, self._texts),
             self._cookie_secret,
             served_by=replica,
         )

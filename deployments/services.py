@@ -14,7 +14,7 @@ from .edgar.companies import CompanyDirectory
 from .edgar.filing_text import FilingTexts
 from .edgar.live import LiveSource, RateLimiter
 from .edgar.source import EdgarSource, MirrorSource
-from .edgar.filing_text import DocumentUnavailable, PageFetcher
+from .edgar.filing_text import DocumentUnavailable, PageFetcher, TextCache
 from .grading.deterministic import DeterministicGrader
 from .grading.grader import Grader
 from .llm.judge import LlmJudge
@@ -54,7 +54,9 @@ def edgar_source(settings: Settings, limiter: RateLimiter) -> EdgarSource:
     return MirrorSource(settings.corpus_dir or embedded_corpus_dir())
 
 
-async def build_services(settings: Settings, store: SessionStore, limiter: RateLimiter) -> Services:
+async def build_services(
+    settings: Settings, store: SessionStore, limiter: RateLimiter, shared_texts: TextCache | None = None
+) -> Services:
     """Everything a replica needs; fails (and so the replica does) when the ticker registry cannot be loaded."""
     source = edgar_source(settings, limiter)
     cache = DiskCache(settings.cache_dir) if settings.use_cache else None
@@ -84,7 +86,7 @@ async def build_services(settings: Settings, store: SessionStore, limiter: RateL
         store=store,
         companies=companies,
         filings=FilingTexts(source, companies, cache=cache, dump_root=settings.sec_dump_path,
-                            fetch_page=page_fetcher(settings, limiter)),
+                            fetch_page=page_fetcher(settings, limiter), shared=shared_texts),
         full_text=full_text,
         web=web,
         retrieval=retrieval_backend(settings),

@@ -1,9 +1,10 @@
 """The text of a document for parse_html_page (contract §A.8 step 4, §F.5).
 
-SEC filing URLs go through the filing pipeline: this replica's memory, the disk cache, the read-only dump,
-then the configured source (mirror folder or live EDGAR). One parse serves every session: texts are kept by
-URL, and concurrent requests for one URL share a single fetch and parse. Any other URL is fetched only by
-the safe fetcher, which allows nothing but allowlisted public hosts.
+SEC filing URLs go through the filing pipeline: this replica's memory, the app-wide text cache (every
+replica's parses), the disk cache, the read-only dump, then the configured source (mirror folder or live
+EDGAR). One parse serves every session: texts are kept by URL, and concurrent requests for one URL in a
+replica share a single fetch and parse. Any other URL is fetched only by the safe fetcher, which allows
+nothing but allowlisted public hosts, and is not cached (a page may change; a filing does not).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import asyncio
 import logging
 from collections import Counter, OrderedDict
 from pathlib import Path
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, Protocol
 
 from ..text.html_to_text import HtmlTextError, html_to_text
 from .cache import DiskCache
@@ -23,6 +24,12 @@ from .urls import FilingDocumentUrl, parse_filing_url
 log = logging.getLogger(__name__)
 
 PageFetcher = Callable[[str], Awaitable[bytes]]  # raises DocumentUnavailable with a message the agent can read
+
+
+class TextCache(Protocol):
+    async def get(self, url: str) -> str | None: ...
+
+    async def put(self, url: str, text: str) -> None: ...
 
 
 class DocumentUnavailable(Exception):
@@ -38,6 +45,7 @@ class FilingTexts:
         cache: DiskCache | None = None,
         dump_root: Path | None = None,
         fetch_page: PageFetcher | None = None,
+        shared: TextCache | None = None,
         memory_documents: int = 32,
     ):
         self._source = source
@@ -45,6 +53,7 @@ class FilingTexts:
         self._cache = cache
         self._dump = Path(dump_root).resolve() if dump_root else None
         self._fetch_page = fetch_page
+        self._shared = shared
         self._texts: OrderedDict[str, str] = OrderedDict()
         self._capacity = memory_documents
         self._in_flight: dict[str, asyncio.Task[str]] = {}
@@ -71,6 +80,15 @@ class FilingTexts:
             return await self._load_page(url)
         if not filing.document:
             raise DocumentUnavailable(f"Invalid SEC URL format: {url}")
+        if self._shared and (shared := await self._shared.get(url)) is not None:
+            self.reads_by_source["shared"] += 1
+            return shared
+        text = await self._load_filing(url, filing)
+        if self._shared:
+            await self._shared.put(url, text)
+        return text
+
+    async def _load_filing(self, url: str, filing: FilingDocumentUrl) -> str:
         if self._cache and (cached := await self._cache.read_text(self._cache.text_file(filing))) is not None:
             self.reads_by_source["cache"] += 1
             return cached

@@ -49,6 +49,18 @@ def test_live_sec_filing_search_and_parse(app, sec):
     assert {s.user_agent for s in sec.seen} == {UA}
 
 
+def test_one_fetch_and_parse_of_a_filing_serves_every_replica(app, sec):
+    path = OWN[3].url_path
+    replicas = set()
+    for _ in range(12):
+        with app.client() as client:  # a new session each time, spread over both replicas
+            client.post("/seed_session", json={})
+            r = client.post("/parse_html_page", json={"url": "https://www.sec.gov/" + path, "key": "k"})
+            assert r.json()["results"].startswith("SUCCESS")
+            replicas.add(r.headers["x-finsec-replica"])
+    assert len(replicas) == 2 and len(sec.requests_for(path)) == 1
+
+
 def test_throttled_and_refused_requests_are_retried(app, sec):
     retried, refused = OWN[1].url_path, OWN[2].url_path
     sec.script(retried, [429, 503])
