@@ -38,6 +38,10 @@ def run_episode(base_url: str, task: dict, answer: str, index: int) -> None:
     with httpx.Client(base_url=base_url, timeout=60) as client:
         r = client.post("/seed_session", json=seed)
         _say("episode seed", r, r.json()["resources_session_id"][:34] + "...")
+        r = client.post("/sec_filing_search", json={"ticker": task["ticker"], "form_types": [task["form"]]})
+        found = json.loads(r.json()["results"])
+        _say("sec_filing_search", r, f"{len(found)} {task['form']} filings of {task['ticker']}, newest "
+             f"{found[0]['filing_date']}")
         r = client.post("/parse_html_page", json={"url": task["url"], "key": "filing"})
         _say("parse_html_page -> key 'filing'", r, r.json()["results"].splitlines()[0][:60])
         r = client.post("/retrieve_information", json={"prompt": task["question"] + " {{filing}}"})
@@ -46,9 +50,9 @@ def run_episode(base_url: str, task: dict, answer: str, index: int) -> None:
         r = client.post("/submit_final_result", json={"final_result": answer})
         _say("submit_final_result", r, answer)
         body = {"responses_create_params": {"input": [{"role": "user", "content": task["question"]}]},
-                "response": _submit(answer), **task}
+                "response": _submit(answer), "question": task["question"], "expected_answer": task["expected_answer"]}
         r = client.post("/verify", json=body)
-        _say("verify", r, f"reward={r.json()['reward']}")
+        _say("verify", r, f"reward={r.json()['reward']} (expected {task['expected_answer']}: {r.json()['judge_text']})")
         r = client.post("/verify", json=body)
         _say("verify re-sent before close (cached)", r, f"reward={r.json()['reward']}")
         r = client.post("/close_session", json={"resources_session_id": rsid, "episode_id": episode})
@@ -78,7 +82,8 @@ def main() -> None:
         print(f"finsec-serve is up at {base_url} ({options.replicas} ingress replicas, {options.shards} shards) "
               f"after {time.monotonic() - started:.1f}s\n")
         tasks = questions()
-        run_episode(base_url, tasks[0], tasks[0]["expected_answer"], 0)
+        thousands = float(tasks[0]["expected_answer"].strip("$ thousand").replace(",", ""))
+        run_episode(base_url, tasks[0], f"about ${thousands / 1000:,.1f} million", 0)  # other units, same amount
         run_episode(base_url, tasks[1], "$1 thousand", 1)
         print("\nagent-run session (legacy agent):")
         with httpx.Client(base_url=base_url, timeout=60) as client:
@@ -87,7 +92,7 @@ def main() -> None:
             _say("parse_html_page", r, r.json()["results"].splitlines()[0][:60])
             r = client.post("/verify", json={
                 "responses_create_params": {"input": tasks[2]["question"]}, "response": _submit("no idea"),
-                **tasks[2]})
+                "question": tasks[2]["question"], "expected_answer": tasks[2]["expected_answer"]})
             _say("verify (releases the agent-run session)", r, f"reward={r.json()['reward']}")
             r = client.post("/parse_html_page", json={"url": tasks[2]["url"], "key": "doc"})
             _say("parse_html_page after verify", r, r.json().get("failure_kind", ""))
