@@ -20,8 +20,9 @@ test: $(BIN)/.installed  ## unit tests (no Ray) and integration tests (local Ray
 test-unit: $(BIN)/.installed
 	$(BIN)/python -m pytest tests/unit
 
-soak: $(BIN)/.installed  ## long load and churn tests, kept out of CI
-	$(BIN)/python -m pytest -m soak
+soak: $(BIN)/.installed  ## long tests kept out of CI: schema fuzzing of every route
+	$(BIN)/pip install --quiet -e ".[fuzz]"
+	$(BIN)/python -m pytest -m soak tests/fuzz
 
 serve: $(BIN)/.installed  ## serve the app from its config until Ctrl-C
 	RAY_AUTH_MODE=disabled $(BIN)/serve run configs/serve.yaml

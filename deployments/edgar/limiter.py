@@ -8,11 +8,15 @@ the actor and a slot costs one small actor call.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import deque
 from typing import Callable
 
 import ray
+from ray.exceptions import ActorUnavailableError, RayActorError
+
+log = logging.getLogger(__name__)
 
 
 class SlidingWindowSchedule:
@@ -54,9 +58,15 @@ class ClusterRateLimiter:
         self._actor = RateLimiterActor.options(
             name=self.ACTOR_NAME, namespace=namespace, lifetime="detached", get_if_exists=True
         ).remote(limit, window_seconds)
+        self._fallback_delay = window_seconds / limit
 
     async def acquire(self) -> None:
-        delay = await self._actor.reserve.remote()
+        try:
+            delay = await self._actor.reserve.remote()
+        except (RayActorError, ActorUnavailableError):
+            # The limiter is restarting: wait one whole slot, which keeps this replica alone under the limit.
+            log.warning("EDGAR rate limiter unavailable; pacing this request locally")
+            delay = self._fallback_delay
         if delay > 0:
             await asyncio.sleep(delay)
 

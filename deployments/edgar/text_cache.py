@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 import ray
+from ray.exceptions import ActorUnavailableError, RayActorError
 
 
 @ray.remote(num_cpus=0, max_restarts=-1)
@@ -54,7 +55,13 @@ class SharedTextCache:
         ).remote(max_chars)
 
     async def get(self, url: str) -> str | None:
-        return await self._actor.get.remote(url)
+        try:
+            return await self._actor.get.remote(url)
+        except (RayActorError, ActorUnavailableError):  # a cache that is restarting is a miss
+            return None
 
     async def put(self, url: str, text: str) -> None:
-        await self._actor.put.remote(url, text)
+        try:
+            await self._actor.put.remote(url, text)
+        except (RayActorError, ActorUnavailableError):
+            pass
