@@ -259,6 +259,9 @@ class SessionCore:
             "expired": self._is_marked_expired(sid),
         }
 
+    def counts(self) -> dict[str, int]:
+        return {"sessions": len(self._sessions), "fences": len(self._fences), "expired_marks": len(self._expired)}
+
     def stats(self) -> JsonDict:
         return {
             "sessions": len(self._sessions),

@@ -142,7 +142,7 @@ class LocalFullTextIndex:
         dates = [f.filing_date for f in self._filings]
         if dates and (request.start > max(dates) or (request.end and request.end < min(dates))):
             raise SearchError(
-                f"No filings are indexed between {request.start} and {request.end}. This local corpus covers "
+                f"No filings are indexed between {request.start} and {request.end or 'today'}. This local corpus covers "
                 f"{min(dates)} through {max(dates)}. Search within that range."
             )
         eligible = [

@@ -7,6 +7,7 @@ import re
 import time
 
 import pytest
+import ray
 
 from deployments.corpus.generate import questions
 
@@ -41,6 +42,9 @@ def test_reaper_evicts_the_abandoned_session_and_keeps_the_fresh_one(app):
         assert app.stats()["sessions"] == 2  # the seed evicted nothing still within its TTL
         # Nobody touches the old session again: only the reaper can release it.
         wait_for(lambda: app.stats()["sessions"] == 1 and app.stats()["documents"] == 0, timeout=TTL + 3)
+        reaper = ray.get_actor(app.store.spec.reaper_name, namespace=app.store.spec.namespace)
+        status = ray.get(reaper.status.remote())
+        assert status["evicted"].sessions >= 1 and status["held"]["sessions"] >= 1  # it was the reaper
         assert app.describe(young)["open"]
         assert app.describe(old) | {"fence_cause": None} == {
             "open": False, "episode": False, "documents": [], "fenced": True, "fence_cause": None, "expired": True
