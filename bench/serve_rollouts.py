@@ -52,7 +52,7 @@ def serve_baseline(port: int) -> None:
 
     settings = Settings(app_name="bench-baseline")
     store = LocalSessionStore([ShardService(settings.session_ttl_seconds)])
-    app = create_api(settings, lambda: build_services(settings, store, LocalRateLimiter(10, 1.1)), "bench")
+    app = create_api(settings, lambda: build_services(settings, store, LocalRateLimiter(10, 1.25)), "bench")
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 

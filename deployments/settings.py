@@ -43,7 +43,7 @@ class Settings(BaseSettings):
     )
     requests_per_second: int = Field(10, ge=1, description="EDGAR requests per second for the whole application")
     rate_limit_window_seconds: float = Field(
-        1.1, gt=0, description="the limit's window; a little over 1 s absorbs jitter between grant and arrival"
+        1.25, gt=0, description="requests_per_second are spread over this; over 1 s absorbs arrival jitter"
     )
     request_timeout: float = Field(30.0, gt=0)
     max_retries: int = Field(3, ge=1, description="attempts per EDGAR request (403/429/503 and transport errors)")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
 from typing import Callable
 
 import ray
@@ -19,30 +18,27 @@ from ray.exceptions import ActorUnavailableError, RayActorError
 log = logging.getLogger(__name__)
 
 
-class SlidingWindowSchedule:
-    """At most `limit` starts in any window of `window_seconds`: each start is scheduled no earlier than the
-    start `limit` places before it plus the window. Pure, with an injected clock."""
+class PacedSchedule:
+    """`limit` starts per `window_seconds`, evenly spaced: each start is at least window/limit after the one
+    before it. Spacing (rather than bursts of `limit`) keeps requests from queueing behind each other on their
+    way out, which is what makes their arrival times at SEC jitter. Pure, with an injected clock."""
 
     def __init__(self, limit: int, window_seconds: float, clock: Callable[[], float] = time.monotonic):
-        self.limit = limit
-        self.window = window_seconds
+        self.interval = window_seconds / limit
         self.clock = clock
-        self._starts: deque[float] = deque(maxlen=limit)
+        self._last = float("-inf")
 
     def reserve(self) -> float:
         """Reserve the next start; returns how long the caller must wait before starting."""
         now = self.clock()
-        start = now
-        if len(self._starts) == self.limit:
-            start = max(now, self._starts[0] + self.window)
-        self._starts.append(start)
-        return start - now
+        self._last = max(now, self._last + self.interval)
+        return self._last - now
 
 
 @ray.remote(num_cpus=0, max_restarts=-1)
 class RateLimiterActor:
     def __init__(self, limit: int, window_seconds: float):
-        self._schedule = SlidingWindowSchedule(limit, window_seconds)
+        self._schedule = PacedSchedule(limit, window_seconds)
 
     async def reserve(self) -> float:
         return self._schedule.reserve()
@@ -75,7 +71,7 @@ class LocalRateLimiter:
     """The same schedule inside one process (the Ray-free tests and tools)."""
 
     def __init__(self, limit: int, window_seconds: float):
-        self._schedule = SlidingWindowSchedule(limit, window_seconds)
+        self._schedule = PacedSchedule(limit, window_seconds)
 
     async def acquire(self) -> None:
         delay = self._schedule.reserve()

@@ -31,7 +31,9 @@ def sec(tmp_path_factory):
 def app(serve_url, sec):
     yield from deployed_app(
         serve_url, "it-live", edgar_source="live", sec_www_base_url=sec.url, sec_data_base_url=sec.url,
-        user_agent=UA, requests_per_second=LIMIT, request_timeout=1.0, retry_backoff_seconds=0.05,
+        # 1.5 s: the margin over the 1 s window checked at the server absorbs arrival jitter on a loaded 2-core CI
+        user_agent=UA, requests_per_second=LIMIT, rate_limit_window_seconds=1.5, request_timeout=1.0,
+        retry_backoff_seconds=0.05,
         edgar_search_mode=None,
     )
 
@@ -101,4 +103,4 @@ def test_rate_limit_holds_for_the_whole_app_across_replicas(app, sec):
     arrivals = [s.at for p in paths for s in sec.requests_for(p)]
     assert len(arrivals) == len(paths)
     assert most_in_any_window(arrivals, 1.0) <= LIMIT
-    assert max(arrivals) - min(arrivals) >= (len(paths) - LIMIT) / LIMIT - 1  # it was throttled, not just slow
+    assert max(arrivals) - min(arrivals) >= (len(paths) - 1) * 1.5 / LIMIT - 1  # it was throttled, not just slow

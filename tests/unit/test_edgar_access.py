@@ -16,7 +16,7 @@ from deployments.corpus.generate import write_corpus
 from deployments.edgar.cache import DiskCache
 from deployments.edgar.companies import CompanyDirectory
 from deployments.edgar.filing_text import DocumentUnavailable, FilingTexts
-from deployments.edgar.limiter import LocalRateLimiter, SlidingWindowSchedule
+from deployments.edgar.limiter import LocalRateLimiter, PacedSchedule
 from deployments.edgar.live import LiveSource
 from deployments.edgar.source import MirrorSource
 from tests.sec_server import SecServer, most_in_any_window
@@ -51,20 +51,19 @@ FIRST = next(f for f in corpus_filings() if f.form == "10-K")
 # ----- the rate limit's schedule -----
 
 
-def test_schedule_allows_limit_starts_per_window():
+def test_schedule_spaces_starts_evenly():
     now = [0.0]
-    schedule = SlidingWindowSchedule(limit=5, window_seconds=1.0, clock=lambda: now[0])
-    delays = [schedule.reserve() for _ in range(12)]
-    assert delays == [0.0] * 5 + [1.0] * 5 + [2.0] * 2
+    schedule = PacedSchedule(limit=4, window_seconds=1.0, clock=lambda: now[0])
+    assert [schedule.reserve() for _ in range(6)] == [0.0, 0.25, 0.5, 0.75, 1.0, 1.25]
     now[0] = 10.0
-    assert schedule.reserve() == 0.0
+    assert schedule.reserve() == 0.0  # an idle limiter does not bank slots for a later burst
 
 
 def test_local_limiter_paces_real_requests(server):
     # Starts are scheduled by the client, arrivals timed by the server: a window a little longer than the
     # one checked absorbs the jitter between the two (the deployed default is 1.1 s for a 1 s limit).
     async def burst():
-        source = live(server, limiter=LocalRateLimiter(4, 0.6))
+        source = live(server, limiter=LocalRateLimiter(4, 0.7))
         await asyncio.gather(*(source.read_json("files/company_tickers.json") for _ in range(12)))
         await source.aclose()
 
