@@ -69,6 +69,7 @@ async def one_rollout(client, sid: str) -> None:
     assert r.status_code == 200, r.text
 
 
+@pytest.mark.timeout(900)  # ~2 minutes on a 2-core machine; the margin is for a loaded one
 def test_a_thousand_sessions_leave_no_session_document_or_lock_behind(app):
     sids = [new_session_id() for _ in range(1000)]
 
