@@ -12,7 +12,7 @@ from datetime import date
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .llm.endpoint import ModelEndpoint
@@ -87,6 +87,15 @@ class Settings(BaseSettings):
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):
         return env_settings, init_settings  # the environment overrides the config file's args
+
+    @field_validator(
+        "corpus_dir", "cache_dir", "sec_dump_path", "supplementary_tickers_fpath", "retrieval_system_prompt_fpath",
+        "judge_prompt_template_fpath",
+    )
+    @classmethod
+    def _absolute(cls, path: Path | None) -> Path | None:
+        """Resolved where the config is read: replicas run in other working directories."""
+        return None if path is None else path.expanduser().resolve()
 
     @model_validator(mode="after")
     def _defaults_and_consistency(self) -> "Settings":

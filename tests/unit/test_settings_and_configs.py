@@ -37,6 +37,13 @@ def test_environment_overrides_config_args(monkeypatch):
     assert settings.num_shards == 3 and str(settings.corpus_dir) == "/data/mirror"
 
 
+def test_paths_are_resolved_where_the_config_is_read(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    settings = Settings(corpus_dir="mirror", cache_dir="~/sec-cache")
+    assert settings.corpus_dir == tmp_path / "mirror" and settings.cache_dir.is_absolute()
+    assert "~" not in str(settings.cache_dir)
+
+
 def test_fence_ttl_defaults_to_session_ttl():
     assert Settings(session_ttl_seconds=60).fence_ttl_seconds == 60
     assert Settings(session_ttl_seconds=60, fence_ttl_seconds=5).fence_ttl_seconds == 5
