@@ -61,7 +61,7 @@ def test_schedule_spaces_starts_evenly():
 
 def test_local_limiter_paces_real_requests(server):
     # Starts are scheduled by the client, arrivals timed by the server: a window a little longer than the
-    # one checked absorbs the jitter between the two (the deployed default is 1.1 s for a 1 s limit).
+    # one checked absorbs the jitter between the two (the deployed default is 1.25 s for a 1 s limit).
     async def burst():
         source = live(server, limiter=LocalRateLimiter(4, 0.7))
         await asyncio.gather(*(source.read_json("files/company_tickers.json") for _ in range(12)))
