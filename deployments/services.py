@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import httpx
 from fastapi import Request
 
 from session_store.store import SessionStore
@@ -108,7 +109,10 @@ def page_fetcher(settings: Settings, limiter: RateLimiter) -> PageFetcher:
     )
 
     async def fetch(url: str) -> bytes:
-        host = url.split("://", 1)[-1].split("/", 1)[0].lower()
+        try:
+            host = httpx.URL(url).host
+        except httpx.InvalidURL:
+            host = ""  # the fetcher refuses it with its own message
         if host == "sec.gov" or host.endswith(".sec.gov"):
             await limiter.acquire()
         try:

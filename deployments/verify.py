@@ -49,14 +49,13 @@ async def scored_row(body: VerifyRequest, grader: Grader) -> dict[str, Any]:
 def _judge_failed_row(body: VerifyRequest, reason: str) -> dict[str, Any]:
     """NeMo Gym's judge_failsafe row: the request dump, masked (§A.3)."""
     row = body.model_dump(mode="json")
-    instance_config = row.get("instance_config") if isinstance(row.get("instance_config"), dict) else {}
     return {
         **row,
         "reward": 0.0,
         "mask_sample": True,
         "failure_kind": "judge_failed",
         "failure_reason": reason,
-        "instance_config": {**instance_config, "mask_sample": True},
+        "instance_config": {"mask_sample": True},  # the request model keeps no instance_config to merge
         "_ng_failure_class": "judge_failed",
         "_ng_failure_judge_error": reason,
     }

@@ -4,7 +4,7 @@ SEC filing URLs go through the filing pipeline: this replica's memory, the app-w
 replica's parses), the disk cache, the read-only dump, then the configured source (mirror folder or live
 EDGAR). One parse serves every session: texts are kept by URL, and concurrent requests for one URL in a
 replica share a single fetch and parse. Any other URL is fetched only by the safe fetcher, which allows
-nothing but allowlisted public hosts, and is not cached (a page may change; a filing does not).
+nothing but allowlisted public hosts, and is never cached (a page may change; a filing does not).
 """
 
 from __future__ import annotations
@@ -69,9 +69,10 @@ class FilingTexts:
             task = self._in_flight[url] = asyncio.create_task(self._load(url))
             task.add_done_callback(lambda _: self._in_flight.pop(url, None))
         text = await asyncio.shield(task)
-        self._texts[url] = text
-        if len(self._texts) > self._capacity:
-            self._texts.popitem(last=False)
+        if parse_filing_url(url) is not None:  # a filing never changes; another page may
+            self._texts[url] = text
+            if len(self._texts) > self._capacity:
+                self._texts.popitem(last=False)
         return text
 
     async def _load(self, url: str) -> str:

@@ -29,9 +29,9 @@ HEAD_CHARS = 4_000
 COVER_WEIGHT = 2.0
 
 # Words of the question's form, not its content.
-_QUESTION_WORDS = frozenset(stem(w) for w in """according amount company company's corporation did disclose disclosed
-    does figure figures filing find give how inc many much number provide provided reported report state stated
-    tell total value what which""".split()) - {"total"}
+_QUESTION_WORDS = frozenset(stem(w) for w in """according amount company corporation did disclose disclosed does
+    figure figures filing find give how inc many much number provide provided reported report state stated tell
+    value what which""".split())
 # Period words: they select a column, rarely the passage (weight is cut, not removed).
 _PERIOD_WORDS = frozenset(stem(w) for w in """annual calendar date day days end ended ending first fiscal fourth
     half month months nine period quarter quarterly second six third three twelve year years january february

@@ -24,13 +24,17 @@ def checked_date(name: str, value: str | None) -> str | None:
     return value
 
 
+def clamped(start: str | None, end: str | None, cutoff: date | None) -> tuple[str | None, str | None]:
+    """Both dates clamped to the cutoff; an absent end becomes the cutoff (Decision 9)."""
+    if cutoff is None:
+        return start, end
+    limit = cutoff.isoformat()
+    return (min(start, limit) if start else None), (min(end, limit) if end else limit)
+
+
 def date_window(start: str | None, end: str | None, cutoff: date | None) -> tuple[str | None, str | None]:
-    """Validated (start, end); both clamped to the cutoff, an absent end becomes the cutoff."""
-    start, end = checked_date("start_date", start), checked_date("end_date", end)
-    limit = cutoff.isoformat() if cutoff else None
-    if limit is not None:
-        end = min(end, limit) if end else limit
-        start = min(start, limit) if start else None
+    """Validated (start, end), clamped to the cutoff."""
+    start, end = clamped(checked_date("start_date", start), checked_date("end_date", end), cutoff)
     if start and end and start > end:
         raise DateError(f"start_date '{start}' is later than end_date '{end}'.")
     return start, end

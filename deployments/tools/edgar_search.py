@@ -27,7 +27,7 @@ from ..retrieval.bm25 import Bm25Index
 from ..retrieval.passages import cut_passages
 from ..retrieval.tokenize import tokenize
 from ..text.html_to_text import HtmlTextError, html_to_text
-from .dates import DateError, checked_date
+from .dates import DateError, checked_date, clamped
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 100  # sec-api pages hold 100 filings; `page` counts in those (contract §A.7)
@@ -61,9 +61,7 @@ def normalize_request(
         end = checked_date("end_date", end_date)
     except DateError as error:
         raise SearchError(str(error)) from None
-    if cutoff is not None:
-        end = min(end, cutoff.isoformat()) if end else cutoff.isoformat()
-        start = min(start, cutoff.isoformat())
+    start, end = clamped(start, end, cutoff)
     if end and start > end:
         raise SearchError(f"Parameter start_date '{start}' was set to a date that is later than end_date '{end}'")
     normalized_ciks = None

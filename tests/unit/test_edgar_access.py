@@ -202,6 +202,24 @@ def test_one_parse_serves_concurrent_requests_for_a_filing(corpus):
     assert source.archive_reads == 1 and len(set(results)) == 1 and "Total net revenues" in results[0]
 
 
+def test_filings_are_kept_but_other_pages_are_fetched_each_time(corpus):
+    fetched = []
+
+    async def fetch_page(url):
+        fetched.append(url)
+        return b"<html><body><p>page text</p></body></html>"
+
+    async def read_twice():
+        texts = FilingTexts(CountingSource(corpus), CompanyDirectory(MirrorSource(corpus)), fetch_page=fetch_page)
+        for _ in range(2):
+            assert await texts.text("https://docs.example.com/a.html") == "page text"
+            await texts.text("https://www.sec.gov/" + FIRST.url_path)
+        return texts
+
+    texts = run(read_twice())
+    assert len(fetched) == 2 and texts.reads_by_source == {"source": 1, "memory": 1}
+
+
 def test_pipeline_errors_are_tool_messages(corpus):
     texts = FilingTexts(MirrorSource(corpus), CompanyDirectory(MirrorSource(corpus)))
     with pytest.raises(DocumentUnavailable, match="Failed to download filing from"):
