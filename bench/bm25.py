@@ -14,7 +14,8 @@ Documents: the `html_to_text` texts of the eight real filings, concatenated, sli
 
 Then one `PassageRetriever.answer` call with five filings in the session, the indexes cached (the first call
 builds them; every later call is timed), against the same merge-and-format over five prebuilt `BM25Okapi`
-indexes; the cost is broken down into the cache lookup (hashing each text), scoring and formatting. The target is
+indexes; the cost is broken down into the index lookup (by digest, computed once at parse time), scoring and
+formatting. The target is
 about 1 ms per call.
 
 Writes bench/results/bm25.md.
@@ -39,7 +40,7 @@ import numpy as np  # noqa: E402
 from rank_bm25 import BM25Okapi  # noqa: E402
 
 from deployments.retrieval.bm25 import Bm25Index  # noqa: E402
-from deployments.retrieval.passages import IndexedDocument, PassageRetriever  # noqa: E402
+from deployments.retrieval.passages import IndexedDocument, PassageRetriever, excerpt  # noqa: E402
 from deployments.retrieval.tokenize import tokenize  # noqa: E402
 from deployments.text.html_to_text import html_to_text  # noqa: E402
 
@@ -166,7 +167,7 @@ class RankBm25Session:
 
 
 def session_row(texts: dict[str, str], question_texts: list[str], passes: int) -> dict:
-    documents = {key: (text, 0) for key, text in texts.items()}
+    documents = {key: excerpt(text) for key, text in texts.items()}
     retriever = PassageRetriever()
     gc.collect()
     start = time.perf_counter()
@@ -182,8 +183,9 @@ def session_row(texts: dict[str, str], question_texts: list[str], passes: int) -
     hashing = per_query(
         lambda _: [hashlib.blake2b(t.encode(), digest_size=16).hexdigest() for t in texts.values()], [None], 50
     )
-    lookup = per_query(lambda _: [retriever.document(t) for t in texts.values()], [None], 50)
-    indexed = [retriever.document(t) for t in texts.values()]
+    cache = {key: e.document for key, e in documents.items()}  # the replica caches indexes by digest
+    lookup = per_query(lambda _: [cache[k] for k in texts], [None], 50)
+    indexed = list(cache.values())
     queries = [tokenize(q) for q in question_texts]
     tokenizing = per_query(tokenize, question_texts, passes)
     scoring = per_query(lambda q: [d.best(q, TOP) for d in indexed], queries, passes)
@@ -305,8 +307,8 @@ def render(rows: list[dict], session: dict, n_queries: int, repeats: int) -> str
                  f"({session['warm_p90'] * 1e3:.3f})"],
                 ["same over 5 BM25Okapi indexes (p90)", f"{session['rank_median'] * 1e3:.3f} "
                  f"({session['rank_p90'] * 1e3:.3f})"],
-                ["  of ours: cache lookup of 5 documents (`document()`)", f"{session['lookup_median'] * 1e3:.3f}"],
-                ["    of which blake2b of the 5 texts (encode + hash)", f"{session['hash_median'] * 1e3:.3f}"],
+                ["  of ours: index cache lookup of 5 documents (by digest)", f"{session['lookup_median'] * 1e3:.3f}"],
+                ["  for scale: blake2b of the 5 texts (now paid once, at parse time)", f"{session['hash_median'] * 1e3:.3f}"],
                 ["  of ours: tokenize the question", f"{session['tokenize_median'] * 1e3:.3f}"],
                 ["  of ours: score + top 8 in 5 indexes (`best()`)", f"{session['scoring_median'] * 1e3:.3f}"],
                 ["first call (builds the 5 indexes)", f"{session['cold'] * 1e3:.1f}"],

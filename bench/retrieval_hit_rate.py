@@ -3,7 +3,7 @@
     .venv/bin/python bench/retrieval_hit_rate.py
 
 For each question of bench/retrieval_questions.json the filing is reduced to text with `html_to_text`, and
-`PassageRetriever().answer(question, {"filing": (text, 0)})` is called. A question is a hit when the FIRST 8,000
+`PassageRetriever().answer(question, {"filing": excerpt(text)})` is called. A question is a hit when the FIRST 8,000
 characters of the reply contain the answer string (as a standalone number: `1.08` does not match inside `11.08`).
 
 Side by side, on the same texts, questions and 8,000-character budget:
@@ -37,7 +37,7 @@ from _common import ROOT, machine, real_filings, table, write_report  # noqa: E4
 
 from rank_bm25 import BM25Okapi  # noqa: E402
 
-from deployments.retrieval.passages import IndexedDocument, PassageRetriever  # noqa: E402
+from deployments.retrieval.passages import IndexedDocument, PassageRetriever, excerpt  # noqa: E402
 from deployments.retrieval.tokenize import tokenize  # noqa: E402
 from deployments.text.html_to_text import html_to_text  # noqa: E402
 
@@ -138,7 +138,8 @@ def main() -> None:
 
     retriever = PassageRetriever()
     keys = {url: filings[url].label.replace(" ", "_") for url in texts}
-    session = {keys[url]: (text, 0) for url, text in texts.items()}
+    indexed = {url: excerpt(text) for url, text in texts.items()}
+    session = {keys[url]: indexed[url] for url in texts}
     baselines = {
         url: {"bm25 windows/ws": WindowBaseline(t, whitespace), "bm25 windows/fin": WindowBaseline(t, tokenize)}
         for url, t in texts.items()
@@ -149,7 +150,7 @@ def main() -> None:
     results = []
     for q in questions:
         text = texts[q["filing"]]
-        reply = retriever.answer(q["question"], {"filing": (text, 0)})
+        reply = retriever.answer(q["question"], {"filing": indexed[q["filing"]]})
         passages = reply_passages(reply)
         hit_rank = next((i + 1 for i, p in enumerate(passages) if contains(p, q["answer"])), None)
         multi = keyed_passages(retriever.answer(q["question"], session)[:BUDGET])
@@ -160,7 +161,7 @@ def main() -> None:
             "occurrences": count(text, q["answer"]),
             "hits": {
                 "ours": contains(reply[:BUDGET], q["answer"]),
-                f"ours k={WIDE}": contains(wide.answer(q["question"], {"filing": (text, 0)})[:BUDGET], q["answer"]),
+                f"ours k={WIDE}": contains(wide.answer(q["question"], {"filing": indexed[q["filing"]]})[:BUDGET], q["answer"]),
                 "ours, 8 filings in session": any(k == own and contains(p, q["answer"]) for k, p in multi),
                 "first 8k": contains(text[:BUDGET], q["answer"]),
                 **{name: contains(b.reply(q["question"]), q["answer"]) for name, b in baselines[q["filing"]].items()},
@@ -173,7 +174,7 @@ def main() -> None:
             "session_keys": [k for k, _ in multi],
         }
         if not row["hits"]["ours"]:
-            row["diagnosis"] = diagnose(retriever.document(text), q["question"], q["answer"])
+            row["diagnosis"] = diagnose(indexed[q["filing"]].document, q["question"], q["answer"])
         results.append(row)
         print(f"{'HIT ' if row['hits']['ours'] else 'MISS'} {row['company']:24s} {q['question']}")
     markdown = render(results, methods, missing_answers)

@@ -125,7 +125,8 @@ def page_fetcher(settings: Settings, limiter: RateLimiter) -> PageFetcher:
 
 def retrieval_backend(settings: Settings) -> RetrievalBackend:
     if settings.retrieval_model is None:
-        return PassageBackend(PassageRetriever(settings.retrieval_top_passages, settings.retrieval_reply_chars))
+        return PassageBackend(PassageRetriever(settings.retrieval_top_passages, settings.retrieval_reply_chars),
+                              index_cache_bytes=settings.index_cache_bytes)
     options = {"system_prompt_fpath": settings.retrieval_system_prompt_fpath} if settings.retrieval_system_prompt_fpath else {}
     return ModelBackend(LlmRetrieval(
         settings.retrieval_model,

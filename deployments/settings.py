@@ -68,6 +68,7 @@ class Settings(BaseSettings):
     # documents and retrieve_information: a model endpoint, or (unset) the embedded BM25 passages (§E)
     large_doc_threshold_chars: int = Field(100_000, ge=1)
     shared_text_cache_chars: int = Field(200_000_000, ge=0, description="parsed filings kept app-wide; 0: off")
+    index_cache_bytes: int = Field(1_000_000_000, ge=0, description="BM25 indexes kept per replica, by text digest")
     retrieval_top_passages: int = Field(24, ge=1, le=100, description="embedded backend: most passages in a reply")
     retrieval_reply_chars: int = Field(7_600, ge=500, description="embedded backend: passages fill this budget")
     retrieval_model: ModelEndpoint | None = None

@@ -4,27 +4,58 @@ the tool's text comes out (contract §E)."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Protocol
 
+from session_store.lru import BoundedLru
+
 from ..llm.retrieval import LlmRetrieval
-from .passages import PassageRetriever
+from .passages import Excerpt, IndexedDocument, PassageRetriever
 from .prompt import substitute, without_placeholders
 
-Documents = dict[str, tuple[str, int]]  # key -> (text, after input_character_ranges; its offset in the document)
+
+@dataclass(frozen=True)
+class Selection:
+    """A stored document named by the prompt: its text (by digest) and the range input_character_ranges gave."""
+
+    digest: str
+    text: str
+    start: int | None = None
+    end: int | None = None
+
+    def sliced(self) -> str:
+        return self.text[self.start : self.end]
 
 
 class RetrievalBackend(Protocol):
-    async def answer(self, prompt: str, documents: Documents) -> str: ...
+    async def answer(self, prompt: str, documents: dict[str, Selection]) -> str: ...
 
 
 class PassageBackend:
-    """The embedded default: the passages that best match the prompt's own words."""
+    """The embedded default: the passages that best match the prompt's own words. Indexes are cached by
+    digest, so one index serves every session that stores the same text; building one runs off the loop."""
 
-    def __init__(self, passages: PassageRetriever):
+    def __init__(self, passages: PassageRetriever, index_cache_bytes: int):
         self._passages = passages
+        self._indexes: BoundedLru[str, IndexedDocument] = BoundedLru(index_cache_bytes, lambda d: d.nbytes)
+        self._building: dict[str, asyncio.Task[IndexedDocument]] = {}
 
-    async def answer(self, prompt: str, documents: Documents) -> str:
-        return await asyncio.to_thread(self._passages.answer, without_placeholders(prompt), documents)
+    async def _index(self, selection: Selection) -> IndexedDocument:
+        index = self._indexes.get(selection.digest)
+        if index is not None:
+            return index
+        task = self._building.get(selection.digest)
+        if task is None:  # concurrent first calls for one text share one build
+            task = self._building[selection.digest] = asyncio.create_task(
+                asyncio.to_thread(IndexedDocument, selection.text))
+            task.add_done_callback(lambda _: self._building.pop(selection.digest, None))
+        index = await asyncio.shield(task)
+        self._indexes.put(selection.digest, index)
+        return index
+
+    async def answer(self, prompt: str, documents: dict[str, Selection]) -> str:
+        excerpts = {key: Excerpt(await self._index(s), s.start or 0, s.end) for key, s in documents.items()}
+        return await asyncio.to_thread(self._passages.answer, without_placeholders(prompt), excerpts)
 
 
 class ModelBackend:
@@ -33,5 +64,5 @@ class ModelBackend:
     def __init__(self, model: LlmRetrieval):
         self._model = model
 
-    async def answer(self, prompt: str, documents: Documents) -> str:
-        return await self._model.answer(substitute(prompt, {key: text for key, (text, _) in documents.items()}))
+    async def answer(self, prompt: str, documents: dict[str, Selection]) -> str:
+        return await self._model.answer(substitute(prompt, {key: s.sliced() for key, s in documents.items()}))

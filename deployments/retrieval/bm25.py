@@ -30,6 +30,12 @@ class Bm25Index:
             term: (np.array(ids[term], dtype=np.int64), np.array(counts[term], dtype=np.float64)) for term in ids
         }
 
+    @property
+    def nbytes(self) -> int:
+        """Roughly what the index holds in memory: its arrays plus ~120 bytes of dict and tuple per term."""
+        arrays = sum(ids.nbytes + tf.nbytes for ids, tf in self._postings.values())
+        return arrays + self._norm.nbytes + 120 * len(self._postings)
+
     def document_frequency(self, term: str) -> int:
         posting = self._postings.get(term)
         return 0 if posting is None else len(posting[0])

@@ -10,13 +10,14 @@
 - With several documents, every document is scored with term statistics over all of them, so a company name
   that appears in only one filing steers to that filing.
 - The reply fills a character budget, best passage first.
-Indexes are built once per document text and cached (the same filing serves every session that stores it).
+Indexes are built once per document text; the replica caches them by the text's digest, so one index serves
+every session that stores the same filing. A character range restricts the passages, not the index.
 """
 
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -110,13 +111,27 @@ class IndexedDocument:
         self.head_terms = frozenset(tokenize(text[:HEAD_CHARS]))  # the cover page: company, form, period
         self.passages = cut_passages(text)
         self.index = Bm25Index([tokenize(p.context + "\n" + text[p.start : p.end]) for p in self.passages])
+        self._starts = np.array([p.start for p in self.passages], dtype=np.int64)
+        self._ends = np.array([p.end for p in self.passages], dtype=np.int64)
 
-    def best(self, query, limit: int, idfs=None) -> list[tuple[float, Passage]]:
+    @property
+    def nbytes(self) -> int:
+        """Roughly what the indexed document holds: its text, the BM25 index and ~100 bytes per passage."""
+        return sys.getsizeof(self.text) + self.index.nbytes + 100 * len(self.passages) + 64 * len(self.head_terms)
+
+    def best(self, query, limit: int, idfs=None, bounds: tuple[int, int] | None = None) -> list[tuple[float, Passage]]:
+        """The top passages by BM25; with `bounds`, only passages overlapping that range, clipped to it."""
         if not self.passages:
             return []
         scores = self.index.scores(query, idfs)
+        if bounds is not None and bounds != (0, len(self.text)):
+            start, end = bounds
+            scores = np.where((self._starts < end) & (self._ends > start), scores, 0.0)
         order = np.argsort(-scores, kind="stable")[:limit]
-        return [(float(scores[i]), self.passages[i]) for i in order if scores[i] > 0]
+        hits = [(float(scores[i]), self.passages[i]) for i in order if scores[i] > 0]
+        if bounds is None:
+            return hits
+        return [(s, Passage(max(p.start, bounds[0]), min(p.end, bounds[1]), p.context)) for s, p in hits]
 
 
 def _cover_match(doc: IndexedDocument, weights: dict[str, float], idfs: dict[str, float] | None) -> float:
@@ -129,37 +144,42 @@ def _cover_match(doc: IndexedDocument, weights: dict[str, float], idfs: dict[str
     return 1.0 + COVER_WEIGHT * named / total
 
 
+@dataclass(frozen=True)
+class Excerpt:
+    """A stored document as one retrieve_information call sees it: its index (built once per text, cached by
+    digest in the replica) and the character range `input_character_ranges` asked for (§E.1 step 6)."""
+
+    document: IndexedDocument
+    start: int = 0
+    end: int | None = None
+
+    def bounds(self) -> tuple[int, int]:
+        start, end, _ = slice(self.start, self.end).indices(len(self.document.text))
+        return start, max(start, end)
+
+
+def excerpt(text: str, start: int = 0, end: int | None = None) -> Excerpt:
+    """An excerpt of a text indexed on the spot (tests and benchmarks; the server reuses cached indexes)."""
+    return Excerpt(IndexedDocument(text), start, end)
+
+
 class PassageRetriever:
-    def __init__(self, top_passages: int = 24, reply_chars: int = 7_600, cache_documents: int = 64):
+    def __init__(self, top_passages: int = 24, reply_chars: int = 7_600):
         self.top_passages = top_passages
         self.reply_chars = reply_chars
-        self._cache: OrderedDict[int, IndexedDocument] = OrderedDict()
-        self._cache_size = cache_documents
 
-    def document(self, text: str) -> IndexedDocument:
-        # Keyed by Python's string hash, checked by equality on a hit: far cheaper than a digest of MBs.
-        key = hash(text)
-        indexed = self._cache.get(key)
-        if indexed is None or indexed.text != text:
-            indexed = self._cache[key] = IndexedDocument(text)
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(key)
-        return indexed
-
-    def answer(self, question: str, documents: dict[str, tuple[str, int]]) -> str:
-        """documents: key -> (text, offset of that text in the stored document, when a range was applied)."""
+    def answer(self, question: str, documents: dict[str, Excerpt]) -> str:
+        """The best passages of the named documents, within each excerpt's range, filling the reply budget."""
         weights = query_weights(question)
-        indexed = {key: (self.document(text), offset) for key, (text, offset) in documents.items()}
         idfs = None
-        if len(indexed) > 1:  # one scale for all documents
-            size = sum(doc.index.size for doc, _ in indexed.values())
-            idfs = {t: idf(size, sum(doc.index.document_frequency(t) for doc, _ in indexed.values())) for t in weights}
+        if len(documents) > 1:  # one scale for all documents
+            size = sum(e.document.index.size for e in documents.values())
+            idfs = {t: idf(size, sum(e.document.index.document_frequency(t) for e in documents.values()))
+                    for t in weights}
         hits = [
-            (score * _cover_match(doc, weights, idfs), key, offset, passage, doc)
-            for key, (doc, offset) in indexed.items()
-            for score, passage in doc.best(weights, self.top_passages, idfs)
+            (score * _cover_match(e.document, weights, idfs), key, passage, e.document)
+            for key, e in documents.items()
+            for score, passage in e.document.best(weights, self.top_passages, idfs, e.bounds())
         ]
         hits.sort(key=lambda hit: -hit[0])
         if not hits:
@@ -168,9 +188,9 @@ class PassageRetriever:
                 "Try other words, or read a part of the document with input_character_ranges."
             )
         blocks, used = [], 0
-        for _, key, offset, passage, doc in hits[: self.top_passages]:
+        for _, key, passage, doc in hits[: self.top_passages]:
             context = f"({passage.context})\n" if passage.context else ""
-            block = (f"\n[{key} characters {offset + passage.start}-{offset + passage.end}]\n{context}"
+            block = (f"\n[{key} characters {passage.start}-{passage.end}]\n{context}"
                      f"{doc.text[passage.start : passage.end]}")
             if blocks and used + len(block) > self.reply_chars:
                 break

@@ -4,6 +4,7 @@ up front; its `SessionLost` is held back until the checks before it have had the
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Awaitable, TypeVar
 
@@ -30,6 +31,7 @@ from ..retrieval.prompt import (
     missing_key_error,
     placeholder_keys,
 )
+from ..retrieval.backends import Selection
 from ..services import services
 from ..tools.edgar_search import edgar_search as run_edgar_search
 from ..tools.filing_search import sec_filing_search as run_filing_search
@@ -153,8 +155,8 @@ async def retrieve_information(request: Request, body: RetrieveInformationReques
     documents = {}
     for key in keys:
         text = view.texts[key]
-        start, end, _ = slice(*ranges.get(key, (None, None))).indices(len(text))
-        documents[key] = (text[start:end], start)
+        start, end = ranges.get(key, (None, None))
+        documents[key] = Selection(hashlib.blake2b(text.encode(), digest_size=16).hexdigest(), text, start, end)
     return ToolResult(results=await svc.retrieval.answer(body.prompt, documents))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from deployments.corpus.generate import questions, write_corpus
-from deployments.retrieval.passages import PassageRetriever, cut_passages, query_weights
+from deployments.retrieval.passages import PassageRetriever, cut_passages, excerpt, query_weights
 from deployments.retrieval.prompt import character_ranges, placeholder_keys, substitute
 from deployments.retrieval.tokenize import tokenize
 from deployments.text.html_to_text import html_to_text
@@ -65,9 +65,9 @@ def corpus_texts(tmp_path_factory):
 
 def test_every_generated_question_is_answered_in_the_first_8000_characters(corpus_texts):
     retriever = PassageRetriever()
-    session = {url.rsplit("/", 1)[1]: (text, 0) for url, text in corpus_texts.items()}
+    session = {url.rsplit("/", 1)[1]: excerpt(text) for url, text in corpus_texts.items()}
     for q in questions():
-        alone = retriever.answer(q["question"], {"doc": (corpus_texts[q["url"]], 0)})
+        alone = retriever.answer(q["question"], {"doc": session[q["url"].rsplit("/", 1)[1]]})
         assert q["evidence"] in alone[:8000], q["question"]
         together = retriever.answer(q["question"], session)[:8000]  # every filing of the corpus in one session
         own = q["url"].rsplit("/", 1)[1]
@@ -76,7 +76,17 @@ def test_every_generated_question_is_answered_in_the_first_8000_characters(corpu
 
 def test_reply_fits_its_budget_and_cites_usable_ranges(corpus_texts):
     text = next(iter(corpus_texts.values()))
-    reply = PassageRetriever(reply_chars=1_000).answer("revenues", {"doc": (text[100:], 100)})
+    reply = PassageRetriever(reply_chars=1_000).answer("revenues", {"doc": excerpt(text, 100)})
     assert len(reply) < 1_000 + 400
     start, end = map(int, reply.split("[doc characters ")[1].split("]")[0].split("-"))
     assert start >= 100 and text[start:end].strip() in reply
+
+
+def test_a_character_range_keeps_only_the_passages_inside_it(corpus_texts):
+    text = max(corpus_texts.values(), key=len)
+    start, end = len(text) // 3, len(text) // 3 + 2_000
+    reply = PassageRetriever().answer("revenues net income total", {"doc": excerpt(text, start, end)})
+    spans = [tuple(map(int, part.split("]")[0].split("-"))) for part in reply.split("[doc characters ")[1:]]
+    assert spans and all(start <= a < b <= end for a, b in spans)
+    for a, b in spans:
+        assert text[a:b] in reply
