@@ -1,28 +1,37 @@
 """Fetch agent-named URLs without giving the agent a proxy into our network (SSRF guard).
 
-Every hop (the first URL and each redirect) must: be http(s) with no userinfo, name an allowlisted
-host, and resolve only to addresses the policy permits. We then connect to an address we checked,
-never re-resolving the name, and stream the body under a size cap. Transport only: no HTML parsing.
+Every hop (the first URL and each redirect) must: be http(s) with no userinfo, name a valid and
+allowlisted host, and resolve only to addresses the policy permits (or that the operator trusts). We
+then connect to an address we checked, never re-resolving the name, and stream the body under a size
+cap. Every failure is a FetchRefused or FetchFailed with a message the agent can read: nothing else
+escapes `fetch` (contract §A.0: bad input is a tool error, never a 500). Transport only: no HTML parsing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
-from ipaddress import IPv4Address, IPv6Address, ip_address, ip_network
+from ipaddress import IPv4Address, IPv6Address, ip_network
 
 import httpx
 
-IPAddress = IPv4Address | IPv6Address
+from .hosts import IPAddress, host_matches, host_name_problem, in_networks, normalize_host, parse_ip, parse_networks
+
+log = logging.getLogger(__name__)
+
 Resolver = Callable[[str], Awaitable[list[str]]]
+BeforeHop = Callable[[str, int], Awaitable[None]]  # (host, hop number: 0 is the first URL)
 
 DEFAULT_CONTENT_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/plain", "application/xml", "text/xml"})
 _HINT = "parse_html_page only fetches SEC filings and allowlisted hosts."
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+MAX_URL_CHARS = 2048  # what browsers and CDNs reliably carry; longer is an attack or a mistake
+_SHOWN_URL_CHARS = 200  # messages quote at most this much of a URL
 _CGNAT = ip_network("100.64.0.0/10")  # not in ipaddress.is_private on 3.11
 
 
@@ -103,77 +112,98 @@ class SafeFetcher:
         user_agent: str,
         allowed_content_types: Collection[str] = DEFAULT_CONTENT_TYPES,
         max_redirects: int = 5,
+        trusted_networks: Collection[str] = (),
+        before_hop: BeforeHop | None = None,
         resolve: Resolver = default_resolve,
         is_forbidden_address: Callable[[IPAddress], bool] = default_is_forbidden,
     ):
-        self.allowed_hosts = frozenset(_normalize_host(h) for h in allowed_hosts)
+        """`trusted_networks`: CIDRs whose addresses may be contacted although the address policy forbids them
+        (a private EDGAR mirror, a test's loopback server); the host allowlist still applies. `before_hop` is
+        awaited before each connection (a rate-limit slot, say); the time it takes is not charged to the
+        timeout. An empty string in `allowed_content_types` allows a response without a Content-Type."""
+        self.allowed_hosts = frozenset(normalize_host(h) for h in allowed_hosts)
         self.max_bytes = max_bytes
         self.timeout_seconds = timeout_seconds
         self.user_agent = user_agent
         self.allowed_content_types = frozenset(t.lower() for t in allowed_content_types)
         self.max_redirects = max_redirects
+        self.trusted_networks = parse_networks(trusted_networks)
+        self._before_hop = before_hop
         self._resolve = resolve
         self._is_forbidden = is_forbidden_address
 
     async def fetch(self, url: str) -> FetchedPage:
-        hop = _Hop(url, url)
+        """The page at `url`; raises FetchRefused or FetchFailed, never anything else."""
+        first = hop = _Hop(url, _shown(url))
+        loop = asyncio.get_running_loop()
         try:
-            async with asyncio.timeout(self.timeout_seconds):  # one deadline for DNS, every hop and the body
-                for _ in range(self.max_redirects + 1):
+            async with asyncio.timeout(self.timeout_seconds) as deadline:  # DNS, every hop and the body
+                for number in range(self.max_redirects + 1):
                     target, host = self._check_url(hop)
-                    result = await self._get(hop, target, host, await self._vetted_addresses(hop, host))
+                    addresses = await self._vetted_addresses(hop, host)
+                    if self._before_hop is not None:  # the deadline stops while we queue: that is not network time
+                        remaining = deadline.when() - loop.time()
+                        deadline.reschedule(None)
+                        await self._before_hop(host, number)
+                        deadline.reschedule(loop.time() + remaining)
+                    result = await self._get(hop, target, host, addresses)
                     if isinstance(result, FetchedPage):
                         return result
-                    hop = _Hop(result, f"{result} (redirected from {hop.url})")
+                    hop = _Hop(result, f"{_shown(result)} (redirected from {_shown(hop.url)})")
+        except FetchError:
+            raise
         except TimeoutError:
             raise hop.failed(f"no complete response within {self.timeout_seconds:g} seconds.") from None
-        raise _Hop(url, url).refused(f"it redirected more than {self.max_redirects} times.")
+        except Exception as error:  # a bug or a library corner we did not foresee: still the agent's tool error
+            log.warning("unexpected error fetching %s", hop.label, exc_info=True)
+            raise hop.failed(f"unexpected {type(error).__name__} ({_shown(str(error))}).") from None
+        raise first.refused(f"it redirected more than {self.max_redirects} times.")
 
     def _check_url(self, hop: _Hop) -> tuple[httpx.URL, str]:
+        if len(hop.url) > MAX_URL_CHARS:
+            raise hop.refused(f"the URL is {len(hop.url)} characters long; the limit is {MAX_URL_CHARS}.")
         try:
             target = httpx.URL(hop.url)
-        except (httpx.InvalidURL, TypeError) as error:
-            raise hop.refused(f"not a valid URL ({error}).") from None
+            raw_host = target.raw_host.decode("ascii")
+            port = target.port
+        except (httpx.InvalidURL, TypeError, ValueError) as error:  # UnicodeError (bad IDNA) is a ValueError
+            raise hop.refused(f"not a valid URL ({_shown(str(error))}).") from None
         if target.scheme not in ("http", "https"):
             raise hop.refused(f"scheme {target.scheme!r} is not allowed; only http and https URLs can be fetched.")
         if target.userinfo:
             raise hop.refused("URLs with credentials (user@host) are not allowed; drop the part before '@'.")
-        host = _normalize_host(target.raw_host.decode("ascii"))
-        if not host:
-            raise hop.refused("the URL has no host.")
-        literal = _parse_ip(host)
+        if port is not None and not 1 <= port <= 65535:
+            raise hop.refused(f"port {port} is out of range (1-65535).")
+        host = normalize_host(raw_host)
+        if problem := host_name_problem(host):  # before the resolver, which would raise on some of these
+            raise hop.refused(problem)
+        literal = parse_ip(host)
         if literal is not None:  # judge a literal IP before the allowlist: its address is the clearer reason
             self._check_address(hop, literal, f"{_show(literal)} is")
-        if not self._host_allowed(host):
+        if not host_matches(host, self.allowed_hosts):
             allowed = ", ".join(sorted(self.allowed_hosts))
             raise hop.refused(f"host {host!r} is not on the allowlist ({allowed}); {_HINT}")
         return target, host
 
-    def _host_allowed(self, host: str) -> bool:
-        if host in self.allowed_hosts:
-            return True
-        # "*.sec.gov" covers www.sec.gov and a.b.sec.gov, not sec.gov itself (list that separately).
-        parts = host.split(".")
-        wildcards = ("*." + ".".join(parts[i:]) for i in range(1, len(parts)))
-        return _parse_ip(host) is None and any(w in self.allowed_hosts for w in wildcards)
-
     def _check_address(self, hop: _Hop, ip: IPAddress, subject: str) -> None:
+        if in_networks(ip, self.trusted_networks):
+            return  # the operator vouched for it (a private mirror, a test server)
         if self._is_forbidden(ip):
             raise hop.refused(f"{subject} {address_kind(ip) or 'an address this server may not contact'}; {_HINT}")
 
     async def _vetted_addresses(self, hop: _Hop, host: str) -> list[IPAddress]:
-        literal = _parse_ip(host)
+        literal = parse_ip(host)
         if literal is not None:
             return [literal]  # checked in _check_url
         try:
             found = await self._resolve(host)
-        except OSError:
+        except (OSError, ValueError):  # gaierror; UnicodeError from the codec should the name slip past us
             found = []
         if not found:
             raise hop.failed(f"could not resolve host {host!r}.")
         addresses = []
         for raw in found:
-            ip = _parse_ip(raw)
+            ip = parse_ip(raw)
             if ip is None:
                 raise hop.refused(f"{host} resolved to {raw!r}, which is not an IP address.")
             # ANY bad answer refuses: a name mixing public and internal addresses is an attack, not a mirror.
@@ -204,8 +234,10 @@ class SafeFetcher:
                 last_error = error  # try the next vetted address
             except httpx.TimeoutException:
                 raise hop.failed(f"timed out after {self.timeout_seconds:g} seconds.") from None
-            except httpx.HTTPError as error:
-                raise hop.failed(f"{type(error).__name__}: {error}.") from None
+            except (httpx.HTTPError, httpx.InvalidURL) as error:  # InvalidURL is not an HTTPError
+                raise hop.failed(f"{type(error).__name__}: {_shown(str(error))}.") from None
+            except ValueError as error:  # httpx reads a redirect's Location itself: bad IDNA there is a UnicodeError
+                raise hop.failed(f"the server's response could not be used ({_shown(str(error))}).") from None
         raise hop.failed(f"could not connect ({last_error}).")
 
     async def _read(self, hop: _Hop, target: httpx.URL, response: httpx.Response) -> FetchedPage | str:
@@ -213,13 +245,13 @@ class SafeFetcher:
         if status in _REDIRECT_STATUSES:
             try:
                 return str(target.join(response.headers["Location"]))
-            except (KeyError, httpx.InvalidURL):
+            except (KeyError, httpx.InvalidURL, ValueError):  # ValueError: bad IDNA in the Location's host
                 raise hop.failed(f"HTTP {status} redirect without a valid Location header.", status) from None
         if not 200 <= status < 300:
             raise hop.failed(f"the server answered HTTP {status} {response.reason_phrase}.", status)
         content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
         if content_type not in self.allowed_content_types:
-            allowed = ", ".join(sorted(self.allowed_content_types))
+            allowed = ", ".join(sorted(t or "missing" for t in self.allowed_content_types))
             raise hop.refused(f"content type {content_type or 'missing'!r} is not a web page (allowed: {allowed}).")
         declared = response.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > self.max_bytes:
@@ -235,7 +267,7 @@ class SafeFetcher:
 @dataclass(frozen=True)
 class _Hop:
     url: str
-    label: str  # the URL as messages name it, with the redirect that led here
+    label: str  # the URL as messages name it (shortened), with the URL that redirected here
 
     def refused(self, why: str) -> FetchRefused:
         return FetchRefused(self.url, f"Refused to fetch {self.label}: {why}")
@@ -249,20 +281,13 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()  # shared: loading the CA bundle costs ~0.1 s per client
 
 
-def _normalize_host(host: str) -> str:
-    host = host.strip().lower().rstrip(".")
-    ip = _parse_ip(host.strip("[]"))
-    return str(ip) if ip is not None else host
+def _shown(text: str) -> str:
+    """A URL (or error text) as a message quotes it: printable, and at most _SHOWN_URL_CHARS long."""
+    text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text[: _SHOWN_URL_CHARS + 1])
+    return text if len(text) <= _SHOWN_URL_CHARS else f"{text[:_SHOWN_URL_CHARS]}..."
 
 
 def _show(ip: IPAddress) -> str:
     if isinstance(ip, IPv6Address) and ip.ipv4_mapped:
         return f"::ffff:{ip.ipv4_mapped}"  # 3.11 prints ::ffff:127.0.0.1 as ::ffff:7f00:1
     return str(ip)
-
-
-def _parse_ip(text: str) -> IPAddress | None:
-    try:
-        return ip_address(text)
-    except ValueError:
-        return None

@@ -24,7 +24,16 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from deployments.net.safe_fetch import FetchedPage, FetchFailed, FetchRefused, SafeFetcher, default_is_forbidden
+from deployments.net.safe_fetch import (
+    MAX_URL_CHARS,
+    FetchedPage,
+    FetchError,
+    FetchFailed,
+    FetchRefused,
+    SafeFetcher,
+    default_is_forbidden,
+    default_resolve,
+)
 
 MAX_BYTES = 4096
 STREAM_CHUNK = 64 * 1024
@@ -55,6 +64,12 @@ def build_app(seen: Seen):
     def redirect_to(target):
         async def endpoint(request: Request) -> Response:
             return RedirectResponse(target(request) if callable(target) else target, status_code=302)
+
+        return endpoint
+
+    def raw_redirect(location: str):
+        async def endpoint(request: Request) -> Response:
+            return Response(b"", status_code=302, headers={"Location": location})  # sent as is, unquoted
 
         return endpoint
 
@@ -104,6 +119,13 @@ def build_app(seen: Seen):
         Route("/redirect-metadata", redirect_to("http://169.254.169.254/latest/meta-data/")),
         Route("/redirect-file", redirect_to("file:///etc/passwd")),
         Route("/loop", redirect_to("/loop")),
+        # Locations httpx cannot parse or connect to: each must end as a FetchError, never escape as another type
+        Route("/redirect-bad-port", raw_redirect("http://filings.example:99999/page")),
+        Route("/redirect-bad-idna", raw_redirect("http://xn--zz.filings.example/page")),
+        Route("/redirect-bad-ipv6", raw_redirect("http://[zz]/page")),
+        Route("/redirect-long-label", raw_redirect(f"http://{'a' * 64}.filings.example/page")),
+        Route("/redirect-legacy-ip", raw_redirect("http://2130706433/secret")),
+        Route("/redirect-empty", raw_redirect("")),
     ]
     app = Starlette(routes=routes)
 
@@ -417,3 +439,164 @@ def test_timeout_fails(port: int) -> None:
     with pytest.raises(FetchFailed, match=r"(timed out|no complete response) .*0\.3 seconds"):
         fetch(make_fetcher(timeout_seconds=0.3), f"http://filings.example:{port}/slow")
     assert time.monotonic() - started < 1.2
+
+
+# --- host names, checked before any resolution (a 64-character label made getaddrinfo raise UnicodeError) ---
+
+
+@pytest.mark.parametrize(
+    ("host", "why"),
+    [
+        ("a" * 64 + ".filings.example", "has a label of 64 characters; DNS allows at most 63"),
+        (".".join(["abcdefghi"] * 25) + ".filings.example", "characters long; DNS allows at most 253"),
+        ("a_b.filings.example", "is not a valid host name"),
+        ("-a.filings.example", "is not a valid host name"),
+        ("a-.filings.example", "is not a valid host name"),
+        ("ex%41mple.filings.example", "is not a valid host name"),
+        ("a..filings.example", "has an empty label"),
+        ("1.2.3.4.5", "is neither a host name nor an IP address"),
+    ],
+)
+def test_invalid_host_names_are_refused_before_dns(host: str, why: str, connections: Dialled) -> None:
+    dns = FakeDNS()
+    assert why in refused(make_fetcher(dns), f"http://{host}/page")
+    assert dns.asked == [] and connections.hosts == []
+
+
+def test_an_overlong_label_is_refused_with_the_real_resolver_too() -> None:
+    fetcher = make_fetcher(resolve=default_resolve)  # getaddrinfo would raise UnicodeError on this name
+    assert "label of 64 characters" in refused(fetcher, f"http://{'a' * 64}.filings.example/")
+
+
+@pytest.mark.parametrize(
+    ("host", "address"),
+    [("2130706433", "127.0.0.1"), ("0x7f.1", "127.0.0.1"), ("127.1", "127.0.0.1"), ("0x7f000001", "127.0.0.1"),
+     ("017700000001", "127.0.0.1"), ("0xa9.254.169.254", "169.254.169.254"), ("10.1", "10.0.0.1")],
+)
+def test_legacy_ipv4_spellings_are_refused_even_when_allowlisted(host: str, address: str, connections: Dialled) -> None:
+    # The C resolver turns every one of these into `address`; ipaddress does not parse them.
+    fetcher = SafeFetcher(allowed_hosts=[host], max_bytes=MAX_BYTES, timeout_seconds=1.0, user_agent=UA)
+    message = refused(fetcher, f"http://{host}/")
+    assert f"non-standard spelling of the IP address {address}" in message
+    assert connections.hosts == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://0177.0.0.1/", "http://[::ffff:7f00:1]/", "http://[0:0:0:0:0:ffff:127.0.0.1]/", "http://[::7f00:1]/",
+     "http://[fe80::1]/", "http://[fd00::1]/", "http://[::]/", "http://0.0.0.0/", "http://[2002:7f00:1::]/"],
+)
+def test_other_internal_address_forms_are_refused(url: str, connections: Dialled) -> None:
+    hosts = ["0177.0.0.1", "::ffff:7f00:1", "::7f00:1", "fe80::1", "fd00::1", "::", "0.0.0.0", "2002:7f00:1::"]
+    fetcher = SafeFetcher(allowed_hosts=hosts, max_bytes=MAX_BYTES, timeout_seconds=1.0, user_agent=UA)
+    refused(fetcher, url)
+    assert connections.hosts == []
+
+
+HOSTILE_URLS = [
+    "", "http://", "http:///page", "http://:80/", "http://[::1/", "http://filings.example:99999/",
+    "http://filings.example:0/", "http://filings.example:abc/", "http://fil\x00ings.example/", "http://a b.example/",
+    "http://xn--zz.filings.example/", "http://bücher.filings.example/", "\\\\filings.example\\x",
+    "http://filings.example/" + "x" * 500_000, "//filings.example/page", "javascript:alert(1)",
+]
+
+
+@pytest.mark.parametrize("url", HOSTILE_URLS, ids=range(len(HOSTILE_URLS)))
+def test_hostile_urls_only_ever_raise_fetch_errors(url: str) -> None:
+    with pytest.raises(FetchError) as caught:
+        fetch(make_fetcher(), url)
+    assert len(str(caught.value)) < 1000  # a 500 KB URL is not echoed back
+
+
+def test_overlong_url_is_refused_with_its_length() -> None:
+    url = "http://filings.example/" + "x" * MAX_URL_CHARS
+    message = refused(make_fetcher(), url)
+    assert f"the URL is {len(url)} characters long; the limit is {MAX_URL_CHARS}." in message
+
+
+@pytest.mark.parametrize(
+    ("start", "error", "why"),
+    [
+        ("/redirect-bad-port", FetchRefused, "port 99999 is out of range"),
+        ("/redirect-bad-idna", FetchFailed, "response could not be used (Invalid A-label)"),
+        ("/redirect-bad-ipv6", FetchFailed, "Invalid URL in location header: Invalid IPv6 address"),
+        ("/redirect-long-label", FetchRefused, "label of 64 characters"),
+        ("/redirect-legacy-ip", FetchRefused, "non-standard spelling of the IP address 127.0.0.1"),
+        ("/redirect-empty", FetchRefused, "redirected more than 3 times"),  # an empty Location is this URL again
+    ],
+)
+def test_unusable_locations_are_fetch_errors(start: str, error: type, why: str, port: int, seen: Seen) -> None:
+    with pytest.raises(error) as caught:
+        fetch(make_fetcher(), f"http://filings.example:{port}{start}")
+    assert why in str(caught.value)
+    assert "/secret" not in seen.paths and "/page" not in seen.paths
+
+
+# --- trusted networks: loopback servers standing in for public hosts, production policy otherwise intact ---
+
+
+def trusting(*networks: str, **overrides) -> SafeFetcher:
+    return make_fetcher(is_forbidden_address=default_is_forbidden, trusted_networks=networks, **overrides)
+
+
+def test_a_trusted_network_lets_an_allowlisted_host_reach_it(port: int) -> None:
+    assert fetch(trusting("127.0.0.1/32"), f"http://filings.example:{port}/page").text() == PAGE_TEXT
+    assert fetch(trusting("127.0.0.1"), f"http://filings.example:{port}/page").text() == PAGE_TEXT
+    assert "a loopback address" in refused(trusting(), f"http://filings.example:{port}/page")
+
+
+def test_trust_is_exactly_the_networks_named(connections: Dialled) -> None:
+    fetcher = trusting("127.0.0.1/32", allowed_hosts=["127.0.0.2", "::1"])
+    assert "127.0.0.2 is a loopback address" in refused(fetcher, "http://127.0.0.2/secret")
+    assert "::1 is a loopback address" in refused(fetcher, "http://[::1]/secret")
+    assert connections.hosts == []
+
+
+def test_trust_does_not_bypass_the_host_allowlist(port: int, seen: Seen) -> None:
+    message = refused(trusting("127.0.0.0/8"), f"http://127.0.0.1:{port}/secret")
+    assert "host '127.0.0.1' is not on the allowlist" in message and seen.requests == []
+
+
+def test_trusted_network_must_be_a_network() -> None:
+    with pytest.raises(ValueError, match="trusted network 'localhost' is not an IP network"):
+        trusting("localhost")
+    with pytest.raises(ValueError, match="'127.0.0.1/8'"):
+        trusting("127.0.0.1/8")  # host bits set: say 127.0.0.0/8 or 127.0.0.1/32
+
+
+# --- per-hop hook and content types ---
+
+
+def test_before_hop_runs_for_every_hop_that_passed_the_checks(port: int) -> None:
+    calls: list[tuple[str, int]] = []
+
+    async def before_hop(host: str, number: int) -> None:
+        calls.append((host, number))
+
+    fetch(make_fetcher(before_hop=before_hop), f"http://filings.example:{port}/redirect")
+    assert calls == [("filings.example", 0), ("filings.example", 1)]
+    calls.clear()
+    refused(make_fetcher(before_hop=before_hop), f"http://filings.example:{port}/redirect-internal")
+    assert calls == [("filings.example", 0)]  # the internal hop was refused before its hook
+
+
+def test_time_in_before_hop_is_not_charged_to_the_timeout(port: int) -> None:
+    async def queued(host: str, number: int) -> None:
+        await asyncio.sleep(1.2)  # e.g. waiting for a rate-limit slot
+
+    page = fetch(make_fetcher(before_hop=queued, timeout_seconds=1.0), f"http://filings.example:{port}/page")
+    assert page.text() == PAGE_TEXT
+
+
+def test_an_empty_content_type_entry_allows_a_missing_type(port: int) -> None:
+    fetcher = make_fetcher(allowed_content_types={"text/html", ""})
+    assert fetch(fetcher, f"http://filings.example:{port}/no-type").body == b"hello"
+    assert "(allowed: missing, text/html)" in refused(fetcher, f"http://filings.example:{port}/binary")
+
+
+def test_an_unforeseen_exception_becomes_a_fetch_failure() -> None:
+    async def broken_resolver(host: str) -> list[str]:
+        raise RuntimeError("resolver bug")
+
+    with pytest.raises(FetchFailed, match=r"Failed to fetch http://filings.example/: unexpected RuntimeError \(resolver bug\)"):
+        fetch(make_fetcher(resolve=broken_resolver), "http://filings.example/")
