@@ -10,8 +10,14 @@ Choices the grader relies on:
   "FY2024", "FY24" and "fiscal 2024" are years too. "2,024" and "$2024" stay amounts.
 - A number without a scale word is read literally ("$115,877" is dollars), unless the text says "in millions" (or
   thousands, billions), the table convention.
+- A direction word stated next to a number gives it a sign: "a decrease of $163 million", "fell $163 million" and
+  "$163 million lower" are -163 million; "an increase of", "grew", "rose" are positive. Such a quantity has
+  `stated_sign` (as does an explicit "-" or "+"). "Decreased to $X" and "fell from $X" state a level, not a change.
 - Parentheses mean negative, as in financial statements, but they are also how prose adds an aside, so a parenthesised
-  amount and an unsigned amount after "loss", "decrease", ... are flagged `sign_in_words`: their sign is uncertain.
+  amount and an unsigned amount after "loss", "deficit", or a direction word too far away to bind, are flagged
+  `sign_in_words`: their sign is uncertain.
+- Any Python string is accepted (unpaired surrogates, NUL), and the work is linear in its length: every span is
+  masked in one pass per pattern, and the caller can stop the scan after `limit` quantities.
 - Filing vocabulary that carries digits but no quantity ("10-K", "Item 7", "Q4", "Note 12", "401(k)") is skipped.
 """
 
@@ -39,7 +45,8 @@ class Quantity:
     end: int
     loose_precision: float  # the same, reading an integer's trailing zeros as rounding: "$120 billion" -> 1e10
     currency: str | None = None  # money only: ISO code
-    sign_in_words: bool = False  # parenthesised, or unsigned after "loss"/"decrease": the sign is uncertain
+    sign_in_words: bool = False  # parenthesised, or unsigned after "loss"/"deficit": the sign is uncertain
+    stated_sign: str = ""  # "symbol" (an explicit "-" or "+") or "words" ("a decrease of"): the sign is meant
 
     @property
     def is_year(self) -> bool:
@@ -113,24 +120,65 @@ _NEGATIVE_CUE = re.compile(
     r"|used\s+in)\b[^.;\d]*$",
     re.I,
 )
+# A direction word bound to the number that follows it ("decreased by", "a decline in net sales of"): at most six
+# words between, no clause break, and not "to"/"from"/"at"/"than", which introduce a level rather than a change.
+_DIRECTION_BEFORE = re.compile(
+    r"\b(?:(?P<down>decreas\w*|declin\w*|reduc\w*|drop\w*|fell|fall\w*|down|lower\w*|shr[iau]nk\w*|contract\w*)"
+    r"|(?P<up>increas\w*|grew|grow\w*|rose|rise|rising|up|higher|gain\w*|expand\w*|expansion))"
+    r"(?P<gap>(?:[ \t]+(?!(?:to|from|at|than|of\s+total)\b)[^\W\d_]+){0,6}[ \t]*[:$€£¥]?[ \t]*)$",
+    re.I,
+)
+_DIRECTION_AFTER = re.compile(
+    r"^[ \t]*(?:(?P<down>decrease|decline|drop|reduction|lower|less|down)|(?P<up>increase|rise|gain|growth|higher|more|up))\b",
+    re.I,
+)
+CUE_WINDOW = 60  # characters looked at on either side of a number for a sign word
 
 
-def find_quantities(text: str) -> list[Quantity]:
-    """Every date, year, amount and percentage in `text`, in reading order."""
+def _direction(text: str, start: int, end: int) -> int:
+    """-1 or +1 when a direction word binds to the number at text[start:end], else 0."""
+    before = _DIRECTION_BEFORE.search(text[max(0, start - CUE_WINDOW) : start])
+    if before is None:
+        after = _DIRECTION_AFTER.match(text[end : end + CUE_WINDOW // 3])
+        return 0 if after is None else (-1 if after["down"] else 1)
+    return -1 if before["down"] else 1
+
+
+def find_quantities(text: str, limit: int | None = None) -> list[Quantity]:
+    """Every date, year, amount and percentage in `text`, in reading order. With `limit`, the scan stops once
+    more than `limit` are found (the caller only needs to know there are too many)."""
     text = normalize(text)
-    masked = _NOT_QUANTITIES.sub(lambda m: " " * len(m.group()), text)
+    masked = _mask(text, [m.span() for m in _NOT_QUANTITIES.finditer(text)])
     found: list[Quantity] = []
     for pattern in _DATES:
+        spans = []
         for match in pattern.finditer(masked):
             date = _date(match)
             if date is not None:
                 found.append(date)
-                masked = masked[: match.start()] + " " * (match.end() - match.start()) + masked[match.end() :]
+                spans.append(match.span())
+        masked = _mask(masked, spans)  # once per pattern: a later pattern cannot re-read a date
+        if limit is not None and len(found) > limit:
+            return sorted(found, key=lambda q: q.start)
     table = _TABLE_SCALE.search(text)
     table_scale = {"thousands": 3, "millions": 6, "billions": 9}[table.group(1).lower()] if table else 0
     for match in _AMOUNT.finditer(masked):
         found.append(_amount(match, text, table_scale))
+        if limit is not None and len(found) > limit:
+            break
     return sorted(found, key=lambda q: q.start)
+
+
+def _mask(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with every span blanked, built in one pass (same length, so positions still refer to `text`)."""
+    if not spans:
+        return text
+    parts, position = [], 0
+    for start, end in spans:
+        parts += [text[position:start], " " * (end - start)]
+        position = end
+    parts.append(text[position:])
+    return "".join(parts)
 
 
 def _date(match: re.Match[str]) -> Quantity | None:
@@ -181,8 +229,10 @@ def _amount(match: re.Match[str], text: str, table_scale: int) -> Quantity:
         kind = "money" if currency_name else "number"
 
     value = Decimal(digits).scaleb(exponent)
-    negative = explicit_minus or parenthesised
-    cue = not explicit_minus and _NEGATIVE_CUE.search(text[max(0, start - 40) : start]) is not None
+    direction = 0 if explicit_minus or match["sign"] == "+" else _direction(text, start, end)
+    negative = explicit_minus or direction < 0 or (parenthesised and direction == 0)
+    cue = (not explicit_minus and direction == 0
+           and _NEGATIVE_CUE.search(text[max(0, start - 40) : start]) is not None)
     return Quantity(
         value=float(-value if negative else value),
         kind=kind,
@@ -192,5 +242,6 @@ def _amount(match: re.Match[str], text: str, table_scale: int) -> Quantity:
         end=end,
         loose_precision=float(Decimal(1).scaleb(exponent - decimals + trailing_zeros)),
         currency=_CURRENCIES.get(currency_name) if kind == "money" else None,
-        sign_in_words=parenthesised or cue,
+        sign_in_words=(parenthesised and direction == 0) or cue,
+        stated_sign="symbol" if match["sign"] or match["sign2"] else "words" if direction else "",
     )

@@ -235,14 +235,13 @@ def test_cases_where_substring_matching_fails() -> None:
 SPLIT = "United States 49%, international 51%"
 
 
-@pytest.mark.parametrize(
-    "answer", ["US: 49%; International: 51%", "International 51% and United States 49%", "49%, 51%"]
-)
+@pytest.mark.parametrize("answer", ["US: 49%; International: 51%", "International 51% and United States 49%"])
 def test_every_expected_quantity_found(answer: str) -> None:
     assert passes(SPLIT, answer)
 
 
-@pytest.mark.parametrize("answer", ["International 51%", "US 49%, international 52%", "US 48%, international 51%"])
+@pytest.mark.parametrize("answer", ["International 51%", "US 49%, international 52%", "US 48%, international 51%",
+                                    "49%, 51%"])  # the last states the values but not whose they are
 def test_a_missing_or_wrong_quantity_fails(answer: str) -> None:
     assert not passes(SPLIT, answer)
 
