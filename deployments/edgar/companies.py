@@ -1,4 +1,9 @@
-"""Companies and their filings: the ticker registry and submissions metadata (contract §F.1-F.3)."""
+"""Companies and their filings: the ticker registry and submissions metadata (contract §F.1-F.3).
+
+Submissions JSON is data from outside (SEC, a mirror, a cache file): a field of the wrong type or a row
+whose URL would break the filing-URL rules is skipped, never a 500 and never a URL the agent cannot use.
+Big documents are parsed and turned into filings in a worker thread, off the event loop.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from typing import Any
 
 from .cache import DiskCache
 from .source import TICKERS_PATH, EdgarSource, submissions_path
-from .urls import dashed_accession
+from .urls import InvalidFilingUrl, dashed_accession, parse_filing_url
 
 log = logging.getLogger(__name__)
 
@@ -45,17 +50,78 @@ def parse_tickers(raw: Any) -> dict[str, Company]:
     if not isinstance(raw, dict):
         raise ValueError("company_tickers.json must be a JSON object of {cik_str, ticker, title} rows")
     table = {}
-    for row in raw.values():
+    for key, row in raw.items():
+        cik = str(row["cik_str"])
+        if not (cik.isascii() and cik.isdigit() and 1 <= len(cik) <= 10):  # it names cache files and URLs
+            raise ValueError(f"row {key!r}: cik_str must be 1 to 10 digits, not {cik[:40]!r}")
         ticker = str(row["ticker"]).upper()
-        table[ticker] = Company(ticker, str(row["cik_str"]).zfill(10), str(row["title"]))
+        table[ticker] = Company(ticker, cik.zfill(10), str(row["title"]))
     return table
 
 
-def _rows(columns: dict[str, list]) -> list[dict[str, str]]:
-    """submissions JSON keeps filings as parallel column arrays."""
-    names = ("accessionNumber", "form", "filingDate", "reportDate", "primaryDocument")
-    length = len(columns.get("accessionNumber", []))
-    return [{n: (columns.get(n) or [""] * length)[i] or "" for n in names} for i in range(length)]
+_COLUMNS = ("accessionNumber", "form", "filingDate", "reportDate", "primaryDocument")
+
+
+def _rows(columns: Any) -> list[dict[str, str]]:
+    """submissions JSON keeps filings as parallel column arrays; a cell that is not a string reads as ""."""
+    if not isinstance(columns, dict) or not isinstance(columns.get("accessionNumber"), list):
+        return []
+    length = len(columns["accessionNumber"])
+    arrays = {n: columns[n] if isinstance(columns.get(n), list) else [] for n in _COLUMNS}
+    return [
+        {n: cell if i < len(arrays[n]) and isinstance(cell := arrays[n][i], str) else "" for n in _COLUMNS}
+        for i in range(length)
+    ]
+
+
+def _page_names(main: dict) -> list[str]:
+    """The older-filings pages a submissions document lists (`filings.files[].name`)."""
+    filings = main.get("filings")
+    pages = filings.get("files") if isinstance(filings, dict) else None
+    names = [page.get("name") for page in pages if isinstance(page, dict)] if isinstance(pages, list) else []
+    return [name for name in names if isinstance(name, str)]
+
+
+def _build_filings(company: Company, pages: list[Any]) -> list[Filing]:
+    """Merge pages by accession (the first page naming one wins) into filings whose URLs pass the filing-URL
+    rules (a row that would not is skipped). CPU work: run it off the event loop."""
+    by_accession: dict[str, dict[str, str]] = {}
+    for columns in pages:
+        for row in _rows(columns):
+            by_accession.setdefault(row["accessionNumber"].replace("-", ""), row)
+    filings, skipped = [], 0
+    for row in by_accession.values():
+        url = filing_url(company.cik, row["accessionNumber"], row["primaryDocument"])
+        try:
+            parse_filing_url(url)
+        except InvalidFilingUrl:
+            skipped += 1
+            continue
+        filings.append(Filing(
+            ticker=company.ticker,
+            cik=company.cik,
+            company_name=company.name,
+            form=row["form"],
+            filing_date=row["filingDate"],
+            report_date=row["reportDate"],
+            accession_number=dashed_accession(row["accessionNumber"]),
+            primary_document=row["primaryDocument"],
+            filing_url=url,
+        ))
+    if skipped:
+        log.warning("skipped %d submissions rows with an unusable accession or document for CIK %s", skipped,
+                    company.cik)
+    return filings
+
+
+def _cached_filings(cached: Any) -> list[Filing] | None:
+    """Filings from the metadata cache file; None (a miss) when it is not what we wrote."""
+    if not isinstance(cached, dict):
+        return None
+    try:
+        return [Filing(**row) for row in cached.values()]
+    except TypeError:
+        return None
 
 
 class CompanyDirectory:
@@ -116,37 +182,22 @@ class CompanyDirectory:
         return self._filings[company.cik]
 
     async def _load_filings(self, company: Company) -> list[Filing]:
-        cached = await self._cache.read_json(self._cache.metadata_file(company.cik)) if self._cache else None
-        if isinstance(cached, dict):
-            return [Filing(**row) for row in cached.values()]
+        if self._cache:
+            cached = _cached_filings(await self._cache.read_json(self._cache.metadata_file(company.cik)))
+            if cached is not None:
+                return cached
         main = await self._source.read_json(submissions_path(company.cik))
         if not isinstance(main, dict):
             return []  # no data: an empty filing set, reported as "no filings found"
-        by_accession: dict[str, dict[str, str]] = {}
-        pages = [main.get("filings", {}).get("recent", {})]
-        for page in main.get("filings", {}).get("files", []) or []:
-            older = await self._source.read_json(f"submissions/{page.get('name', '')}")
+        recent = main.get("filings", {}).get("recent") if isinstance(main.get("filings"), dict) else None
+        pages = [recent]
+        for name in _page_names(main):
+            older = await self._source.read_json(f"submissions/{name}")
             if isinstance(older, dict):
                 pages.append(older)
             else:
-                log.warning("skipping unreadable submissions page %s for CIK %s", page.get("name"), company.cik)
-        for columns in pages:
-            for row in _rows(columns):
-                by_accession.setdefault(row["accessionNumber"].replace("-", ""), row)
-        filings = [
-            Filing(
-                ticker=company.ticker,
-                cik=company.cik,
-                company_name=company.name,
-                form=row["form"],
-                filing_date=row["filingDate"],
-                report_date=row["reportDate"],
-                accession_number=dashed_accession(row["accessionNumber"]),
-                primary_document=row["primaryDocument"],
-                filing_url=filing_url(company.cik, row["accessionNumber"], row["primaryDocument"]),
-            )
-            for row in by_accession.values()
-        ]
+                log.warning("skipping unreadable submissions page %.100r for CIK %s", name, company.cik)
+        filings = await asyncio.to_thread(_build_filings, company, pages)
         if self._cache and filings:
             await self._cache.write_json(
                 self._cache.metadata_file(company.cik), {f.accession_number.replace("-", ""): asdict(f) for f in filings}

@@ -1,17 +1,27 @@
 """Where EDGAR data comes from: one interface, a local mirror folder or live HTTP (contract §F.1, §F.2).
 
 Both speak in sec.gov's own paths, so one mirror folder can be read directly or served over HTTP and read
-through the live code path (that is how the live path is tested).
+through the live code path (that is how the live path is tested). Both accept only the paths of the EDGAR
+layout (`urls.is_edgar_path`): a mirror folder holds other files too (MANIFEST.json, questions.json), and
+a path built from data (a submissions page name) must not reach them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import os
 from pathlib import Path
 from typing import Any, Protocol
 
+from .urls import is_edgar_path
+
+log = logging.getLogger(__name__)
+
 TICKERS_PATH = "files/company_tickers.json"
+DEFAULT_MAX_BYTES = 20_000_000  # the settings' fetch_max_bytes default
+JSON_OFF_LOOP_BYTES = 64 * 1024  # parsing more than this on the event loop stalls every other request
 
 
 def json_or_none(raw: str | bytes | None) -> Any | None:
@@ -20,8 +30,15 @@ def json_or_none(raw: str | bytes | None) -> Any | None:
         return None
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
         return None
+
+
+async def parse_json(raw: str | bytes | None) -> Any | None:
+    """`json_or_none`, in a worker thread when the payload is big (submissions JSON runs to megabytes)."""
+    if raw is not None and len(raw) > JSON_OFF_LOOP_BYTES:
+        return await asyncio.to_thread(json_or_none, raw)
+    return json_or_none(raw)
 
 
 def submissions_path(cik10: str) -> str:
@@ -29,7 +46,7 @@ def submissions_path(cik10: str) -> str:
 
 
 class EdgarSource(Protocol):
-    """Raw EDGAR reads; None means "no data" (missing, or the source gave up after its retries)."""
+    """Raw EDGAR reads; None means "no data" (missing, refused, or the source gave up after its retries)."""
 
     async def read_json(self, path: str) -> Any | None:
         """`files/company_tickers.json` or `submissions/<name>.json`."""
@@ -41,21 +58,44 @@ class EdgarSource(Protocol):
 
 
 class MirrorSource:
-    """A folder in the sec.gov URL layout (`../shared/data/edgar-real` is one; so is the embedded corpus)."""
+    """A folder in the sec.gov URL layout (`../shared/data/edgar-real` is one; so is the embedded corpus).
 
-    def __init__(self, root: Path):
+    Reads at most `max_bytes` per file. All file-system work runs in a worker thread: a resolve() or a
+    read of a slow disk must not stall the event loop."""
+
+    def __init__(self, root: Path, *, max_bytes: int = DEFAULT_MAX_BYTES):
         self.root = Path(root).resolve()
-
-    def _file(self, path: str) -> Path | None:
-        target = (self.root / path).resolve()
-        return target if target.is_relative_to(self.root) and target.is_file() else None
+        self.max_bytes = max_bytes
 
     async def read_json(self, path: str) -> Any | None:
-        return json_or_none(await self.read_archive(path))
+        return await parse_json(await self.read_archive(path))
 
     async def read_archive(self, path: str) -> bytes | None:
-        target = self._file(path)
-        return None if target is None else await asyncio.to_thread(target.read_bytes)
+        if not is_edgar_path(path):
+            log.warning("mirror: refused %.200r, which is not a path of the EDGAR layout", path)
+            return None
+        return await asyncio.to_thread(self._read, path)
+
+    def _read(self, path: str) -> bytes | None:
+        """In a worker thread. The file must resolve inside the mirror and inside its own folder (the
+        accession folder for a document), so a symlink cannot hand out another issuer's filing or a file
+        outside the mirror."""
+        parts = path.split("/")
+        folder = "/".join(parts[:5] if parts[0] == "Archives" else parts[:1])
+        try:
+            expected = (self.root / folder).resolve()
+            target = (self.root / path).resolve()
+            if not target.is_relative_to(expected) or not target.is_relative_to(self.root) or not target.is_file():
+                return None
+            with open(target, "rb") as file:
+                size = os.fstat(file.fileno()).st_size
+                body = file.read(self.max_bytes + 1) if size <= self.max_bytes else b""
+        except OSError:
+            return None
+        if size > self.max_bytes or len(body) > self.max_bytes:
+            log.warning("mirror: %s is over the %d-byte limit; not read", path, self.max_bytes)
+            return None
+        return body
 
     async def aclose(self) -> None:
         pass

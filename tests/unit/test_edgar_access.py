@@ -125,10 +125,11 @@ def test_directory_merges_submission_pages_and_skips_unreadable_ones(corpus, tmp
     recent = main["filings"]["recent"]
     older = {k: v[-1:] for k, v in recent.items()}  # the oldest filing moves to a page...
     main["filings"]["recent"] = {k: v[:-1] + v[:1] for k, v in recent.items()}  # ...and one row repeats
-    main["filings"]["files"] = [{"name": "page-001.json"}, {"name": "broken.json"}]
+    cik10 = f"{FIRST.issuer.cik:010d}"
+    main["filings"]["files"] = [{"name": f"CIK{cik10}-submissions-001.json"}, {"name": f"CIK{cik10}-submissions-002.json"}]
     main_file.write_text(json.dumps(main))
-    (mirror / "submissions/page-001.json").write_text(json.dumps(older))
-    (mirror / "submissions/broken.json").write_text("{not json")
+    (mirror / f"submissions/CIK{cik10}-submissions-001.json").write_text(json.dumps(older))
+    (mirror / f"submissions/CIK{cik10}-submissions-002.json").write_text("{not json")
 
     async def load():
         directory = CompanyDirectory(MirrorSource(mirror))
