@@ -14,7 +14,7 @@ import uuid
 import httpx
 
 from .corpus.generate import embedded_corpus_dir, questions
-from .local import deploy, start_ray_and_serve, undeploy
+from .local import deploy, start_ray_and_serve, stop_ray_and_serve, undeploy
 from .settings import Settings
 
 
@@ -99,11 +99,7 @@ def main() -> None:
         print(f"\ndone in {time.monotonic() - started:.1f}s; shutting down")
     finally:
         undeploy(settings)
-        import ray
-        from ray import serve
-
-        serve.shutdown()
-        ray.shutdown()
+        stop_ray_and_serve()
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ray import serve
 
-from session_store.actors import SessionActorsSpec
+from session_store.actors import SessionActorsSpec, destroy_session_actors
 from session_store.ray_store import RaySessionStore
 
 from .api import create_api
@@ -22,6 +22,10 @@ def actors_spec(settings: Settings) -> SessionActorsSpec:
         fence_ttl_seconds=settings.fence_ttl_seconds,
         reaper_interval_seconds=settings.reaper_interval_seconds,
     )
+
+
+def destroy_app_actors(settings: Settings) -> int:
+    return destroy_session_actors(actors_spec(settings))
 
 
 # Requests spend most of their time awaiting shards and upstream I/O, so one replica takes many at once. With

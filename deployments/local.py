@@ -1,19 +1,28 @@
-"""Run the application on a private local Ray cluster: for the demo, the tests and the benchmarks."""
+"""Run the application on a private local Ray cluster: for the demo, the CLI, the tests and the benchmarks.
+
+Serve runs behind its HAProxy ingress by default (`RAY_SERVE_ENABLE_HA_PROXY=1`): on this kind of machine it
+costs ~1.6 ms per request where the default Python proxy costs ~9 ms, and the default proxy collapses under
+load (bench/results/serve_rollouts.md). HAProxy runs as a child process of Serve's proxy actor and outlives
+`ray stop` (ray-notes), so every start here gives it a private folder and private stats ports, and every stop
+kills what runs from that folder.
+"""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import tempfile
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import httpx
 
-from session_store.actors import destroy_session_actors
-
 from .app import ingress_application
-from .ingress import actors_spec
 from .settings import Settings
+
+Ingress = Literal["haproxy", "proxy"]
 
 # A private loopback cluster needs no token auth, usage reporting or uv runtime envs (ray-notes: traps).
 LOCAL_RAY_ENV = {
@@ -22,6 +31,7 @@ LOCAL_RAY_ENV = {
     "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
     "RAY_SERVE_LOG_TO_STDERR": "0",
 }
+_HAPROXY_FOLDER_ENV = "FINSEC_HAPROXY_DIR"
 
 
 def free_port() -> int:
@@ -30,10 +40,33 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_ray_and_serve(port: int | None = None, **ray_init: Any) -> str:
-    """Start a local Ray cluster and Serve's HTTP proxy on 127.0.0.1; returns the base URL."""
+def ingress_env(ingress: Ingress) -> dict[str, str]:
+    """The environment that puts Serve behind `ingress`; HAProxy gets its own folder and stats ports, so two
+    local clusters (a test run and a benchmark, say) never fight over /tmp/haproxy-serve or port 8404."""
+    if ingress == "proxy":
+        return {"RAY_SERVE_ENABLE_HA_PROXY": "0"}
+    # Short: HAProxy caps socket paths at 97 characters, and Serve adds a 56-character node id below it.
+    folder = tempfile.mkdtemp(prefix="fh", dir="/tmp")
+    return {
+        "RAY_SERVE_ENABLE_HA_PROXY": "1",
+        _HAPROXY_FOLDER_ENV: folder,
+        "RAY_SERVE_HAPROXY_CONFIG_FILE_LOC": f"{folder}/haproxy.cfg",
+        "RAY_SERVE_HAPROXY_SOCKET_PATH": f"{folder}/admin.sock",
+        "RAY_SERVE_HAPROXY_SERVER_STATE_BASE": folder,
+        "RAY_SERVE_HAPROXY_SERVER_STATE_FILE": f"{folder}/server-state",
+        "RAY_SERVE_HAPROXY_METRICS_SOCKET_PATH": f"{folder}/metrics.sock",
+        "RAY_SERVE_HAPROXY_STATS_PORT": str(free_port()),
+        "RAY_SERVE_HAPROXY_METRICS_PORT": str(free_port()),
+    }
+
+
+def start_ray_and_serve(port: int | None = None, *, ingress: Ingress = "haproxy", **ray_init: Any) -> str:
+    """Start a local Ray cluster and Serve's ingress on 127.0.0.1; returns the base URL.
+
+    The environment must be set before Ray starts: the controller and proxy processes inherit it."""
     for name, value in LOCAL_RAY_ENV.items():
         os.environ.setdefault(name, value)
+    os.environ.update(ingress_env(ingress))
     import ray
     from ray import serve
 
@@ -41,6 +74,50 @@ def start_ray_and_serve(port: int | None = None, **ray_init: Any) -> str:
     port = port or free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     return f"http://127.0.0.1:{port}"
+
+
+def stop_ray_and_serve() -> None:
+    """Shut the local cluster down and kill its HAProxy. Serve's own shutdown is skipped on purpose: with
+    HAProxy it can wait 30 s for its controller (ray-notes), and the whole cluster is going away anyway."""
+    import ray
+
+    ray.shutdown()
+    stop_haproxy()
+
+
+def stop_haproxy(folder: str | None = None, grace_seconds: float = 3.0) -> int:
+    """Kill the haproxy processes that run from this cluster's HAProxy folder; returns how many there were."""
+    folder = folder or os.environ.get(_HAPROXY_FOLDER_ENV)
+    if not folder:
+        return 0
+    pids = _pids_using(folder)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace_seconds
+        while (alive := [p for p in pids if Path(f"/proc/{p}").exists()]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not alive:
+            break
+    return len(pids)
+
+
+def _pids_using(folder: str) -> list[int]:
+    """Processes whose command line names a file in `folder` (haproxy runs as `haproxy -db -f <folder>/...`)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(arg.startswith(folder.encode() + b"/") for arg in argv):
+            found.append(int(entry.name))
+    return found
 
 
 def deploy(settings: Settings, base_url: str, *, replicas: int = 1, timeout: float = 120.0) -> None:
@@ -51,6 +128,10 @@ def deploy(settings: Settings, base_url: str, *, replicas: int = 1, timeout: flo
         settings, num_replicas=replicas, ray_actor_options={"num_cpus": 0}
     )
     serve.run(application, name=settings.app_name, route_prefix="/", blocking=False)
+    wait_until_serving(base_url, timeout)
+
+
+def wait_until_serving(base_url: str, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -64,8 +145,10 @@ def deploy(settings: Settings, base_url: str, *, replicas: int = 1, timeout: flo
 
 
 def undeploy(settings: Settings) -> None:
-    """Delete the app and its detached session actors (they outlive `serve delete` otherwise)."""
+    """Delete the app and its detached actors (they outlive `serve delete` otherwise)."""
     from ray import serve
 
+    from .ingress import destroy_app_actors
+
     serve.delete(settings.app_name)
-    destroy_session_actors(actors_spec(settings))
+    destroy_app_actors(settings)

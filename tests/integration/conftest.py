@@ -14,7 +14,7 @@ import pytest
 
 from deployments.corpus.generate import embedded_corpus_dir
 from deployments.ingress import actors_spec
-from deployments.local import deploy, start_ray_and_serve, undeploy
+from deployments.local import deploy, start_ray_and_serve, stop_ray_and_serve, undeploy
 from deployments.settings import Settings
 from session_store.ray_store import RaySessionStore
 
@@ -23,11 +23,7 @@ from session_store.ray_store import RaySessionStore
 def serve_url() -> Iterator[str]:
     base_url = start_ray_and_serve()
     yield base_url
-    import ray
-    from ray import serve
-
-    serve.shutdown()
-    ray.shutdown()
+    stop_ray_and_serve()
 
 
 @dataclass

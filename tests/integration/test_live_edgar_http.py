@@ -53,14 +53,22 @@ def test_live_sec_filing_search_and_parse(app, sec):
 
 def test_one_fetch_and_parse_of_a_filing_serves_every_replica(app, sec):
     path = OWN[3].url_path
-    replicas = set()
-    for _ in range(12):
-        with app.client() as client:  # a new session each time, spread over both replicas
-            client.post("/seed_session", json={})
-            r = client.post("/parse_html_page", json={"url": "https://www.sec.gov/" + path, "key": "k"})
-            assert r.json()["results"].startswith("SUCCESS")
-            replicas.add(r.headers["x-finsec-replica"])
-    assert len(replicas) == 2 and len(sec.requests_for(path)) == 1
+
+    async def session(client):  # each client is a new session
+        await client.post("/seed_session", json={})
+        return await client.post("/parse_html_page", json={"url": "https://www.sec.gov/" + path, "key": "k"})
+
+    async def sessions(n):  # concurrent, so the ingress spreads them over both replicas
+        clients = [app.async_client() for _ in range(n)]
+        try:
+            return await asyncio.gather(*(session(c) for c in clients))
+        finally:
+            await asyncio.gather(*(c.aclose() for c in clients))
+
+    first = asyncio.run(sessions(1))  # the first parse fetches; every later one, on any replica, reuses it
+    replies = first + asyncio.run(sessions(12))
+    assert all(r.json()["results"].startswith("SUCCESS") for r in replies)
+    assert len({r.headers["x-finsec-replica"] for r in replies}) == 2 and len(sec.requests_for(path)) == 1
 
 
 def test_throttled_and_refused_requests_are_retried(app, sec):

@@ -254,16 +254,19 @@ def test_agent_run_seed_resets_documents(app):
 
 def test_requests_of_one_session_spread_over_both_replicas_see_one_session(app):
     sid = new_session_id()
-    replicas = set()
-    with app.client() as client:
-        client.post("/seed_session", json=episode_seed(sid))
-        for i in range(30):
-            r = parse(client, key=f"k{i % 3}")
-            assert r.status_code == 200
-            replicas.add(r.headers["x-finsec-replica"])
-        r = client.post("/retrieve_information", json={"prompt": "{{k0}} {{k1}} {{k2}}"})
-        assert r.status_code == 200
-    assert len(replicas) == 2
+
+    async def run():
+        async with app.async_client() as client:
+            await client.post("/seed_session", json=episode_seed(sid))
+            replies = []
+            for _ in range(10):  # three at a time, so the ingress spreads them over both replicas
+                replies += await asyncio.gather(*(client.post(
+                    "/parse_html_page", json={"url": FILING_URL, "key": f"k{i}"}) for i in range(3)))
+            return replies, await client.post("/retrieve_information", json={"prompt": "{{k0}} {{k1}} {{k2}}"})
+
+    parses, retrieve = asyncio.run(run())
+    assert all(r.status_code == 200 for r in parses) and retrieve.status_code == 200
+    assert len({r.headers["x-finsec-replica"] for r in parses}) == 2
     assert app.describe(sid)["documents"] == ["k0", "k1", "k2"]
 
 
