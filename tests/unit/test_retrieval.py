@@ -6,7 +6,18 @@ from __future__ import annotations
 import pytest
 
 from deployments.corpus.generate import questions, write_corpus
-from deployments.retrieval.passages import PassageRetriever, cut_passages, excerpt, query_weights
+from deployments.retrieval.passages import (
+    IndexedDocument,
+    Passage,
+    PassageRetriever,
+    _Candidate,
+    _share_budget,
+    cut_passages,
+    excerpt,
+    query_weights,
+    question_parts,
+    table_rows,
+)
 from deployments.retrieval.prompt import character_ranges, placeholder_keys, substitute
 from deployments.retrieval.tokenize import tokenize
 from deployments.text.html_to_text import html_to_text
@@ -47,6 +58,81 @@ def test_a_passage_inside_a_table_carries_its_heading_and_columns():
     last = cut_passages(text)[-1]
     assert "Total assets" in text[last.start : last.end]
     assert last.context == "Consolidated Balance Sheets / December 31, 2024 | December 31, 2023"
+
+
+def test_a_table_row_carries_heading_group_unit_and_periods():
+    text = ("Segment Information\nThe following table shows results by segment (dollars in millions):\n"
+            "Three Months Ended | Nine Months Ended\nJune 28, 2025 | June 29, 2024 | June 28, 2025 | June 29, 2024\n"
+            "Greater China:\nNet sales | $15,369 | $14,728 | $49,884 | $51,919\n"
+            "Operating income | $5,822 | $5,562 | $20,608 | $20,884\nA sentence | with a pipe and no figure")
+    rows = table_rows(text)
+    assert [text[r.start : r.end].split(" |")[0] for r in rows] == ["Net sales", "Operating income"]
+    context = rows[1].context
+    assert context.startswith("Segment Information / Greater China: / dollars in millions"), context
+    assert "Three Months Ended | Nine Months Ended / June 28, 2025" in context
+
+
+def test_a_list_of_items_is_split_into_parts_that_keep_the_question_as_context():
+    parts = question_parts("What were Apple's Products and Services gross margin percentages in fiscal 2024?")
+    assert len(parts) == 2
+    products, services = parts
+    assert products["product"] >= 1 and services["servic"] >= 1
+    assert 0 < products.get("servic", 0) < 1 and 0 < services.get("product", 0) < 1  # the rest, lightly
+    three = question_parts("What was Amazon's 2024 operating income for North America, International and AWS?")
+    assert len(three) == 3 and three[2]["aws"] >= 1 and three[2]["amazon"] < 1
+
+
+def test_periods_and_single_items_are_one_part():
+    assert len(question_parts("What were Apple's total net sales in fiscal 2024 and fiscal 2023?")) == 1
+    assert len(question_parts("What were Tesla's total revenues for the three months ended June 30, 2025?")) == 1
+    assert question_parts("What was NVIDIA's revenue?") == [query_weights("What was NVIDIA's revenue?")]
+
+
+def test_a_ratio_asks_for_the_figures_it_is_computed_from():
+    whole, income, revenue = question_parts("What was Google Cloud's operating margin in 2024?")
+    assert whole == query_weights("What was Google Cloud's operating margin in 2024?")
+    assert income["incom"] >= 1 and revenue["revenu"] >= 1
+    assert income["cloud"] == revenue["cloud"] == 1.0  # the subject selects the rows, in full
+
+
+def _candidates(key: str, sizes: list[int], text: str) -> list[_Candidate]:
+    doc = IndexedDocument(text)
+    out, position = [], 0
+    for size in sizes:
+        out.append(_Candidate(key, Passage(position, position + size), doc))
+        position += size
+    return out
+
+
+def test_the_budget_is_shared_so_one_part_cannot_crowd_out_another():
+    text = "x" * 20_000
+    greedy = _candidates("a", [700] * 20, text)  # a part with many long candidates, listed first
+    modest = _candidates("b", [150, 150, 150], text)
+    blocks = _share_budget([greedy, modest], 3_000)
+    assert sum(b.startswith("\n[b ") for b in blocks) == 3  # every small candidate made it in
+    assert sum(len(b) for b in blocks) <= 3_000
+    used = {k: sum(len(b) for b in blocks if b.startswith(f"\n[{k} ")) for k in "ab"}
+    assert used["a"] >= used["b"]  # the rest of the budget went to the part that still had candidates
+    assert blocks[0].startswith("\n[a ") and blocks[1].startswith("\n[b ")  # turns alternate
+
+
+def test_a_row_inside_a_shown_passage_is_not_shown_twice():
+    text = "y" * 2_000
+    doc = IndexedDocument(text)
+    passage, row = _Candidate("d", Passage(0, 700), doc), _Candidate("d", Passage(100, 200), doc)
+    assert len(_share_budget([[passage], [row]], 8_000)) == 1
+
+
+def test_every_part_of_a_question_gets_its_table_row():
+    rows = [f"Item {i} | {i},{i:03d} | {i},{i + 1:03d}" for i in range(100, 400)]
+    notes = ("Products are discussed at length. " * 12 + "\n") * 30  # prose that names one part, often
+    text = ("CONSOLIDATED STATEMENTS OF OPERATIONS\n(In millions)\nYears ended\n2024 | 2023\n"
+            + "\n".join(rows[:150]) + "\nProducts gross margin | 109,633 | 108,803\n" + "\n".join(rows[150:])
+            + "\nServices gross margin | 71,050 | 60,345\n" + notes)
+    reply = PassageRetriever().answer("What were the Products and Services gross margins in 2024?",
+                                      {"doc": excerpt(text)})[:8000]
+    assert "109,633" in reply and "71,050" in reply
+    assert "(CONSOLIDATED STATEMENTS OF OPERATIONS / In millions / Years ended / 2024 | 2023)" in reply
 
 
 def test_prompt_placeholders_ranges_and_substitution():
