@@ -330,8 +330,16 @@ def _compare_text(expected_answer: str, answer: str) -> tuple[bool, str]:
 
 
 class DeterministicGrader:
-    """Reward 1.0 (rating 2) when `compare` passes, else 0.0 (rating 0); the explanation goes to judge_text."""
+    """Reward 1.0 (rating 2) when `compare` passes, else 0.0 (rating 0); the explanation goes to judge_text.
 
-    async def grade(self, question: str, expected_answer: str, answer: str) -> Grade:
+    `deterministic`: the same answer always gets the same grade, and grading is cheap CPU work, so /verify
+    grades first, in a worker thread (`grade_sync`), and settles the session in one shard call."""
+
+    deterministic = True
+
+    def grade_sync(self, question: str, expected_answer: str, answer: str) -> Grade:
         passed, explanation = compare(expected_answer, answer)
         return Grade(reward=1.0 if passed else 0.0, judge_rating=2 if passed else 0, judge_text=explanation)
+
+    async def grade(self, question: str, expected_answer: str, answer: str) -> Grade:
+        return self.grade_sync(question, expected_answer, answer)
