@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import httpx
 from fastapi import Request
 
 from session_store.store import SessionStore
@@ -20,7 +19,8 @@ from .grading.deterministic import DeterministicGrader
 from .grading.grader import Grader
 from .llm.judge import LlmJudge
 from .llm.retrieval import LlmRetrieval
-from .net.safe_fetch import FetchError, SafeFetcher
+from .net.policy import FetchPolicy
+from .net.safe_fetch import FetchError
 from .retrieval.backends import ModelBackend, PassageBackend, RetrievalBackend
 from .retrieval.passages import PassageRetriever
 from .settings import Settings
@@ -41,18 +41,27 @@ class Services:
 
 
 def edgar_source(settings: Settings, limiter: RateLimiter) -> EdgarSource:
+    """Live SEC through the guarded SEC fetcher (deployments/net/policy.py), or a mirror folder; both under
+    the same byte cap."""
     if settings.edgar_source == "live":
-        return LiveSource(
-            www_base_url=settings.sec_www_base_url,
-            data_base_url=settings.sec_data_base_url,
+        policy = FetchPolicy(
+            sec_base_urls=(settings.sec_www_base_url, settings.sec_data_base_url),
+            trusted_networks=settings.fetch_trusted_networks,
+            max_bytes=settings.fetch_max_bytes,
+            timeout_seconds=settings.request_timeout,
             user_agent=settings.user_agent,
             limiter=limiter,
-            timeout_seconds=settings.request_timeout,
+        )
+        return LiveSource(
+            fetcher=policy.sec_fetcher(),
+            www_base_url=settings.sec_www_base_url,
+            data_base_url=settings.sec_data_base_url,
+            limiter=limiter,
             max_attempts=settings.max_retries,
             backoff_seconds=settings.retry_backoff_seconds,
             max_connections_per_host=settings.max_connections_per_host,
         )
-    return MirrorSource(settings.corpus_dir or embedded_corpus_dir())
+    return MirrorSource(settings.corpus_dir or embedded_corpus_dir(), max_bytes=settings.fetch_max_bytes)
 
 
 async def build_services(
@@ -95,26 +104,20 @@ async def build_services(
     )
 
 
-SEC_HOSTS = ("sec.gov", "*.sec.gov")
-
-
 def page_fetcher(settings: Settings, limiter: RateLimiter) -> PageFetcher:
     """parse_html_page on a URL that is not a filing document: SEC hosts and the configured allowlist only,
-    never a private address (the safe fetcher checks every hop); SEC pages count against the rate limit."""
-    fetcher = SafeFetcher(
-        allowed_hosts=[*SEC_HOSTS, *settings.fetch_allowed_hosts],
+    never a private address (the guarded fetcher checks every hop); SEC hops count against the rate limit."""
+    fetcher = FetchPolicy(
+        sec_base_urls=(settings.sec_www_base_url, settings.sec_data_base_url),
+        page_hosts=settings.fetch_allowed_hosts,
+        trusted_networks=settings.fetch_trusted_networks,
         max_bytes=settings.fetch_max_bytes,
         timeout_seconds=settings.request_timeout,
         user_agent=settings.user_agent,
-    )
+        limiter=limiter,
+    ).page_fetcher()
 
     async def fetch(url: str) -> bytes:
-        try:
-            host = httpx.URL(url).host
-        except httpx.InvalidURL:
-            host = ""  # the fetcher refuses it with its own message
-        if host == "sec.gov" or host.endswith(".sec.gov"):
-            await limiter.acquire()
         try:
             return (await fetcher.fetch(url)).body
         except FetchError as error:

@@ -62,6 +62,12 @@ class Settings(BaseSettings):
     # parse_html_page on non-SEC URLs: only these hosts, and never a private address
     fetch_allowed_hosts: list[str] = Field(default_factory=list)
     fetch_max_bytes: int = Field(20_000_000, ge=1)
+    fetch_trusted_networks: list[str] = Field(
+        default_factory=list,
+        description="CIDRs (e.g. 10.8.0.5/32) that the SEC and page fetchers may contact although they are "
+        "private or loopback: only for a private EDGAR mirror (set sec_www_base_url/sec_data_base_url to it) "
+        "and for tests' loopback servers. Empty in production. Hosts must still be allowed; keep it narrow.",
+    )
     # web_search (contract §A.11)
     tavily_api_key: SecretStr | None = None
     tavily_base_url: str = "https://api.tavily.com"

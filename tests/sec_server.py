@@ -1,8 +1,10 @@
-"""A real HTTP server on 127.0.0.1 serving a folder in the sec.gov URL layout, with scriptable faults.
+"""A real HTTP server on loopback serving a folder in the sec.gov URL layout, with scriptable faults.
 
 It stands in for www.sec.gov and data.sec.gov in the live-EDGAR tests: it records every request (time, path,
-User-Agent), can answer a path with a scripted sequence of statuses (429, 503, ...), and can hang a path so
-a client's timeout fires.
+User-Agent), can answer a path with a scripted sequence of statuses (429, 503, ...), can hang a path so
+a client's timeout fires, can redirect a path, and can serve a path with another Content-Type. It binds
+127.0.0.1 by default; another loopback address (127.0.0.2, ...) gives a second, distinct "host", e.g. a
+secret internal server that a redirect must never reach.
 """
 
 from __future__ import annotations
@@ -30,17 +32,19 @@ class Seen:
 
 
 class SecServer:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, host: str = "127.0.0.1"):
         self.root = Path(root).resolve()
         self.seen: list[Seen] = []
         self._scripts: dict[str, deque[int]] = defaultdict(deque)
         self._hangs: dict[str, float] = {}
+        self._redirects: dict[str, str] = {}
+        self._types: dict[str, str] = {}
         app = Starlette(routes=[Route("/{path:path}", self._serve, methods=["GET"])])
         with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
+            s.bind((host, 0))
             self.port = s.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off",
+        self.url = f"http://{host}:{self.port}"
+        config = uvicorn.Config(app, host=host, port=self.port, log_level="warning", lifespan="off",
                                 timeout_graceful_shutdown=1)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
@@ -55,12 +59,26 @@ class SecServer:
         self._server.should_exit = True
         self._thread.join(timeout=10)
 
+    def reset(self) -> None:
+        """Forget requests seen and every scripted behaviour (for a server shared by several tests)."""
+        self.seen.clear()
+        for table in (self._scripts, self._hangs, self._redirects, self._types):
+            table.clear()
+
     def script(self, path: str, statuses: list[int]) -> None:
         """The next requests for `path` get these statuses, in order; then it is served normally."""
         self._scripts[path.lstrip("/")].extend(statuses)
 
     def hang(self, path: str, seconds: float) -> None:
         self._hangs[path.lstrip("/")] = seconds
+
+    def redirect(self, path: str, location: str) -> None:
+        """Answer `path` with a 302 to `location` (sent as given)."""
+        self._redirects[path.lstrip("/")] = location
+
+    def serve_as(self, path: str, content_type: str) -> None:
+        """Serve `path` with this Content-Type; "" sends none at all."""
+        self._types[path.lstrip("/")] = content_type
 
     def requests_for(self, path: str) -> list[Seen]:
         return [s for s in self.seen if s.path == path.lstrip("/")]
@@ -72,11 +90,13 @@ class SecServer:
             await asyncio.sleep(self._hangs[path])
         if self._scripts[path]:
             return PlainTextResponse("scripted failure", status_code=self._scripts[path].popleft())
+        if path in self._redirects:
+            return Response(b"", status_code=302, headers={"Location": self._redirects[path]})
         target = (self.root / path).resolve()
         if not target.is_relative_to(self.root) or not target.is_file():
             return PlainTextResponse("not found", status_code=404)
-        media = "application/json" if target.suffix == ".json" else "text/html"
-        return Response(target.read_bytes(), media_type=media)
+        media = self._types.get(path, "application/json" if target.suffix == ".json" else "text/html")
+        return Response(target.read_bytes(), headers={"Content-Type": media} if media else {})
 
 
 def most_in_any_window(times: list[float], window: float = 1.0) -> int:

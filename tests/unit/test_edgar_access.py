@@ -19,6 +19,7 @@ from deployments.edgar.filing_text import DocumentUnavailable, FilingTexts
 from deployments.edgar.limiter import LocalRateLimiter, PacedSchedule
 from deployments.edgar.live import LiveSource
 from deployments.edgar.source import MirrorSource
+from deployments.net.policy import FetchPolicy
 from tests.sec_server import SecServer, most_in_any_window
 
 UA = "finsec-serve-tests/1.0 tests@example.com"
@@ -35,9 +36,13 @@ def server(corpus):
         yield running
 
 
-def live(server: SecServer, **options) -> LiveSource:
-    defaults = dict(www_base_url=server.url, data_base_url=server.url, user_agent=UA,
-                    limiter=LocalRateLimiter(100, 1.0), timeout_seconds=2.0, backoff_seconds=0.01)
+def live(server: SecServer, *, timeout_seconds: float = 2.0, max_bytes: int = 20_000_000, **options) -> LiveSource:
+    """LiveSource as services.edgar_source builds it, with the loopback stand-in trusted (and nothing else)."""
+    limiter = options.pop("limiter", LocalRateLimiter(100, 1.0))
+    policy = FetchPolicy(sec_base_urls=[server.url], trusted_networks=["127.0.0.1/32"], max_bytes=max_bytes,
+                         timeout_seconds=timeout_seconds, user_agent=UA, limiter=limiter)
+    defaults = dict(fetcher=policy.sec_fetcher(), www_base_url=server.url, data_base_url=server.url,
+                    limiter=limiter, backoff_seconds=0.01)
     return LiveSource(**{**defaults, **options})
 
 
