@@ -92,9 +92,7 @@ def _build_filings(company: Company, pages: list[Any]) -> list[Filing]:
     filings, skipped = [], 0
     for row in by_accession.values():
         url = filing_url(company.cik, row["accessionNumber"], row["primaryDocument"])
-        try:
-            parse_filing_url(url)
-        except InvalidFilingUrl:
+        if not _usable_url(url):
             skipped += 1
             continue
         filings.append(Filing(
@@ -115,13 +113,22 @@ def _build_filings(company: Company, pages: list[Any]) -> list[Filing]:
 
 
 def _cached_filings(cached: Any) -> list[Filing] | None:
-    """Filings from the metadata cache file; None (a miss) when it is not what we wrote."""
+    """Filings from the metadata cache file; None (a miss) when it is not what we wrote. A row whose URL
+    breaks today's filing-URL rules (written by an older version, or edited) is dropped like a bad SEC row."""
     if not isinstance(cached, dict):
         return None
     try:
-        return [Filing(**row) for row in cached.values()]
+        filings = [Filing(**row) for row in cached.values()]
     except TypeError:
         return None
+    return [f for f in filings if isinstance(f.filing_url, str) and _usable_url(f.filing_url)]
+
+
+def _usable_url(url: str) -> bool:
+    try:
+        return parse_filing_url(url) is not None
+    except InvalidFilingUrl:
+        return False
 
 
 class CompanyDirectory:
@@ -183,7 +190,8 @@ class CompanyDirectory:
 
     async def _load_filings(self, company: Company) -> list[Filing]:
         if self._cache:
-            cached = _cached_filings(await self._cache.read_json(self._cache.metadata_file(company.cik)))
+            raw = await self._cache.read_json(self._cache.metadata_file(company.cik))
+            cached = await asyncio.to_thread(_cached_filings, raw) if raw is not None else None
             if cached is not None:
                 return cached
         main = await self._source.read_json(submissions_path(company.cik))

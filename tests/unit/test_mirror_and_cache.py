@@ -239,3 +239,16 @@ def test_an_overlay_with_a_bad_cik_stops_the_start(mirror: Path, tmp_path: Path)
     overlay.write_text(json.dumps({"0": {"cik_str": "../../x", "ticker": "bad", "title": "Bad"}}))
     with pytest.raises(RuntimeError, match="cik_str must be 1 to 10 digits"):
         run(CompanyDirectory(MirrorSource(mirror), supplementary_tickers=overlay).load())
+
+
+def test_cached_rows_with_urls_that_break_the_rules_are_dropped(mirror: Path, tmp_path: Path) -> None:
+    cache = DiskCache(tmp_path / "cache")
+    issuer = FIRST.issuer
+    good = load_filings(mirror, issuer.ticker, cache)  # fills the cache
+    path = cache.metadata_file(f"{issuer.cik:010d}")
+    rows = json.loads(path.read_text())
+    bad = dict(next(iter(rows.values())), accession_number="0000000001-24-999999",
+               filing_url=f"https://www.sec.gov/Archives/edgar/data/{issuer.cik}/000000000124999999/../x.htm")
+    rows["000000000124999999"] = bad
+    path.write_text(json.dumps(rows))
+    assert load_filings(mirror, issuer.ticker, cache) == good
