@@ -21,7 +21,8 @@ Rules:
 - Shotgun guard. A rival is an answer quantity of a compatible kind that matches no expected quantity and is near one
   (an amount or percentage within a factor of 2; any date at least as specific). The answer fails if (a) a rival sits
   next to a matching quantity with nothing but punctuation or hedge words between them ("$115.9B or $120B",
-  "$110B, $115.9B"), unless the answer says "respectively"; or (b) it offers more than 2 rivals per expected
+  "$110B, $115.9B"), or with an "or" among the words between them ("180,400 employees or 164,000 employees"),
+  unless the answer says "respectively"; or (b) it offers more than 2 rivals per expected
   quantity of that kind, however they are labelled. One labelled comparison ("up from $105.4B in 2023") passes.
 - Labels bind values. When the expected answer states two or more values of one kind (amounts, or percentages),
   each with a label of its own ("U.S. 51%, international 49%"; "2024: 24.1%, 2023: 14.7%"), each value must be
@@ -60,6 +61,7 @@ _HEDGE_WORDS = frozenset(
     "or to either maybe possibly perhaps probably likely about approximately approx around roughly nearly almost circa"
     " ca".split()
 )
+_ALTERNATIVES = frozenset({"or", "either"})  # "X employees or Y employees" offers both
 _ARTICLES = frozenset({"a", "an", "the"})
 _EPSILON = 1e-9  # relative slack for binary floating point at exact boundaries
 
@@ -306,8 +308,9 @@ class _Nearby:
 
 
 def _is_list_gap(gap: str) -> bool:
-    """Only punctuation or hedge words between two values: an unlabelled list of alternatives."""
-    return all(word in _HEDGE_WORDS for word in re.findall(r"[^\W_]+", gap.casefold()))
+    """Only punctuation or hedge words between two values, or an "or": a list of alternatives."""
+    words = re.findall(r"[^\W_]+", gap.casefold())
+    return all(word in _HEDGE_WORDS for word in words) or any(word in _ALTERNATIVES for word in words)
 
 
 def _tokens(text: str) -> list[str]:

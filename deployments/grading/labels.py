@@ -9,7 +9,8 @@ In the answer, every occurrence of a distinctive word binds to the value next to
 within its sentence, whichever is closer in words (a clause break, "and", "while", ... costs more; a value is
 never crossed; a preposition pulls a following label to the value before it: "$67.0 billion in 2024"). In a
 sentence that says "respectively", the labels and the values pair off in order. A value is bound to the part
-whose distinctive words it collects the largest share of; a tie binds it to none.
+whose distinctive words it collects the largest share of (on a tie in share, the part whose word sits closest);
+a full tie binds it to none.
 
 Linear in the text: one tokenizing pass, and each label occurrence looks at most `MAX_GAP` characters each way.
 """
@@ -133,10 +134,12 @@ def bind(text: str, quantities: list[Quantity], values: list[Quantity], parts: l
     prepared = _prepare(text, quantities)
     starts = [v.start for v in values]
     collected: list[dict[int, set[str]]] = [{} for _ in values]
+    nearest: list[dict[int, float]] = [{} for _ in values]  # the part's closest occurrence: breaks a tie in share
     occurrences = [(s, e, w, owner[w]) for s, e, w in prepared.words if w in owner]
 
-    def add(value_index: int, part: int, word: str) -> None:
+    def add(value_index: int, part: int, word: str, cost: float = 0.0) -> None:
         collected[value_index].setdefault(part, set()).add(word)
+        nearest[value_index][part] = min(cost, nearest[value_index].get(part, cost))
 
     occurrence_starts = [o[0] for o in occurrences]
     respectively = {_sentence(prepared, m.start()) for m in re.finditer(r"\brespectively\b", prepared.masked, re.I)}
@@ -165,11 +168,13 @@ def bind(text: str, quantities: list[Quantity], values: list[Quantity], parts: l
                 and _sentence(prepared, values[after].start) == sentence:
             costs.append((_cost(prepared.masked[end : values[after].start], owner, after=False), after))
         if costs:
-            add(min(costs)[1], part, word)
+            cost, value_index = min(costs)
+            add(value_index, part, word, cost)
     bound: list[int | None] = []
-    for found in collected:
-        shares = sorted(((len(words) / len(parts[p]), p) for p, words in found.items()), reverse=True)
-        bound.append(shares[0][1] if shares and (len(shares) == 1 or shares[0][0] > shares[1][0]) else None)
+    for found, closest in zip(collected, nearest):
+        ranked = sorted((-len(words) / len(parts[p]), closest[p], p) for p, words in found.items())
+        unique = ranked and (len(ranked) == 1 or ranked[0][:2] != ranked[1][:2])
+        bound.append(ranked[0][2] if unique else None)
     return bound
 
 

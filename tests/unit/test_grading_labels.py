@@ -22,6 +22,7 @@ CATEGORIES = "iPhone $201,183 million; Wearables, Home and Accessories $37,005 m
         (GEOGRAPHY, "51% in the United States and 49% outside the U.S."),
         (GEOGRAPHY, "51% from U.S. customers and 49% from non-U.S. customers"),
         (GEOGRAPHY, "The U.S. and international shares were 51% and 49%, respectively."),
+        (GEOGRAPHY, "The U.S. and international businesses grew: U.S. 51%, international 49%"),  # nearest wins
         (SEGMENTS, "Americas net sales were $167.0 billion and Greater China net sales were $67.0 billion"),
         (SEGMENTS, "$67.0 billion for Greater China, $167.0 billion for the Americas"),
         (PERIODS, "The effective tax rate rose from 14.7% in 2023 to 24.1% in 2024."),
@@ -121,3 +122,22 @@ def test_huge_answers_finish() -> None:
     prose = ("The U.S. and international businesses grew in every region during the year. " * 14_000)[:1_000_000]
     assert compare(prose[:300_000] + GEOGRAPHY, prose + " U.S. 51%, international 49%")[0]  # label words galore
     assert compare(" ".join(["Delaware"] * 40_000), prose)[0] is False
+
+
+@pytest.mark.parametrize("answer", ["180,400 employees or 164,000 employees", "a decrease of $6.2 billion or a "
+                                    "decrease of $5.6 billion", "either 164,000 employees or 170,000 employees"])
+def test_alternatives_joined_by_or_are_a_hedge(answer: str) -> None:
+    expected = "164,000 employees" if "employees" in answer else "a decrease of $5,607 million"
+    passed, why = compare(expected, answer)
+    assert not passed and "hedged" in why
+
+
+def test_the_grader_is_also_callable_synchronously() -> None:
+    import asyncio
+
+    from deployments.grading.deterministic import DeterministicGrader
+
+    grader = DeterministicGrader()
+    assert grader.deterministic
+    for answer in ("U.S. 51%, international 49%", "U.S. 49%, international 51%"):
+        assert grader.grade_sync("q", GEOGRAPHY, answer) == asyncio.run(grader.grade("q", GEOGRAPHY, answer))
