@@ -239,12 +239,16 @@ def _labels(expected_answer: str, stated: list[Quantity], wanted: list[Quantity]
             continue  # unlabelled values: their kind and magnitude are all there is to compare
         values = [i for i, q in enumerate(offered) if _family(q) == family]
         bound = bind(normalize(answer), offered, [offered[i] for i in values], parts)
-        part_of = {i: b for i, b in zip(values, bound)}
+        stated_for: dict[int, list[int]] = defaultdict(list)  # part -> answer values bound to it
+        for i, b in zip(values, bound):
+            if b is not None:
+                stated_for[b].append(i)
+        member_set = set(members)
         for p, e in enumerate(members):
             label = " ".join(sorted(w.lstrip("@") for w in parts[p]))
-            given = [i for i in values if part_of[i] == p]
+            given = stated_for[p]
             crossed = [i for i in given if e not in agreements.get(i, ()) and any(
-                other in agreements.get(i, ()) for other in members if other != e)]
+                other != e and other in member_set for other in agreements.get(i, ()))]
             if crossed:
                 return (f"label mismatch: {_listing([offered[i] for i in crossed])} is stated for '{label}', "
                         f"which expects {wanted[e].text}")

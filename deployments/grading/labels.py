@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from deployments.grading.numbers import Quantity
@@ -121,11 +122,8 @@ def expected_labels(text: str, quantities: list[Quantity], values: list[Quantity
 
 def distinctive(labels: list[set[str]]) -> list[set[str]]:
     """Each part's words that no other part uses."""
-    out = []
-    for i, own in enumerate(labels):
-        others = set().union(*(labels[j] for j in range(len(labels)) if j != i))
-        out.append(own - others)
-    return out
+    parts_using = Counter(word for own in labels for word in own)  # one pass: many parts stay linear
+    return [{word for word in own if parts_using[word] == 1} for own in labels]
 
 
 def bind(text: str, quantities: list[Quantity], values: list[Quantity], parts: list[set[str]]) -> list[int | None]:

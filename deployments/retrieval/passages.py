@@ -341,12 +341,10 @@ class PassageRetriever:
         self.rows_per_part = rows_per_part
 
     def _ranked(self, question: str, weights: dict[str, float], documents: dict[str, Excerpt],
-                whole: dict[str, float]) -> list[_Candidate]:
+                cover: dict[str, float]) -> list[_Candidate]:
         """One part's candidates, best first: its best rows (those close to the top row's score) interleaved with
         its best passages."""
         terms = set(weights)
-        cover = {key: _cover_match(e.document, whole, _shared_idfs(documents, whole, "passages"))
-                 for key, e in documents.items()}
         ranked = []
         for units in ("passages", "rows"):
             query = weights if units == "passages" else _at_a_date(question, weights)
@@ -374,8 +372,9 @@ class PassageRetriever:
         """The best rows and passages of the named documents, within each excerpt's range, filling the reply
         budget shared among the question's parts."""
         whole = query_weights(question)
-        parts = question_parts(question)
-        candidates = [self._ranked(question, weights, documents, whole) for weights in parts]
+        idfs = _shared_idfs(documents, whole, "passages")
+        cover = {key: _cover_match(e.document, whole, idfs) for key, e in documents.items()}  # the whole question's
+        candidates = [self._ranked(question, weights, documents, cover) for weights in question_parts(question)]
         if not any(candidates):
             return (
                 "No passage of " + ", ".join(documents) + " matches the words of your prompt. "
