@@ -1,4 +1,5 @@
-"""The FastAPI application every ingress replica serves; also runs in-process over a LocalSessionStore."""
+"""The FastAPI application every ingress replica serves; it also runs in one process over a LocalSessionStore
+(the in-process tests and the single-process baseline of the benchmarks)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .errors import install_error_handlers
 from .identity import SessionIdentityMiddleware
 from .rollout_prefix import RolloutPrefixMiddleware
-from .routes import health, sessions, tools
+from .routes import admin, health, sessions, tools
 from .services import Services
 from .settings import Settings
+from .strict_json import StrictJsonMiddleware
 
 
 def create_api(
@@ -23,19 +25,25 @@ def create_api(
     served_by: str | None = None,
 ) -> FastAPI:
     """The app; its services are built at startup (loading the ticker registry), so a replica that cannot
-    build them never starts serving."""
+    build them never starts serving, and their clients are closed when it stops."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.services = await build_services()
-        yield
+        try:
+            yield
+        finally:
+            await app.state.services.aclose()
 
     app = FastAPI(title="finsec-serve", summary="NeMo Gym finance_sec_search resources server", lifespan=lifespan)
     install_error_handlers(app)
-    app.include_router(health.router)
-    app.include_router(sessions.router)
-    app.include_router(tools.router)
+    named_routers = (health.router, sessions.router, tools.router, admin.router)
+    for router in named_routers:
+        app.include_router(router)
     app.include_router(tools.unknown_tool_router)  # last: named routes win (§A.0)
+    named = {route.path for router in named_routers for route in router.routes}
+    app.add_middleware(StrictJsonMiddleware, max_bytes=settings.max_request_bytes, max_depth=settings.max_body_depth,
+                       checks=named.__contains__, repairs={"/verify", "/aggregate_metrics"}.__contains__)
     app.add_middleware(
         SessionIdentityMiddleware,
         cookie_name=settings.cookie_name,

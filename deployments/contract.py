@@ -13,9 +13,14 @@ _ROLLOUT_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 _CAPTURE_SUFFIX = re.compile(r"-a[1-9][0-9]*$")
 
 
+MAX_ID_CHARS = 256  # session IDs end up in cookies and shard keys; NeMo Gym's are 50 characters
+MAX_COERCED_CHARS = 16_384  # ast.literal_eval is slow and memory-hungry: an 11 MB string took 58 s and 2.6 GB
+
+
 def coerce_stringified(value: Any) -> Any:
-    """Tool-call parsers send nested arguments as strings: '["10-K"]' or "['10-K']" become lists (§A.14)."""
-    if not isinstance(value, str):
+    """Tool-call parsers send nested arguments as strings: '["10-K"]' or "['10-K']" become lists (§A.14).
+    Only short strings are tried: a longer one is left as it is, and validation rejects it with a 422."""
+    if not isinstance(value, str) or len(value) > MAX_COERCED_CHARS:
         return value
     for parse in (json.loads, ast.literal_eval):
         try:
@@ -32,7 +37,7 @@ def coerce_stringified(value: Any) -> Any:
 
 class EpisodeId(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    rollout_id: str = Field(min_length=1, pattern=_ROLLOUT_ID)
+    rollout_id: str = Field(min_length=1, max_length=MAX_ID_CHARS, pattern=_ROLLOUT_ID)
     attempt: int = Field(0, ge=0)
 
     @field_validator("rollout_id")
@@ -45,15 +50,15 @@ class EpisodeId(BaseModel):
 
 class TaskId(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    taskset: str = Field(min_length=1)
-    task_id: str = Field(min_length=1)
+    taskset: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    task_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
 
 
 class EpisodeSeedRequest(BaseModel):
     """`ResourcesSeedSessionRequest`. A seed body carrying `resources_session_id` must be this (Decision 5)."""
 
     model_config = ConfigDict(extra="forbid")
-    resources_session_id: str = Field(min_length=1)
+    resources_session_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
     episode_id: EpisodeId
     task_id: TaskId
     task_data: dict[str, JsonValue]
@@ -68,7 +73,7 @@ class EpisodeSeedResponse(BaseModel):
 
 class CloseSessionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    resources_session_id: str = Field(min_length=1)  # Decision 15
+    resources_session_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)  # Decision 15
     episode_id: EpisodeId
 
 
@@ -106,6 +111,13 @@ class VerifyResponse(BaseModel):
     expected_answer: str
     judge_rating: int | None = None
     judge_text: str | None = None
+
+
+class RetireRequest(BaseModel):
+    """The internal admin route's body: retire_session_state(session_id) (contract §C.8, Decision 8)."""
+
+    model_config = ConfigDict(extra="forbid")
+    session_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
 
 
 class AggregateMetricsRequest(BaseModel):

@@ -1,8 +1,12 @@
 """Session identity: which session a request speaks for (contract §B.1, Decision 14).
 
-The cookie is Starlette's signed session cookie. Its claims are `session_id` (NeMo Gym's claim: a random
-UUID until an episode seed binds it to `resources_session_id`) and `shard_incarnation`, the life of the
-shard that seeded it, so a restarted shard can report the session as lost instead of unknown.
+The cookie is Starlette's signed session cookie. Its claims:
+- `session_id`: NeMo Gym's claim, a random UUID until a seed binds it (an episode seed to `resources_session_id`);
+- `shard_incarnation` and `seed_kind`: the life of the shard that seeded the session and how it was seeded, so a
+  restarted shard reports the session as lost instead of unknown, for every kind of seed;
+- `started_at`: when the session was seeded (wall clock), so the time budget of the search tools (§A.15) needs no
+  shard call. It is dropped when verify or close releases the session, as §A.15 releases the budget.
+The cookie is signed, so none of this can be forged by the agent; an old cookie only makes its budget stricter.
 """
 
 from __future__ import annotations
@@ -13,8 +17,12 @@ from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from session_store import Claims, Seeded
+
 SESSION_ID = "session_id"
 INCARNATION = "shard_incarnation"
+SEED_KIND = "seed_kind"
+STARTED_AT = "started_at"
 
 
 class SessionIdentityMiddleware:
@@ -36,8 +44,10 @@ class _AssignSessionId:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             session = scope["session"]
+            sid = session.get(SESSION_ID)
+            # A cookie signed by us carries a string; anything else is treated as no cookie at all.
             # Re-assigning marks the session modified, so Set-Cookie goes out on every response.
-            session[SESSION_ID] = session.get(SESSION_ID) or str(uuid.uuid4())
+            session[SESSION_ID] = sid if isinstance(sid, str) and sid else str(uuid.uuid4())
         await self.app(scope, receive, send)
 
 
@@ -45,11 +55,26 @@ def session_id(request: Request) -> str:
     return request.session[SESSION_ID]
 
 
-def claimed_incarnation(request: Request) -> str | None:
-    return request.session.get(INCARNATION)
+def claims(request: Request) -> Claims:
+    incarnation, kind = request.session.get(INCARNATION), request.session.get(SEED_KIND)
+    return Claims(incarnation if isinstance(incarnation, str) else None,
+                  kind if kind in ("episode", "agent_run") else None)
 
 
-def bind(request: Request, sid: str, incarnation: str) -> None:
+def started_at(request: Request) -> float | None:
+    started = request.session.get(STARTED_AT)
+    return float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else None
+
+
+def bind(request: Request, sid: str, seeded: Seeded, kind: str) -> None:
     """Point the cookie at `sid`. Call only once the seed's checks passed (§C.2 step 5)."""
-    request.session[SESSION_ID] = sid
-    request.session[INCARNATION] = incarnation
+    request.session.update({SESSION_ID: sid, INCARNATION: seeded.incarnation, SEED_KIND: kind,
+                            STARTED_AT: seeded.started_at})
+
+
+def released(request: Request, sid: str) -> None:
+    """The cookie's session was released (verify of an agent-run session, or close): it has no state to lose and
+    no time budget any more (§A.15)."""
+    if request.session.get(SESSION_ID) == sid:
+        for claim in (INCARNATION, SEED_KIND, STARTED_AT):
+            request.session.pop(claim, None)

@@ -1,31 +1,38 @@
-"""The Serve ingress deployment: a stateless FastAPI replica over the shared session-store actors."""
+"""The Serve ingress deployment: a stateless FastAPI replica over the application's named actors."""
 
 from __future__ import annotations
 
 from ray import serve
 
-from session_store.actors import SessionActorsSpec, destroy_session_actors
-from session_store.ray_store import RaySessionStore
+from session_store.app_actors import AppActors, code_version
+from session_store.ray_actors import ActorClient
+from session_store.ray_store import RaySessionStore, SessionActors, SessionActorsSpec
+from session_store.shard import ShardConfig
 
 from .api import create_api
-from .edgar.limiter import ClusterRateLimiter
-from .edgar.text_cache import SharedTextCache
+from .edgar import limiter as limiter_module
+from .edgar.limiter import ClusterRateLimiter, RateLimiterActor
 from .services import build_services
 from .settings import Settings
 
 
-def actors_spec(settings: Settings) -> SessionActorsSpec:
+def app_actors(settings: Settings) -> AppActors:
+    return AppActors(settings.app_name, resources=dict(settings.state_actor_resources))
+
+
+def session_actors_spec(settings: Settings) -> SessionActorsSpec:
     return SessionActorsSpec(
-        app_name=settings.app_name,
         num_shards=settings.num_shards,
-        session_ttl_seconds=settings.session_ttl_seconds,
-        fence_ttl_seconds=settings.fence_ttl_seconds,
+        shard=ShardConfig(settings.session_ttl_seconds, settings.fence_ttl_seconds, settings.limits()),
         reaper_interval_seconds=settings.reaper_interval_seconds,
+        document_store_bytes=settings.document_store_bytes,
+        document_grace_seconds=settings.document_grace_seconds,
+        call_timeout_seconds=settings.store_call_timeout_seconds,
     )
 
 
 def destroy_app_actors(settings: Settings) -> int:
-    return destroy_session_actors(actors_spec(settings))
+    return app_actors(settings).destroy()
 
 
 # Requests spend most of their time awaiting shards and upstream I/O, so one replica takes many at once. With
@@ -37,18 +44,23 @@ class FinsecIngress:
     def __init__(self, settings: Settings, cookie_secret: str):
         self._settings = settings
         self._cookie_secret = cookie_secret
-        spec = actors_spec(settings)
-        self._store = RaySessionStore(spec)
-        self._limiter = ClusterRateLimiter(spec.namespace, settings.requests_per_second,
-                                           settings.rate_limit_window_seconds)
-        self._texts = SharedTextCache(spec.namespace, settings.shared_text_cache_chars) \
-            if settings.shared_text_cache_chars else None
+        self._app = app_actors(settings)
+        limiter_args = (settings.requests_per_second, settings.rate_limit_window_seconds)
+        limiter_code = code_version(limiter_module)
+        limiter = self._app.create("edgar-limiter", RateLimiterActor, limiter_args, code=limiter_code)
+        self._limiter = ClusterRateLimiter(limiter, *limiter_args)
+        context = serve.get_replica_context()
+        self._actors = SessionActors(self._app, session_actors_spec(settings))
+        self._active = self._actors.start_reaper([self._app.name("edgar-limiter", limiter_args, limiter_code)],
+                                                 serve_app=context.app_name)
+        self._store = RaySessionStore(self._actors)
+        self._documents = ActorClient(self._actors.document_store, "document store",
+                                      settings.store_call_timeout_seconds)
+        self._replica = context.replica_id.unique_id
+
+    async def _services(self):
+        await self._app.declare_active(self._active)  # the actors a newer deployment replaces get retired
+        return await build_services(self._settings, self._store, self._limiter, self._documents)
 
     def __serve_build_asgi_app__(self):
-        replica = serve.get_replica_context().replica_id.unique_id
-        return create_api(
-            self._settings,
-            lambda: build_services(self._settings, self._store, self._limiter, self._texts),
-            self._cookie_secret,
-            served_by=replica,
-        )
+        return create_api(self._settings, self._services, self._cookie_secret, served_by=self._replica)

@@ -49,6 +49,9 @@ def ingress_env(ingress: Ingress) -> dict[str, str]:
     folder = tempfile.mkdtemp(prefix="fh", dir="/tmp")
     return {
         "RAY_SERVE_ENABLE_HA_PROXY": "1",
+        # A replica behind HAProxy stays up this long when it is stopped, so a remote load balancer can
+        # deregister it (30 s by default). Here HAProxy is on the same node and learns within milliseconds.
+        "RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "2",
         _HAPROXY_FOLDER_ENV: folder,
         "RAY_SERVE_HAPROXY_CONFIG_FILE_LOC": f"{folder}/haproxy.cfg",
         "RAY_SERVE_HAPROXY_SOCKET_PATH": f"{folder}/admin.sock",

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from fastapi import Request
 
-from session_store.store import SessionStore
+from session_store import SessionStore
 
 from .corpus.generate import embedded_corpus_dir
+from .document_cache import DocumentCache, DocumentStoreClient
 from .edgar.cache import DiskCache
 from .edgar.companies import CompanyDirectory
-from .edgar.filing_text import FilingTexts
+from .edgar.filing_text import DocumentUnavailable, FilingTexts, PageFetcher
 from .edgar.live import LiveSource, RateLimiter
 from .edgar.source import EdgarSource, MirrorSource
-from .edgar.filing_text import DocumentUnavailable, PageFetcher, TextCache
 from .grading.deterministic import DeterministicGrader
 from .grading.grader import Grader
 from .llm.judge import LlmJudge
@@ -25,7 +27,10 @@ from .retrieval.backends import ModelBackend, PassageBackend, RetrievalBackend
 from .retrieval.passages import PassageRetriever
 from .settings import Settings
 from .tools.edgar_search import LiveFullTextSearch, LocalFullTextIndex
+from .tools.parse_page import PageParser
+from .tools.retrieve import Retriever
 from .tools.web_search import TavilySearch, WebSearchProvider
+from .verify import Verifier
 
 
 @dataclass
@@ -33,11 +38,17 @@ class Services:
     settings: Settings
     store: SessionStore
     companies: CompanyDirectory
-    filings: FilingTexts
+    parser: PageParser
+    retriever: Retriever
+    verifier: Verifier
     full_text: LocalFullTextIndex | LiveFullTextSearch | None
     web: WebSearchProvider | None
-    retrieval: RetrievalBackend
-    grader: Grader
+    closing: list[Any] = field(default_factory=list)  # clients with aclose(), closed when the replica stops
+    clock: Callable[[], float] = time.time  # wall clock, the shards' too: the time budget compares the two
+
+    async def aclose(self) -> None:
+        for client in self.closing:
+            await client.aclose()
 
 
 def edgar_source(settings: Settings, limiter: RateLimiter) -> EdgarSource:
@@ -65,7 +76,8 @@ def edgar_source(settings: Settings, limiter: RateLimiter) -> EdgarSource:
 
 
 async def build_services(
-    settings: Settings, store: SessionStore, limiter: RateLimiter, shared_texts: TextCache | None = None
+    settings: Settings, store: SessionStore, limiter: RateLimiter, document_store: DocumentStoreClient,
+    clock: Callable[[], float] = time.time,
 ) -> Services:
     """Everything a replica needs; fails (and so the replica does) when the ticker registry cannot be loaded."""
     source = edgar_source(settings, limiter)
@@ -77,7 +89,7 @@ async def build_services(
     if settings.edgar_search_mode == "local":
         corpus, corpus_companies = source, companies
         if settings.edgar_source == "live":  # search a local corpus while documents come from live EDGAR
-            corpus = MirrorSource(settings.corpus_dir)
+            corpus = MirrorSource(settings.corpus_dir, max_bytes=settings.fetch_max_bytes)
             corpus_companies = CompanyDirectory(corpus)
             await corpus_companies.load(attempts=1)
         full_text = LocalFullTextIndex(corpus, corpus_companies, corpus_companies.tickers())
@@ -91,16 +103,24 @@ async def build_services(
     if settings.tavily_api_key is not None:
         web = TavilySearch(settings.tavily_api_key.get_secret_value(), settings.tavily_base_url,
                            backoff_seconds=settings.retry_backoff_seconds)
+    filings = FilingTexts(source, companies, cache=cache, dump_root=settings.sec_dump_path,
+                          fetch_page=page_fetcher(settings, limiter))
+    documents = DocumentCache(document_store, max_bytes=settings.replica_text_cache_bytes,
+                              grace_seconds=settings.document_grace_seconds, clock=clock)
+    retrieval = retrieval_backend(settings)
+    judge = grader(settings)
     return Services(
         settings=settings,
         store=store,
         companies=companies,
-        filings=FilingTexts(source, companies, cache=cache, dump_root=settings.sec_dump_path,
-                            fetch_page=page_fetcher(settings, limiter), shared=shared_texts),
+        parser=PageParser(store, documents, filings, large_doc_threshold_chars=settings.large_doc_threshold_chars),
+        retriever=Retriever(store, documents, filings, retrieval),
+        verifier=Verifier(store, judge, judge_lease_seconds=settings.judge_lease_seconds),
         full_text=full_text,
         web=web,
-        retrieval=retrieval_backend(settings),
-        grader=grader(settings),
+        closing=[c for c in (source, full_text, web, getattr(retrieval, "model", None), judge)
+                 if hasattr(c, "aclose")],
+        clock=clock,
     )
 
 
@@ -129,7 +149,7 @@ def page_fetcher(settings: Settings, limiter: RateLimiter) -> PageFetcher:
 def retrieval_backend(settings: Settings) -> RetrievalBackend:
     if settings.retrieval_model is None:
         return PassageBackend(PassageRetriever(settings.retrieval_top_passages, settings.retrieval_reply_chars),
-                              index_cache_bytes=settings.index_cache_bytes)
+                              index_cache_bytes=settings.replica_index_cache_bytes)
     options = {"system_prompt_fpath": settings.retrieval_system_prompt_fpath} if settings.retrieval_system_prompt_fpath else {}
     return ModelBackend(LlmRetrieval(
         settings.retrieval_model,

@@ -15,6 +15,8 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from session_store import Limits
+
 from .llm.endpoint import ModelEndpoint
 
 
@@ -28,6 +30,18 @@ class Settings(BaseSettings):
     fence_ttl_seconds: float | None = Field(None, gt=0, description="default: session_ttl_seconds (Decision 2)")
     reaper_interval_seconds: float = Field(30.0, gt=0)
     max_rollout_time_seconds: float | None = Field(None, ge=0, description="per-session tool time budget (§A.15)")
+    # bounds on what sessions, shards and requests may hold; each breach is a clear error, never a crash
+    max_request_bytes: int = Field(16_000_000, ge=1024, description="larger request bodies get 413")
+    max_body_depth: int = Field(64, ge=8, description="deeper JSON nesting gets 422")
+    max_documents_per_session: int = Field(64, ge=1)
+    max_session_chars: int = Field(200_000_000, ge=1, description="characters of text one session may store")
+    max_verdicts_per_session: int = Field(16, ge=1, description="verdicts kept for identical re-sends")
+    max_sessions_per_shard: int = Field(1_000_000, ge=1)
+    max_marks_per_shard: int = Field(4_000_000, ge=1, description="fences and expired marks one shard may hold")
+    store_call_timeout_seconds: float = Field(10.0, gt=0, description="a shard call slower than this is a 503")
+    # the app's actors: a custom resource keeps shards, reaper and document store off the head node
+    state_actor_resources: dict[str, float] = Field(default_factory=dict, description='e.g. {"finsec_state": 0.001}')
+    admin_token: SecretStr | None = Field(None, description="enables POST /admin/retire_session_state (Bearer)")
     # the session cookie (Decision 14)
     cookie_name: str = "finsec_session"
     cookie_secret: SecretStr | None = Field(None, description="generated at start when unset; shared by replicas")
@@ -73,8 +87,10 @@ class Settings(BaseSettings):
     tavily_base_url: str = "https://api.tavily.com"
     # documents and retrieve_information: a model endpoint, or (unset) the embedded BM25 passages (§E)
     large_doc_threshold_chars: int = Field(100_000, ge=1)
-    shared_text_cache_chars: int = Field(200_000_000, ge=0, description="parsed filings kept app-wide; 0: off")
-    index_cache_bytes: int = Field(1_000_000_000, ge=0, description="BM25 indexes kept per replica, by text digest")
+    document_store_bytes: int = Field(4_000_000_000, ge=1_000_000, description="the app-wide store of texts")
+    document_grace_seconds: float = Field(60.0, gt=0, description="an unreferenced text is kept this long")
+    replica_text_cache_bytes: int = Field(1_000_000_000, ge=0, description="texts each replica keeps, by digest")
+    replica_index_cache_bytes: int = Field(1_000_000_000, ge=0, description="BM25 indexes kept per replica")
     retrieval_top_passages: int = Field(24, ge=1, le=100, description="embedded backend: most passages in a reply")
     retrieval_reply_chars: int = Field(7_600, ge=500, description="embedded backend: passages fill this budget")
     retrieval_model: ModelEndpoint | None = None
@@ -90,6 +106,14 @@ class Settings(BaseSettings):
     judge_call_timeout: float | None = Field(60.0, gt=0)
     judge_retry_delays: list[float] = Field([1.0, 2.0], description="sleeps between the judge's attempts")
     reward_mode: Literal["binary", "scaled"] = "binary"
+    judge_lease_seconds: float = Field(300.0, gt=0, description="identical verifies wait this long for one judge")
+
+    def limits(self) -> Limits:
+        return Limits(
+            documents_per_session=self.max_documents_per_session, chars_per_session=self.max_session_chars,
+            verdicts_per_session=self.max_verdicts_per_session, sessions=self.max_sessions_per_shard,
+            marks=self.max_marks_per_shard,
+        )
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):

@@ -1,14 +1,109 @@
-"""The rows /verify answers with (contract §A.3, §D): scored, hard-gated, masked, or judge_failed."""
+"""/verify (contract §A.3, §C.5, §D): the session decides whether the reward is a measurement, the grader what it is.
+
+Two paths, by grader:
+- a deterministic grader is cheap and repeatable, so the answer is graded first (off the event loop) and one
+  shard call settles the verify: masked, a cached verdict, or this verdict (kept for a re-send);
+- an LLM judge is costly and stochastic, so the shard is asked first. An identical verify already being judged
+  holds a lease there; its twins, on any replica, wait for its verdict instead of judging again, so every
+  re-send gets the same score (Decision 7). A judge that cannot be reached gives the masked judge_failed row.
+Verdicts are kept as the fields that rebuild a row, never as the echoed trajectory.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from typing import Any
+
+from session_store import (
+    Cached,
+    Claims,
+    Masked,
+    Pending,
+    Score,
+    Scored,
+    SessionStore,
+    StoreUnavailable,
+    Verdict,
+    canonical_digest,
+)
 
 from .contract import VerifyRequest, VerifyResponse
 from .grading.answer import HARD_GATE_TEXT, question_of, submitted_answer
 from .grading.grader import Grader, GradingFailed
 
+log = logging.getLogger(__name__)
 _REASON_LIMIT = 2000
+
+
+class Verifier:
+    def __init__(self, store: SessionStore, grader: Grader, *, judge_lease_seconds: float):
+        self._store = store
+        self._grader = grader
+        self._deterministic = bool(getattr(grader, "deterministic", False))
+        self._lease = judge_lease_seconds
+        self._judging: dict[tuple[str, str], asyncio.Task[dict[str, Any]]] = {}  # this replica's identical verifies
+
+    async def verify(self, sid: str, claims: Claims, body: VerifyRequest) -> tuple[dict[str, Any], bool]:
+        """The row to answer with, and whether this verify released the cookie's (agent-run) session."""
+        digest = await asyncio.to_thread(lambda: canonical_digest(body.model_dump(mode="json")))
+        if self._deterministic:
+            verdict = await asyncio.to_thread(self._grade_now, body)
+            outcome = await self._store.finish_verify(sid, digest, verdict, claims)
+            if isinstance(outcome, Masked):
+                return masked_row(body, outcome.failure_kind, outcome.reason), False
+            if isinstance(outcome, Cached):
+                return verdict_row(body, outcome.verdict), False
+            return verdict_row(body, outcome.verdict), outcome.released
+        task = self._judging.get((sid, digest))
+        if task is None:  # identical verifies on this replica share one task
+            task = self._judging[(sid, digest)] = asyncio.create_task(self._judged(sid, claims, digest, body))
+            task.add_done_callback(lambda _: self._judging.pop((sid, digest), None))
+        return await asyncio.shield(task)
+
+    def _grade_now(self, body: VerifyRequest) -> Verdict:
+        answer = submitted_answer(body.response)
+        if not answer.strip():  # §D.2: no fallback to the assistant's text
+            return Verdict(0.0, 0, HARD_GATE_TEXT)
+        grade = self._grader.grade_sync(question_of(body.responses_create_params.input), body.expected_answer,
+                                        answer)
+        return Verdict(grade.reward, grade.judge_rating, grade.judge_text, grade.failure_kind)
+
+    async def _judged(self, sid: str, claims: Claims, digest: str, body: VerifyRequest) -> tuple[dict, bool]:
+        deadline = time.monotonic() + self._lease
+        while True:
+            plan = await self._store.plan_verify(sid, digest, claims, self._lease)
+            if not isinstance(plan, Pending) or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(plan.retry_after)  # an identical verify is being judged: share its verdict
+        if isinstance(plan, Masked):
+            return masked_row(body, plan.failure_kind, plan.reason), False
+        if isinstance(plan, Cached):
+            return verdict_row(body, plan.verdict), False
+        if isinstance(plan, Pending):
+            raise StoreUnavailable("An identical verify is still being judged; retry shortly for its verdict.")
+        assert isinstance(plan, Score)
+        verdict, failure = await self._judge(body)
+        if plan.record:
+            try:  # the row stands even if keeping it fails: a re-send is judged afresh, never a 503 now
+                await self._store.record_verdict(sid, digest, verdict)
+            except StoreUnavailable:
+                log.warning("could not keep the verdict of session %s; a re-send will be judged again", sid)
+        if verdict is None:
+            return judge_failed_row(body, failure), False
+        return verdict_row(body, verdict), not plan.record and claims.kind == "agent_run"
+
+    async def _judge(self, body: VerifyRequest) -> tuple[Verdict | None, str]:
+        answer = submitted_answer(body.response)
+        if not answer.strip():
+            return Verdict(0.0, 0, HARD_GATE_TEXT), ""
+        question = question_of(body.responses_create_params.input)
+        try:
+            grade = await self._grader.grade(question, body.expected_answer, answer)
+        except GradingFailed as error:
+            return None, str(error)[:_REASON_LIMIT]
+        return Verdict(grade.reward, grade.judge_rating, grade.judge_text, grade.failure_kind), ""
 
 
 def _echo(body: VerifyRequest) -> dict[str, Any]:
@@ -19,6 +114,13 @@ def _echo(body: VerifyRequest) -> dict[str, Any]:
     }
 
 
+def verdict_row(body: VerifyRequest, verdict: Verdict) -> dict[str, Any]:
+    return VerifyResponse(
+        **_echo(body), reward=verdict.reward, judge_rating=verdict.judge_rating, judge_text=verdict.judge_text,
+        failure_kind=verdict.failure_kind,
+    ).model_dump(mode="json")
+
+
 def masked_row(body: VerifyRequest, failure_kind: str, reason: str) -> dict[str, Any]:
     """A row whose reward is not a measurement (§C.5, §D.5): judge never called."""
     return VerifyResponse(
@@ -26,27 +128,7 @@ def masked_row(body: VerifyRequest, failure_kind: str, reason: str) -> dict[str,
     ).model_dump(mode="json")
 
 
-async def scored_row(body: VerifyRequest, grader: Grader) -> dict[str, Any]:
-    answer = submitted_answer(body.response)
-    if not answer.strip():  # §D.2: no fallback to the assistant's text
-        return VerifyResponse(**_echo(body), reward=0.0, judge_rating=0, judge_text=HARD_GATE_TEXT).model_dump(
-            mode="json"
-        )
-    question = question_of(body.responses_create_params.input)
-    try:
-        grade = await grader.grade(question, body.expected_answer, answer)
-    except GradingFailed as error:
-        return _judge_failed_row(body, str(error)[:_REASON_LIMIT])
-    return VerifyResponse(
-        **_echo(body),
-        reward=grade.reward,
-        judge_rating=grade.judge_rating,
-        judge_text=grade.judge_text,
-        failure_kind=grade.failure_kind,
-    ).model_dump(mode="json")
-
-
-def _judge_failed_row(body: VerifyRequest, reason: str) -> dict[str, Any]:
+def judge_failed_row(body: VerifyRequest, reason: str) -> dict[str, Any]:
     """NeMo Gym's judge_failsafe row: the request dump, masked (§A.3)."""
     row = body.model_dump(mode="json")
     return {

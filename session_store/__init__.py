@@ -1,0 +1,68 @@
+"""The session store: every rule of the resources-sessions contract, and the shards that hold sessions.
+
+This is its public API; everything else is internal (`tests/unit/test_public_api.py` fails when it drifts).
+Ray-free: the Ray shells live in `session_store.ray_store` (store and actors) and `session_store.app_actors`
+(naming, options, errors and cleanup of an application's actors).
+"""
+
+from .core import (
+    NO_CLAIMS,
+    Cached,
+    Claims,
+    DocumentRef,
+    DocumentsView,
+    EpisodeSeed,
+    Limits,
+    Masked,
+    Pending,
+    Score,
+    Scored,
+    Seeded,
+    StoredDocument,
+    Verdict,
+    VerifyOutcome,
+    VerifyPlan,
+    canonical_digest,
+)
+from .documents import DocumentStore
+from .errors import DocumentRefused, SessionConflict, SessionLost, StoreFull, StoreUnavailable
+from .lru import BoundedLru
+from .marks import MemoryMarkStore
+from .reaper import Reaper
+from .routing import shard_index
+from .shard import ShardConfig, ShardService
+from .store import LocalSessionStore, SessionStore
+
+__all__ = [
+    "NO_CLAIMS",
+    "BoundedLru",
+    "Cached",
+    "Claims",
+    "DocumentRef",
+    "DocumentRefused",
+    "DocumentStore",
+    "DocumentsView",
+    "EpisodeSeed",
+    "Limits",
+    "LocalSessionStore",
+    "Masked",
+    "MemoryMarkStore",
+    "Pending",
+    "Reaper",
+    "Score",
+    "Scored",
+    "Seeded",
+    "SessionConflict",
+    "SessionLost",
+    "SessionStore",
+    "ShardConfig",
+    "ShardService",
+    "StoreFull",
+    "StoreUnavailable",
+    "StoredDocument",
+    "Verdict",
+    "VerifyOutcome",
+    "VerifyPlan",
+    "canonical_digest",
+    "shard_index",
+]

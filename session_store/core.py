@@ -1,13 +1,36 @@
 """Every rule of the resources-sessions contract (contract.md §B, §C), pure and Ray-free.
 
-One `SessionCore` holds the sessions of one shard. Time comes from an injected clock, so tests can jump it.
+One `SessionCore` holds the sessions of one shard. Time comes from an injected wall clock, so tests can jump it
+and fences keep their meaning across processes and restarts.
 
-Expiry index: the session TTL is fixed for a core's life and the clock never goes back, so sessions expire in
+Where each rule lives:
+
+| rule (contract)                                   | method                                          |
+|---------------------------------------------------|-------------------------------------------------|
+| episode seed, retried seed, conflicts (§C.2, D4)  | `seed_episode`                                  |
+| agent-run seed (§C.3)                             | `seed_agent_run`                                |
+| close and its fence (§C.4, Decisions 2, 3)        | `close`, `_fence_for_close`                     |
+| retire (§C.8, Decision 8)                         | `retire`                                        |
+| masked verify, verdict cache (§C.5, D6, D7)       | `plan_verify`, `finish_verify`, `record_verdict`|
+| stateful tools on a session not open (§C.6)       | `put_document`, `read_documents`, `check_open`  |
+| TTL eviction and expired marks (§C.9, D10)        | `evict_expired`, `_evict`, `_open`              |
+| lost sessions: incarnations in cookies            | `_note_if_lost`, `mark_lost`                    |
+| durable marks (fences, expired marks)             | `Mark`, `wants_mark`, `learn_mark`, `take_mark_writes` |
+| documents by content, reference counts            | `DocumentRef`, `_refs`, `referenced_digests`    |
+
+Lost sessions. A shard that restarts comes back empty under a new `incarnation`. Cookies carry the incarnation
+of the shard that seeded them, so a restarted shard can tell a session it lost from one it never had, and
+fences a lost ID instead of serving it empty.
+
+Durable marks. Fences and expired marks must outlive the shard's process, or a late seed after a crash would
+re-create a closed ID. The core keeps them in memory and lists every change in `take_mark_writes()`; its shell
+writes those to a durable store before it answers, and hands marks it reads back to `learn_mark()` when an ID
+is not open here and the core `wants_mark()` it.
+
+Expiry index. The session TTL is fixed for a core's life and the clock never goes back, so sessions expire in
 the order they were seeded. Keeping the sessions dict in that order (a re-seed re-inserts at the end) makes it
-the expiry index: an eviction pass pops from the front and costs time proportional to what it evicts, not to
-what is held. Fences and expired marks are kept the same way; they are nearly in expiry order (an evicted
-session's fence runs from the instant it expired, which can be a little before the fence was written), so a
-pass may drop one a tick late. Every lookup checks the exact expiry, so behaviour never depends on that.
+the expiry index: an eviction pass pops from the front and costs time proportional to what it evicts. Marks are
+kept the same way, nearly in order; every lookup checks the exact expiry, so behaviour never depends on that.
 """
 
 from __future__ import annotations
@@ -16,13 +39,15 @@ import hashlib
 import json
 import time
 import uuid
-from dataclasses import dataclass, field
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal
 
-from .errors import SessionConflict, SessionLost
+from .errors import DocumentRefused, SessionConflict, SessionLost, StoreFull
 
 Clock = Callable[[], float]
 JsonDict = dict[str, Any]
+SeedKind = Literal["episode", "agent_run"]
 
 
 @dataclass(frozen=True)
@@ -34,33 +59,124 @@ class EpisodeSeed:
     task_data_digest: str  # digest of the canonical JSON of task_data
 
 
+@dataclass(frozen=True)
+class Claims:
+    """What the request's signed cookie says about its session: which shard life seeded it, and how."""
+
+    incarnation: str | None = None
+    kind: SeedKind | None = None
+
+
+NO_CLAIMS = Claims()
+
+
+@dataclass(frozen=True)
+class DocumentRef:
+    """A stored document: the digest of its text (the text itself lives once, app-wide), its length, and the URL
+    it came from, so a replica can parse a filing again if the document store lost its text."""
+
+    digest: str
+    chars: int
+    url: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The fields that rebuild a verify row for an identical re-send (Decision 7); never the echoed trajectory."""
+
+    reward: float
+    judge_rating: int | None = None
+    judge_text: str | None = None
+    failure_kind: str | None = None
+
+
 @dataclass
 class Session:
     started_at: float
     episode: EpisodeSeed | None  # None for an agent-run session
-    documents: dict[str, str] = field(default_factory=dict)
-    verdicts: dict[str, JsonDict] = field(default_factory=dict)  # verify-body digest -> verdict (Decision 7)
+    documents: dict[str, DocumentRef] = field(default_factory=dict)
+    verdicts: OrderedDict[str, Verdict] = field(default_factory=OrderedDict)  # body digest -> verdict
+    judging: dict[str, float] = field(default_factory=dict)  # body digest -> when its judge lease lapses
 
 
 FenceCause = Literal["closed", "evicted", "lost"]
 
 
 @dataclass(frozen=True)
-class Fence:
-    episode_id: JsonDict | None  # the closing (or evicted) episode; None when nobody can be named (lost)
-    expires_at: float
-    cause: FenceCause
+class Mark:
+    """What stays of an ID that is not open: a fence (closed, evicted or lost; refuses seeds), an expired mark
+    (verify says session_expired), or both. This is the record that is kept durably."""
+
+    fence_until: float | None = None
+    cause: FenceCause | None = None
+    episode_id: JsonDict | None = None  # the closing (or evicted) episode; None when nobody can be named
+    expired_until: float | None = None
+
+    @property
+    def drop_at(self) -> float:
+        return max(self.fence_until or 0.0, self.expired_until or 0.0)
+
+    def fenced(self, now: float) -> bool:
+        return self.fence_until is not None and self.fence_until > now
+
+    def expired(self, now: float) -> bool:
+        return self.expired_until is not None and self.expired_until > now
 
 
 @dataclass(frozen=True)
-class VerifyPlan:
-    """What /verify must do for a session (contract §C.5)."""
+class Limits:
+    """Bounds on what one session and one shard may hold (settings: max_*); the defaults are generous."""
 
-    action: Literal["score", "masked", "cached"]
-    failure_kind: str | None = None  # for masked: session_lost or session_expired
-    reason: str | None = None
-    verdict: JsonDict | None = None  # for cached
-    cache_verdict: bool = False  # for score: an open episode session keeps its verdict until close
+    documents_per_session: int = 64
+    chars_per_session: int = 200_000_000
+    verdicts_per_session: int = 16
+    sessions: int = 1_000_000
+    marks: int = 4_000_000
+
+
+@dataclass(frozen=True)
+class Seeded:
+    created: bool  # False for a retried episode seed
+    incarnation: str  # goes into the session cookie
+    started_at: float  # so is this: the time budget of the search tools needs no shard call (§A.15)
+
+
+# ----- what /verify must do (§C.5): a tagged union -----
+
+
+@dataclass(frozen=True)
+class Masked:
+    failure_kind: Literal["session_lost", "session_expired"]
+    reason: str
+
+
+@dataclass(frozen=True)
+class Cached:
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class Score:
+    record: bool  # an open episode session: record the verdict (record_verdict) so a re-send gets it back
+
+
+@dataclass(frozen=True)
+class Pending:
+    """An identical verify is being judged right now; ask again shortly and share its verdict."""
+
+    retry_after: float
+
+
+@dataclass(frozen=True)
+class Scored:
+    """finish_verify: the verdict the caller brought is the answer (and was recorded if the session is open)."""
+
+    verdict: Verdict
+    released: bool  # an agent-run session was released by this verify
+
+
+VerifyPlan = Masked | Cached | Score | Pending
+VerifyOutcome = Masked | Cached | Scored
 
 
 @dataclass(frozen=True)
@@ -71,27 +187,23 @@ class StoredDocument:
 
 @dataclass(frozen=True)
 class DocumentsView:
-    age_seconds: float  # for the time budget (contract §A.15)
     keys: list[str]
-    texts: dict[str, str]  # only the requested keys that exist
+    documents: dict[str, DocumentRef]  # only the requested keys that exist
 
 
 @dataclass(frozen=True)
 class EvictionReport:
     sessions: int = 0
-    fences: int = 0
-    expired_marks: int = 0
+    marks: int = 0
 
     def __add__(self, other: EvictionReport) -> EvictionReport:
-        return EvictionReport(
-            self.sessions + other.sessions, self.fences + other.fences, self.expired_marks + other.expired_marks
-        )
+        return EvictionReport(self.sessions + other.sessions, self.marks + other.marks)
 
 
 _FENCE_WHY = {
     "closed": "it was closed",
     "evicted": "it outlived session_ttl_seconds and was evicted",
-    "lost": "the shard holding it restarted and its state is gone",
+    "lost": "the shard holding it restarted (or the app was redeployed) and its state is gone",
 }
 
 
@@ -101,134 +213,227 @@ class SessionCore:
         *,
         session_ttl_seconds: float,
         fence_ttl_seconds: float | None = None,
-        clock: Clock = time.monotonic,
+        clock: Clock = time.time,
         incarnation: str | None = None,
+        limits: Limits = Limits(),
     ):
         self.session_ttl = float(session_ttl_seconds)
         self.fence_ttl = float(session_ttl_seconds if fence_ttl_seconds is None else fence_ttl_seconds)
         self.clock = clock
-        # Names this life of the core. Cookies carry it, so a restarted shard can tell a session it lost from
-        # one it never had (ray-notes: a restarted shard comes back empty).
+        self.limits = limits
         self.incarnation = incarnation or uuid.uuid4().hex
         self._sessions: dict[str, Session] = {}  # in seed order: the session expiry index
-        self._fences: dict[str, Fence] = {}  # in expiry order
-        self._expired: dict[str, float] = {}  # evicted id -> when the mark is dropped; in that order
+        self._marks: dict[str, Mark] = {}  # nearly in drop order
+        self._mark_writes: dict[str, Mark | None] = {}  # changed since the shell last took them; None: deleted
+        self._refs: Counter[str] = Counter()  # document digest -> how many session keys name it
+        self.counters: Counter[str] = Counter()  # what the contract decided, for the operator's metrics
+
+    # ----- durable marks -----
+
+    def wants_mark(self, sid: str) -> bool:
+        """Whether a durable mark of `sid` could change what the core decides: it is neither open nor marked here."""
+        return sid not in self._sessions and sid not in self._marks
+
+    def learn_mark(self, sid: str, mark: Mark) -> None:
+        """A mark read back from the durable store. What this core holds is newer, so it wins."""
+        if self.wants_mark(sid) and mark.drop_at > self.clock():
+            self._marks[sid] = mark
+
+    def take_mark_writes(self) -> dict[str, Mark | None]:
+        writes, self._mark_writes = self._mark_writes, {}
+        return writes
 
     # ----- seeds (§C.2, §C.3) -----
 
-    def seed_episode(self, sid: str, seed: EpisodeSeed, claimed_incarnation: str | None = None) -> bool:
-        """Create the episode session, or accept a retry of the same seed. Returns True if it was created."""
+    def seed_episode(self, sid: str, seed: EpisodeSeed, claims: Claims = NO_CLAIMS) -> Seeded:
+        """Create the episode session, or accept a retry of the same seed."""
         self.evict_expired()
         session = self._open(sid)
         if session is None:
-            self._note_if_lost(sid, claimed_incarnation)
+            self._note_if_lost(sid, claims)
         fence = self._fence(sid)
         if fence is not None:
+            self._conflict("fenced")
             raise SessionConflict(
                 f"Resources session {sid!r} cannot be seeded: {_FENCE_WHY[fence.cause]}, and its ID stays fenced "
                 "for fence_ttl_seconds. Seed a new resources_session_id."
             )
         if session is not None:
             if session.episode is None:
+                self._conflict("episode_seed_on_agent_run")
                 raise SessionConflict(
                     f"Resources session {sid!r} is an open agent-run session; an episode seed cannot take it over. "
                     "Seed a new resources_session_id."
                 )
             if session.episode != seed:
+                self._conflict("seed_mismatch")
                 raise SessionConflict(_seed_conflict_message(sid, session.episode, seed))
-            return False  # a retried seed: documents and time budget untouched
-        self._expired.pop(sid, None)
-        self._sessions[sid] = Session(started_at=self.clock(), episode=seed)
-        return True
+            self.counters["seeds.episode.retried"] += 1
+            return Seeded(False, self.incarnation, session.started_at)  # documents and time budget untouched
+        self._check_capacity()
+        self._clear_expired_mark(sid)
+        started = self.clock()
+        self._sessions[sid] = Session(started_at=started, episode=seed)
+        self.counters["seeds.episode.created"] += 1
+        return Seeded(True, self.incarnation, started)
 
-    def seed_agent_run(self, sid: str) -> None:
-        """Reset the cookie's session (§C.3). A reset starts afresh, so a lost earlier life does not matter here."""
+    def seed_agent_run(self, sid: str, claims: Claims = NO_CLAIMS) -> Seeded:
+        """Reset the cookie's session (§C.3). A reset starts afresh, so a lost agent-run life does not matter;
+        a lost episode does: its ID is fenced, and the reset is refused like any agent-run seed on an episode."""
         self.evict_expired()
         session = self._open(sid)
         if session is not None and session.episode is not None:
+            self._conflict("agent_run_seed_on_episode")
             raise SessionConflict(
                 f"Session {sid!r} holds an episode seed; an agent-run seed would wipe its documents. "
                 "Close the episode with /close_session first, or call the tools without seeding."
             )
+        if session is None and claims.kind == "episode":
+            self._note_if_lost(sid, claims)
         fence = self._fence(sid)
         if fence is not None:
+            self._conflict("fenced")
             raise SessionConflict(
                 f"Session {sid!r} cannot be seeded: {_FENCE_WHY[fence.cause]}. Start again without the old cookie."
             )
-        self._sessions.pop(sid, None)  # re-insert at the end: the expiry index stays in seed order
-        self._expired.pop(sid, None)
-        self._sessions[sid] = Session(started_at=self.clock(), episode=None)
+        if session is None:
+            self._check_capacity()
+        self._release(sid)  # re-insert at the end: the expiry index stays in seed order
+        self._clear_expired_mark(sid)
+        started = self.clock()
+        self._sessions[sid] = Session(started_at=started, episode=None)
+        self.counters["seeds.agent_run"] += 1
+        return Seeded(True, self.incarnation, started)
 
     # ----- close and retire (§C.4, §C.8) -----
 
     def close(self, sid: str, episode_id: JsonDict) -> None:
         session = self._open(sid)
         if session is not None and session.episode is not None and session.episode.episode_id != episode_id:
+            self._conflict("close_names_another_episode")
             raise SessionConflict(
-                f"Resources session {sid!r} was seeded for episode {session.episode.episode_id}; "
-                f"a close naming episode {episode_id} is refused."
+                f"Resources session {sid!r} was seeded for episode {_show(session.episode.episode_id)}; this close "
+                f"names episode {_show(episode_id)}. Close it with episode_id {_show(session.episode.episode_id)}, "
+                "or seed and close a new resources_session_id for this episode."
             )
         fence = self._fence(sid)
         if fence is not None and fence.episode_id is not None and fence.episode_id != episode_id:
+            self._conflict("close_names_another_episode")
             raise SessionConflict(
-                f"Resources session {sid!r} was already closed for episode {fence.episode_id}; "
-                f"a close naming episode {episode_id} is refused."
+                f"Resources session {sid!r} was already closed for episode {_show(fence.episode_id)}; this close "
+                f"names episode {_show(episode_id)}. Repeat the close with episode_id "
+                f"{_show(fence.episode_id)}, or use a new resources_session_id for this episode."
             )
-        self._sessions.pop(sid, None)
+        if fence is None and session is None and sid not in self._marks and len(self._marks) >= self.limits.marks:
+            raise StoreFull("This shard holds as many fences as it may (max_marks_per_shard); retry shortly.")
+        self._release(sid)
+        self.counters["closes"] += 1
         if fence is None:  # a repeated close keeps the first fence and does not extend it (Decision 2)
-            self._fences[sid] = Fence(episode_id, self.clock() + self.fence_ttl, "closed")
+            held = self._marks.get(sid, Mark())
+            self._set_mark(sid, replace(held, fence_until=self.clock() + self.fence_ttl, cause="closed",
+                                        episode_id=episode_id))
 
     def retire(self, sid: str) -> None:
         """Release everything the session holds; idempotent; no fence (Decision 8)."""
-        self._sessions.pop(sid, None)
+        self._release(sid)
+
+    def mark_lost(self, sid: str) -> None:
+        """The session's state is gone although its shard is not (a document whose text could not be recovered):
+        release it and fence it as lost, so its verify is masked and no late seed revives it."""
+        self._release(sid)
+        if self._fence(sid) is None:
+            self._set_mark(sid, replace(self._marks.get(sid, Mark()), fence_until=self.clock() + self.fence_ttl,
+                                        cause="lost", episode_id=None))
 
     # ----- verify (§C.5, Decisions 6, 7) -----
 
-    def begin_verify(self, sid: str, body_digest: str, claimed_incarnation: str | None = None) -> VerifyPlan:
-        session = self._open(sid)
-        if self._is_marked_expired(sid):
-            return VerifyPlan(
-                "masked",
-                "session_expired",
-                f"Session {sid!r} outlived session_ttl_seconds and was evicted before verify.",
-            )
+    def plan_verify(self, sid: str, body_digest: str, claims: Claims = NO_CLAIMS,
+                    lease_seconds: float = 120.0) -> VerifyPlan:
+        """For a costly or stochastic grader: what to do before grading. An identical verify in flight holds a
+        lease, so its twins wait for its verdict instead of judging again (Decision 7 with a stochastic judge)."""
+        masked = self._masked(sid, claims)
+        if masked is not None:
+            return masked
+        session = self._sessions.get(sid)
         if session is None:
-            self._note_if_lost(sid, claimed_incarnation)
-        fence = self._fence(sid)
-        if fence is not None:
-            return VerifyPlan("masked", "session_lost", f"Session {sid!r} is not open: {_FENCE_WHY[fence.cause]}.")
-        if session is None:
-            return VerifyPlan("score")  # never seeded, or an agent-run session already verified (Decision 6)
+            self.counters["verifies.scored"] += 1
+            return Score(record=False)  # never seeded, or an agent-run session already verified (Decision 6)
         if session.episode is None:
-            del self._sessions[sid]  # verify is the agent-run session's release (legacy agents never close)
-            return VerifyPlan("score")
-        cached = session.verdicts.get(body_digest)
+            self._release(sid)  # verify is the agent-run session's release (legacy agents never close)
+            self.counters["verifies.scored"] += 1
+            return Score(record=False)
+        cached = self._cached(session, body_digest)
         if cached is not None:
-            return VerifyPlan("cached", verdict=cached)
-        return VerifyPlan("score", cache_verdict=True)
+            return cached
+        now = self.clock()
+        lapse = session.judging.get(body_digest)
+        if lapse is not None and lapse > now:
+            return Pending(retry_after=min(0.25, lapse - now))
+        session.judging[body_digest] = now + lease_seconds
+        self.counters["verifies.scored"] += 1
+        return Score(record=True)
 
-    def record_verdict(self, sid: str, body_digest: str, verdict: JsonDict) -> None:
+    def record_verdict(self, sid: str, body_digest: str, verdict: Verdict | None) -> None:
+        """Keep the verdict of a planned verify (None: grading failed, nothing to keep) and end its lease."""
         session = self._open(sid)
         if session is not None and session.episode is not None:
-            session.verdicts[body_digest] = verdict
+            session.judging.pop(body_digest, None)
+            if verdict is not None:
+                self._keep_verdict(session, body_digest, verdict)
+
+    def finish_verify(self, sid: str, body_digest: str, verdict: Verdict, claims: Claims = NO_CLAIMS) -> VerifyOutcome:
+        """For a cheap, deterministic grader: the caller graded first, so one call settles the verify."""
+        masked = self._masked(sid, claims)
+        if masked is not None:
+            return masked
+        session = self._sessions.get(sid)
+        if session is not None and session.episode is not None:
+            cached = self._cached(session, body_digest)
+            if cached is not None:
+                return cached
+            self._keep_verdict(session, body_digest, verdict)
+        released = session is not None and session.episode is None
+        if released:
+            self._release(sid)
+        self.counters["verifies.scored"] += 1
+        return Scored(verdict, released)
 
     # ----- the stateful tools (§C.6) -----
 
-    def session_age(self, sid: str, claimed_incarnation: str | None = None) -> float:
-        return self.clock() - self._require_open(sid, claimed_incarnation).started_at
+    def check_open(self, sid: str, claims: Claims = NO_CLAIMS) -> None:
+        self._require_open(sid, claims)
 
-    def put_document(self, sid: str, key: str, text: str, claimed_incarnation: str | None = None) -> StoredDocument:
-        documents = self._require_open(sid, claimed_incarnation).documents
-        overwritten = key in documents
-        documents[key] = text
-        return StoredDocument(overwritten, list(documents))
+    def started_at(self, sid: str) -> float | None:
+        """When the open session was seeded, or None: a session that is not open has no time budget (§A.15).
+        No side effects: the search tools ask this only to confirm a budget their cookie says is spent."""
+        session = self._open(sid)
+        return None if session is None else session.started_at
 
-    def read_documents(
-        self, sid: str, keys: list[str], claimed_incarnation: str | None = None
-    ) -> DocumentsView:
-        session = self._require_open(sid, claimed_incarnation)
-        texts = {k: session.documents[k] for k in keys if k in session.documents}
-        return DocumentsView(self.clock() - session.started_at, list(session.documents), texts)
+    def put_document(self, sid: str, key: str, ref: DocumentRef, claims: Claims = NO_CLAIMS) -> StoredDocument:
+        session = self._require_open(sid, claims)
+        documents = session.documents
+        held = documents.get(key)
+        if held is None and len(documents) >= self.limits.documents_per_session:
+            raise DocumentRefused(
+                f"ERROR: this session already holds {len(documents)} documents, the most it may "
+                f"(max_documents_per_session). Overwrite an existing key instead: {', '.join(documents)}."
+            )
+        chars = sum(d.chars for d in documents.values()) - (held.chars if held else 0) + ref.chars
+        if chars > self.limits.chars_per_session:
+            raise DocumentRefused(
+                f"ERROR: storing this document would put {chars:,} characters in this session, over its "
+                f"{self.limits.chars_per_session:,}-character limit (max_session_chars). Overwrite a key "
+                "you no longer need instead."
+            )
+        if held is not None:
+            self._unref(held.digest)
+        documents[key] = ref
+        self._refs[ref.digest] += 1
+        return StoredDocument(held is not None, list(documents))
+
+    def read_documents(self, sid: str, keys: list[str], claims: Claims = NO_CLAIMS) -> DocumentsView:
+        session = self._require_open(sid, claims)
+        return DocumentsView(list(session.documents), {k: session.documents[k] for k in keys if k in session.documents})
 
     # ----- TTL (§C.9, Decision 10) -----
 
@@ -241,9 +446,18 @@ class SessionCore:
                 break
             self._evict(sid, session)
             sessions += 1
-        fences = _drop_due(self._fences, lambda fence: fence.expires_at, now)
-        marks = _drop_due(self._expired, lambda drop_at: drop_at, now)
-        return EvictionReport(sessions, fences, marks)
+        marks = 0
+        while self._marks:
+            sid, mark = next(iter(self._marks.items()))
+            if mark.drop_at > now:
+                break
+            self._set_mark(sid, None)
+            marks += 1
+        return EvictionReport(sessions, marks)
+
+    def referenced_digests(self) -> set[str]:
+        """The document texts some session here still names: the document store keeps these."""
+        return set(self._refs)
 
     # ----- introspection, for the store's stats and for tests -----
 
@@ -260,15 +474,18 @@ class SessionCore:
         }
 
     def counts(self) -> dict[str, int]:
-        return {"sessions": len(self._sessions), "fences": len(self._fences), "expired_marks": len(self._expired)}
+        return {"sessions": len(self._sessions), "marks": len(self._marks), "digests": len(self._refs)}
 
     def stats(self) -> JsonDict:
+        now = self.clock()
         return {
             "sessions": len(self._sessions),
             "documents": sum(len(s.documents) for s in self._sessions.values()),
-            "document_chars": sum(len(t) for s in self._sessions.values() for t in s.documents.values()),
-            "fences": len(self._fences),
-            "expired_marks": len(self._expired),
+            "document_chars": sum(d.chars for s in self._sessions.values() for d in s.documents.values()),
+            "digests": len(self._refs),
+            "fences": sum(1 for m in self._marks.values() if m.fenced(now)),
+            "expired_marks": sum(1 for m in self._marks.values() if m.expired(now)),
+            "verdicts": sum(len(s.verdicts) for s in self._sessions.values()),
         }
 
     # ----- internals -----
@@ -279,68 +496,115 @@ class SessionCore:
     def _open(self, sid: str) -> Session | None:
         """The open session, if any. A session past its TTL is evicted here: never served between reaper ticks."""
         session = self._sessions.get(sid)
-        if session is not None:
-            now = self.clock()
-            if self._past_ttl(session, now):
-                self._evict(sid, session)
-                return None
+        if session is not None and self._past_ttl(session, self.clock()):
+            self._evict(sid, session)
+            return None
         return session
 
     def _evict(self, sid: str, session: Session) -> None:
         """Evict a session past its TTL. Its marks count from the instant it expired, not from when the eviction
         ran, so what the contract shows never depends on when the reaper happened to tick."""
-        del self._sessions[sid]
+        self._release(sid)
+        self.counters["evicted"] += 1
         lapse = session.started_at + self.session_ttl + self.fence_ttl
-        self._expired.pop(sid, None)
-        self._expired[sid] = lapse
+        mark = replace(self._marks.get(sid, Mark()), expired_until=lapse)
         if session.episode is not None and self._fence(sid) is None:
-            self._fences[sid] = Fence(session.episode.episode_id, lapse, "evicted")
+            mark = replace(mark, fence_until=lapse, cause="evicted", episode_id=session.episode.episode_id)
+        self._set_mark(sid, mark)
 
-    def _fence(self, sid: str) -> Fence | None:
-        fence = self._fences.get(sid)
-        if fence is not None and fence.expires_at <= self.clock():
-            del self._fences[sid]
-            return None
-        return fence
+    def _release(self, sid: str) -> None:
+        session = self._sessions.pop(sid, None)
+        if session is not None:
+            for ref in session.documents.values():
+                self._unref(ref.digest)
+
+    def _unref(self, digest: str) -> None:
+        self._refs[digest] -= 1
+        if self._refs[digest] <= 0:
+            del self._refs[digest]
+
+    def _set_mark(self, sid: str, mark: Mark | None) -> None:
+        self._marks.pop(sid, None)  # re-insert at the end: the marks stay nearly in drop order
+        if mark is not None and (mark.fence_until is not None or mark.expired_until is not None):
+            self._marks[sid] = mark
+            self._mark_writes[sid] = mark
+        else:
+            self._mark_writes[sid] = None
+
+    def _fence(self, sid: str) -> Mark | None:
+        mark = self._marks.get(sid)
+        return mark if mark is not None and mark.fenced(self.clock()) else None
 
     def _is_marked_expired(self, sid: str) -> bool:
-        drop_at = self._expired.get(sid)
-        if drop_at is not None and drop_at <= self.clock():
-            del self._expired[sid]
-            return False
-        return drop_at is not None
+        mark = self._marks.get(sid)
+        return mark is not None and mark.expired(self.clock())
 
-    def _note_if_lost(self, sid: str, claimed_incarnation: str | None) -> None:
-        """A cookie from an earlier life of this core names a session that life held: fence it as lost."""
-        if claimed_incarnation and claimed_incarnation != self.incarnation and self._fence(sid) is None:
-            self._fences[sid] = Fence(None, self.clock() + self.fence_ttl, "lost")
+    def _clear_expired_mark(self, sid: str) -> None:
+        """"A new agent-run seed for the ID clears the mark" (§C.3); so does a new episode seed of an unfenced ID."""
+        mark = self._marks.get(sid)
+        if mark is not None:
+            self._set_mark(sid, replace(mark, expired_until=None) if mark.fenced(self.clock()) else None)
 
-    def _require_open(self, sid: str, claimed_incarnation: str | None) -> Session:
+    def _note_if_lost(self, sid: str, claims: Claims) -> None:
+        """A cookie from another life of this shard names a session that life held: fence it as lost."""
+        if claims.incarnation and claims.incarnation != self.incarnation and self._fence(sid) is None:
+            self._set_mark(sid, replace(self._marks.get(sid, Mark()), fence_until=self.clock() + self.fence_ttl,
+                                        cause="lost", episode_id=None))
+
+    def _masked(self, sid: str, claims: Claims) -> Masked | None:
+        session = self._open(sid)
+        if self._is_marked_expired(sid):
+            self.counters["verifies.masked.session_expired"] += 1
+            return Masked("session_expired", f"Session {sid!r} outlived session_ttl_seconds and was evicted "
+                          "before verify.")
+        if session is None:
+            self._note_if_lost(sid, claims)
+        fence = self._fence(sid)
+        if fence is not None:
+            self.counters["verifies.masked.session_lost"] += 1
+            return Masked("session_lost", f"Session {sid!r} is not open: {_FENCE_WHY[fence.cause]}.")
+        return None
+
+    def _cached(self, session: Session, body_digest: str) -> Cached | None:
+        verdict = session.verdicts.get(body_digest)
+        if verdict is None:
+            return None
+        self.counters["verifies.cached"] += 1
+        return Cached(verdict)
+
+    def _keep_verdict(self, session: Session, body_digest: str, verdict: Verdict) -> None:
+        session.verdicts[body_digest] = verdict
+        while len(session.verdicts) > self.limits.verdicts_per_session:  # the oldest is judged again if re-sent
+            session.verdicts.popitem(last=False)
+
+    def _require_open(self, sid: str, claims: Claims) -> Session:
         session = self._open(sid)
         if session is not None:
             return session
+        self.counters["session_lost"] += 1
         if self._is_marked_expired(sid):
             raise SessionLost(sid, _FENCE_WHY["evicted"])
-        self._note_if_lost(sid, claimed_incarnation)
+        self._note_if_lost(sid, claims)
         fence = self._fence(sid)
         raise SessionLost(sid, _FENCE_WHY[fence.cause] if fence else "never seeded, or already released by verify")
 
+    def _check_capacity(self) -> None:
+        if len(self._sessions) >= self.limits.sessions:
+            raise StoreFull("This shard holds as many sessions as it may (max_sessions_per_shard); retry shortly.")
+
+    def _conflict(self, reason: str) -> None:
+        self.counters[f"conflicts.{reason}"] += 1
+
 
 def canonical_digest(value: Any) -> str:
-    """A digest of a JSON value that ignores key order (Decision 4 compares task_data this way)."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    """A digest of a JSON value that ignores key order (Decision 4 compares task_data this way). ASCII escapes,
+    so any string, even one with an unpaired surrogate, has a digest."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _drop_due(table: dict[str, Any], due_at: Callable[[Any], float], now: float) -> int:
-    dropped = 0
-    while table:
-        sid, value = next(iter(table.items()))
-        if due_at(value) > now:
-            break
-        del table[sid]
-        dropped += 1
-    return dropped
+def _show(episode_id: JsonDict) -> str:
+    return json.dumps(episode_id, sort_keys=True)
 
 
 def _seed_conflict_message(sid: str, held: EpisodeSeed, asked: EpisodeSeed) -> str:
@@ -354,7 +618,7 @@ def _seed_conflict_message(sid: str, held: EpisodeSeed, asked: EpisodeSeed) -> s
         if a != b
     ]
     return (
-        f"Resources session {sid!r} is already open for episode {held.episode_id} of task {held.task_id}; "
-        f"this seed differs in {', '.join(differs)}. A retried seed must repeat the original exactly; "
-        "a new episode needs a new resources_session_id."
+        f"Resources session {sid!r} is already open for episode {_show(held.episode_id)} of task "
+        f"{_show(held.task_id)}; this seed differs in {', '.join(differs)}. A retried seed must repeat the original "
+        "exactly; a new episode needs a new resources_session_id."
     )

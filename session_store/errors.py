@@ -20,5 +20,14 @@ class SessionLost(Exception):
         return (SessionLost, (self.session_id, self.why))
 
 
+class DocumentRefused(Exception):
+    """A document the session may not store (a per-session limit): its text is the tool's result."""
+
+
 class StoreUnavailable(Exception):
-    """The shard holding a session did not answer (it is restarting); the caller may retry: 503."""
+    """The shard holding a session did not answer in time, or its answer could not be made durable; the caller
+    may retry: 503 with Retry-After."""
+
+
+class StoreFull(StoreUnavailable):
+    """A shard is at one of its capacity limits: 503 with Retry-After, never a silently dropped fence."""

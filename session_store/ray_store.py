@@ -1,28 +1,66 @@
-"""`RaySessionStore`: the `SessionStore` whose shards are the named shard actors."""
+"""`RaySessionStore`: the `SessionStore` whose shards are named shard actors, and `SessionActors`, which gets
+or creates the shards, the document store and the reaper of an application."""
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
 from typing import Any
 
-from ray.exceptions import ActorDiedError, ActorUnavailableError, RayTaskError
+import session_store
 
-from .actors import SessionActorsSpec, ensure_session_actors
-from .errors import StoreUnavailable
+from .app_actors import AppActors, call, code_version
+from .ray_actors import DocumentStoreActor, ReaperActor, SessionShardActor
+from .shard import Op, Outcome, ShardConfig
 from .store import SessionStore
 
 
-class RaySessionStore(SessionStore):
-    def __init__(self, spec: SessionActorsSpec):
-        self.spec = spec
-        self.num_shards = spec.num_shards
-        self._shards = ensure_session_actors(spec)
+@dataclass(frozen=True)
+class SessionActorsSpec:
+    num_shards: int
+    shard: ShardConfig
+    reaper_interval_seconds: float = 30.0
+    document_store_bytes: int = 4_000_000_000
+    document_grace_seconds: float = 60.0
+    call_timeout_seconds: float = 10.0
 
-    async def _call(self, shard: int, method: str, *args: Any) -> Any:
-        try:
-            return await getattr(self._shards[shard], method).remote(*args)
-        except RayTaskError as error:  # the shard raised: hand its own session error to the caller
-            raise error.cause from None
-        except (ActorUnavailableError, ActorDiedError) as error:
-            raise StoreUnavailable(
-                f"Session-store shard {shard} is not answering (restarting?); retry the request shortly."
-            ) from error
+
+class SessionActors:
+    """The session-store actors of one application, created under versioned names (`app_actors.py`): the
+    shards and the document store at once, the reaper by `start_reaper` (only the deployment runs one)."""
+
+    def __init__(self, app: AppActors, spec: SessionActorsSpec):
+        self._app, self._spec = app, spec
+        self._code = code = code_version(session_store)
+        shard_args = [(spec.shard, app.kv_namespace) for _ in range(spec.num_shards)]
+        kinds = [f"shard-{k}-of-{spec.num_shards}" for k in range(spec.num_shards)]
+        self.shard_names = [app.name(kind, args, code) for kind, args in zip(kinds, shard_args)]
+        self.shards = [app.create(kind, SessionShardActor, args, code=code) for kind, args in zip(kinds, shard_args)]
+        doc_args = (spec.document_store_bytes, spec.document_grace_seconds)
+        self.document_store_name = app.name("documents", doc_args, code)
+        self.document_store = app.create("documents", DocumentStoreActor, doc_args, code=code)
+        self.timeout = spec.call_timeout_seconds
+
+    def start_reaper(self, other_actors: list[str], serve_app: str | None) -> list[str]:
+        """Get or create the reaper; returns the names of every actor the deployment uses (the active set)."""
+        args = (self._app, self.shard_names, self.document_store_name, self._spec.reaper_interval_seconds,
+                sorted(other_actors), serve_app)
+        self.reaper = self._app.create("reaper", ReaperActor, args, code=self._code)
+        return [*self.shard_names, self.document_store_name, self._app.name("reaper", args, self._code),
+                *other_actors]
+
+
+class RaySessionStore(SessionStore):
+    def __init__(self, actors: SessionActors):
+        self._shards = actors.shards
+        self._timeout = actors.timeout
+        super().__init__(len(actors.shards))
+
+    async def _send(self, shard: int, ops: list[Op]) -> list[Outcome]:
+        return await call(self._shards[shard].run.remote(ops), timeout=self._timeout,
+                          what=f"Session-store shard {shard}")
+
+    async def _each_shard(self, method: str) -> list[Any]:
+        return await asyncio.gather(*(
+            call(getattr(s, method).remote(), timeout=self._timeout, what=f"Session-store shard {k}")
+            for k, s in enumerate(self._shards)))

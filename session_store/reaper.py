@@ -1,67 +1,92 @@
-"""The reaper: one named actor that enforces the session TTL on every shard, every tick (contract §C.9).
+"""The reaper's tick: enforce the session TTL on every shard and sweep the documents nobody names (contract §C.9).
 
-Sessions past their TTL are also refused on access by the core itself; the reaper is what releases the
-memory of sessions nobody touches again, and drops fences and expired marks once they lapse (Decision 10).
-Each tick it publishes what it evicted and what the shards hold as Ray metrics (exported with a `ray_`
-prefix on each node's metrics port): `finsec_sessions_evicted`, `finsec_sessions_held`, `finsec_fences_held`.
+Sessions past their TTL are also refused on access by the core itself; the reaper is what releases the memory of
+sessions nobody touches again, drops fences and expired marks once they lapse (Decision 10), and tells the
+document store which texts shards still reference. Pure: the actor in `ray_actors.py` runs it on a timer, with
+shard and document-store clients that are actor handles, and publishes what it reports as Ray metrics.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-
-import ray
-from ray.util.metrics import Counter, Gauge
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable, Protocol
 
 from .core import EvictionReport
+from .documents import SweepReport
+from .shard import TickReport
 
 log = logging.getLogger(__name__)
 
 
-@ray.remote
+class ShardTicks(Protocol):
+    async def tick(self) -> TickReport: ...
+
+    async def sweep_marks(self) -> int: ...
+
+
+class DocumentSweeps(Protocol):
+    async def sweep(self, referenced: set[str]) -> SweepReport: ...
+
+
+@dataclass
+class ReaperStatus:
+    ticks: int = 0
+    evicted: EvictionReport = field(default_factory=EvictionReport)
+    held: dict[str, int] = field(default_factory=dict)  # sessions, marks, digests over the shards that answered
+    counters: Counter[str] = field(default_factory=Counter)  # session counters summed over shard lives
+    documents: SweepReport | None = None
+    shards_unreachable: int = 0
+    durable_marks_swept: int = 0
+
+
 class Reaper:
-    def __init__(self, namespace: str, shard_names: list[str], interval_seconds: float):
-        self._namespace = namespace
-        self._shard_names = shard_names
-        self._interval = interval_seconds
-        self._ticks = 0
-        self._evicted = EvictionReport()
-        self._held: dict[str, int] = {}
-        self._tags = {"namespace": namespace}
-        self._evicted_metric = Counter(
-            "finsec_sessions_evicted", "Sessions evicted for outliving session_ttl_seconds", tag_keys=("namespace",))
-        self._held_metrics = {
-            name: Gauge(f"finsec_{name}_held", f"{name.replace('_', ' ').capitalize()} held by all shards",
-                        tag_keys=("namespace",))
-            for name in ("sessions", "fences")
-        }
-        # An async actor's constructor runs on its event loop, so the loop can start here; a restarted reaper
-        # (max_restarts=-1) starts it again the same way.
-        self._task = asyncio.get_running_loop().create_task(self._run())
+    def __init__(self, shards: list[ShardTicks], documents: DocumentSweeps | None = None, *,
+                 sweep_marks_every: int = 120):
+        self._shards = shards
+        self._documents = documents
+        self._sweep_marks_every = sweep_marks_every
+        self._last: dict[int, TickReport] = {}  # per shard: its report of the previous tick
+        self.status = ReaperStatus()
 
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval)
-            try:
-                await self.tick()
-            except Exception:  # a restarting shard must not stop the reaper
-                log.exception("reaper tick failed; trying again next tick")
+    async def tick(self) -> tuple[EvictionReport, Counter[str]]:
+        """One pass; returns what it evicted and the counters' increments since the previous tick."""
+        reports = await asyncio.gather(*(s.tick() for s in self._shards), return_exceptions=True)
+        answered = {k: r for k, r in enumerate(reports) if isinstance(r, TickReport)}
+        for k, r in enumerate(reports):
+            if not isinstance(r, TickReport):
+                log.warning("reaper: shard %d did not answer its tick: %r", k, r)
+        evicted = sum((r.evicted for r in answered.values()), EvictionReport())
+        increments: Counter[str] = Counter()
+        for k, report in answered.items():
+            before = self._last.get(k)
+            same_life = before is not None and before.incarnation == report.incarnation
+            increments.update({name: n - (before.counters.get(name, 0) if same_life else 0)
+                               for name, n in report.counters.items()})
+            self._last[k] = report
+        status = self.status
+        status.ticks += 1
+        status.evicted = status.evicted + evicted
+        status.counters.update(increments)
+        status.shards_unreachable = len(self._shards) - len(answered)
+        status.held = {name: sum(r.counts.get(name, 0) for r in answered.values())
+                       for name in ("sessions", "marks", "digests")}
+        # A shard that did not answer may name texts nobody else does: sweep only on a full view.
+        if self._documents is not None and len(answered) == len(self._shards):
+            referenced = set().union(*(r.referenced_digests for r in answered.values()))
+            status.documents = await self._documents.sweep(referenced)
+        if self._shards and status.ticks % self._sweep_marks_every == 0:
+            status.durable_marks_swept += await self._shards[0].sweep_marks()
+        return evicted, increments
 
-    async def tick(self) -> EvictionReport:
-        shards = [ray.get_actor(name, namespace=self._namespace) for name in self._shard_names]
-        results = await asyncio.gather(*(s.evict_expired.remote() for s in shards), return_exceptions=True)
-        report = sum((r for r in results if isinstance(r, EvictionReport)), EvictionReport())
-        counts = await asyncio.gather(*(s.counts.remote() for s in shards), return_exceptions=True)
-        self._held = {name: sum(c[name] for c in counts if isinstance(c, dict)) for name in self._held_metrics}
-        self._ticks += 1
-        self._evicted = self._evicted + report
-        if report.sessions:
-            self._evicted_metric.inc(report.sessions, tags=self._tags)
-        for name, gauge in self._held_metrics.items():
-            gauge.set(self._held[name], tags=self._tags)
-        return report
 
-    async def status(self) -> dict:
-        return {"ticks": self._ticks, "evicted": self._evicted, "held": self._held,
-                "interval_seconds": self._interval}
+async def run_every(interval_seconds: float, tick: Callable[[], Awaitable[object]]) -> None:
+    """Tick forever; a failing tick (a shard restarting) is logged and tried again next time."""
+    while True:
+        await asyncio.sleep(interval_seconds)
+        try:
+            await tick()
+        except Exception:
+            log.exception("reaper tick failed; trying again next tick")

@@ -1,79 +1,141 @@
-"""One shard's service: the pure core plus per-ID locks. Ray-free; `actors.py` wraps this same class as an actor.
+"""One shard's service: the pure core run a batch at a time, with its marks kept durably. Ray-free; the
+shard actor (`ray_store.py`) is this class with a GCS-backed mark store.
 
-Seeds and closes of one ID run under that ID's lock (contract §C.1). The core's methods do not await, so today
-they are atomic on the event loop anyway; the lock keeps them serialized once a step awaits (a notification,
-a checkpoint write), and costs nothing measurable.
+A batch is the operations that concurrent requests of one ingress replica sent to this shard while its previous
+call was in flight (`batching.py`). The core runs them in order, one after the other, with no await in between,
+so the operations of one ID are serialized as contract §C.1 asks of its per-ID lock, and a batch gives each
+operation exactly the result it would have had alone. Around the run:
+- before it, the durable marks of IDs the core does not know are read, so a restarted shard still refuses a
+  late seed of an ID it closed in a previous life;
+- after it, every mark the run changed is written, and only then are the results returned. An operation whose
+  mark could not be written answers "unavailable" (503), never a 200 the store could forget.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
-from .core import Clock, DocumentsView, EpisodeSeed, EvictionReport, SessionCore, StoredDocument, VerifyPlan
-from .locks import KeyedLocks
+from .core import EvictionReport, Limits, SessionCore
+from .errors import DocumentRefused, SessionConflict, SessionLost, StoreFull, StoreUnavailable
+from .marks import MarkStore, MemoryMarkStore
+
+log = logging.getLogger(__name__)
+
+Op = tuple[str, tuple]  # a core method and its arguments; the session ID always comes first
+Outcome = tuple[bool, Any]  # (True, result) or (False, the session error to raise at the caller)
+
+OPERATIONS = frozenset({
+    "seed_episode", "seed_agent_run", "close", "retire", "mark_lost", "plan_verify", "record_verdict",
+    "finish_verify", "check_open", "started_at", "put_document", "read_documents", "describe",
+})
+# Operations whose answer depends on a fence or expired mark of an ID that is not open.
+_NEEDS_MARKS = frozenset({"seed_episode", "seed_agent_run", "close", "plan_verify", "finish_verify", "describe"})
+_SESSION_ERRORS = (SessionConflict, SessionLost, DocumentRefused, StoreFull)
 
 
 @dataclass(frozen=True)
-class SeedResult:
-    created: bool
-    incarnation: str  # goes into the session cookie (see SessionCore.incarnation)
+class ShardConfig:
+    session_ttl_seconds: float
+    fence_ttl_seconds: float | None = None
+    limits: Limits = Limits()
+
+
+@dataclass(frozen=True)
+class TickReport:
+    """What one reaper tick did on a shard and what the shard holds afterwards."""
+
+    evicted: EvictionReport
+    counts: dict[str, int]
+    referenced_digests: set[str]
+    counters: dict[str, int]
+    incarnation: str
 
 
 class ShardService:
-    def __init__(
-        self,
-        session_ttl_seconds: float,
-        fence_ttl_seconds: float | None = None,
-        clock: Clock | None = None,
-    ):
+    def __init__(self, config: ShardConfig, marks: MarkStore | None = None, clock=None):
         kwargs = {"clock": clock} if clock is not None else {}
-        self._core = SessionCore(
-            session_ttl_seconds=session_ttl_seconds, fence_ttl_seconds=fence_ttl_seconds, **kwargs
-        )
-        self._locks = KeyedLocks()
+        self._core = SessionCore(session_ttl_seconds=config.session_ttl_seconds,
+                                 fence_ttl_seconds=config.fence_ttl_seconds, limits=config.limits, **kwargs)
+        self._marks = marks if marks is not None else MemoryMarkStore()
+        self._unwritten: dict[str, Any] = {}  # mark changes a failed write left behind: retried with the next
 
-    async def seed_episode(self, sid: str, seed: EpisodeSeed, claimed_incarnation: str | None) -> SeedResult:
-        async with self._locks.hold(sid):
-            return SeedResult(self._core.seed_episode(sid, seed, claimed_incarnation), self._core.incarnation)
+    @property
+    def incarnation(self) -> str:
+        return self._core.incarnation
 
-    async def seed_agent_run(self, sid: str) -> SeedResult:
-        async with self._locks.hold(sid):
-            self._core.seed_agent_run(sid)
-            return SeedResult(True, self._core.incarnation)
+    async def run(self, ops: list[Op]) -> list[Outcome]:
+        self._core.evict_expired()  # costs what it evicts; keeps expired marks durable between reaper ticks
+        unreadable = await self._learn_marks(ops)
+        outcomes: list[Outcome] = []
+        depends: list[set[str]] = []  # per operation: the IDs whose durable write its answer relies on
+        writes = self._unwritten
+        self._unwritten = {}
+        for name, args in ops:
+            sid = args[0] if args else None
+            if name not in OPERATIONS:
+                outcomes.append((False, StoreUnavailable(f"unknown session-store operation {name!r}")))
+            elif name in _NEEDS_MARKS and sid in unreadable:
+                outcomes.append((False, StoreUnavailable(
+                    "The session store could not read its fence records; retry the request shortly.")))
+            else:
+                outcomes.append(self._apply(name, args))
+            changed = self._core.take_mark_writes()
+            writes.update(changed)
+            depends.append(set(changed) | ({sid} if sid in writes else set()))
+        if writes:
+            failed = await self._write(writes)
+            if failed:
+                self._unwritten = {sid: writes[sid] for sid in failed}
+                for i, ids in enumerate(depends):
+                    if ids & failed:
+                        outcomes[i] = (False, StoreUnavailable(
+                            "The session store could not record this durably; retry the request shortly."))
+        return outcomes
 
-    async def close(self, sid: str, episode_id: dict[str, Any]) -> None:
-        async with self._locks.hold(sid):
-            self._core.close(sid, episode_id)
+    def _apply(self, name: str, args: tuple) -> Outcome:
+        try:
+            return True, getattr(self._core, name)(*args)
+        except _SESSION_ERRORS as error:
+            return False, error
+        except Exception as error:  # a bug must not take the batch, or the request, down with a 500
+            log.exception("session-store operation %s failed", name)
+            return False, StoreUnavailable(f"The session store failed on {name} ({type(error).__name__}).")
 
-    async def retire(self, sid: str) -> None:
-        async with self._locks.hold(sid):
-            self._core.retire(sid)
+    async def _learn_marks(self, ops: list[Op]) -> set[str]:
+        wanted = sorted({args[0] for name, args in ops if name in _NEEDS_MARKS and self._core.wants_mark(args[0])})
+        if not wanted:
+            return set()
+        try:
+            found = await self._marks.read(wanted)
+        except Exception:
+            log.warning("could not read %d durable marks", len(wanted), exc_info=True)
+            return set(wanted)
+        for sid, mark in found.items():
+            self._core.learn_mark(sid, mark)
+        return set()
 
-    async def begin_verify(self, sid: str, body_digest: str, claimed_incarnation: str | None) -> VerifyPlan:
-        return self._core.begin_verify(sid, body_digest, claimed_incarnation)
+    async def _write(self, writes: dict[str, Any]) -> set[str]:
+        try:
+            return await self._marks.write(writes)
+        except Exception:
+            log.warning("could not write %d durable marks", len(writes), exc_info=True)
+            return set(writes)
 
-    async def record_verdict(self, sid: str, body_digest: str, verdict: dict[str, Any]) -> None:
-        self._core.record_verdict(sid, body_digest, verdict)
+    async def tick(self) -> TickReport:
+        """One reaper tick: evict what outlived its TTL, drop lapsed marks, report what is held."""
+        evicted = self._core.evict_expired()
+        changed = {**self._unwritten, **self._core.take_mark_writes()}
+        if changed:
+            failed = await self._write(changed)
+            self._unwritten = {sid: changed[sid] for sid in failed}
+        return TickReport(evicted, self._core.counts(), self._core.referenced_digests(), dict(self._core.counters),
+                          self._core.incarnation)
 
-    async def session_age(self, sid: str, claimed_incarnation: str | None) -> float:
-        return self._core.session_age(sid, claimed_incarnation)
-
-    async def put_document(self, sid: str, key: str, text: str, claimed_incarnation: str | None) -> StoredDocument:
-        return self._core.put_document(sid, key, text, claimed_incarnation)
-
-    async def read_documents(self, sid: str, keys: list[str], claimed_incarnation: str | None) -> DocumentsView:
-        return self._core.read_documents(sid, keys, claimed_incarnation)
-
-    async def evict_expired(self) -> EvictionReport:
-        return self._core.evict_expired()
-
-    async def describe(self, sid: str) -> dict[str, Any]:
-        return self._core.describe(sid)
-
-    async def counts(self) -> dict[str, int]:
-        """What the shard holds, in O(1): for the reaper's metrics every tick."""
-        return self._core.counts()
+    async def sweep_marks(self) -> int:
+        return await self._marks.sweep(self._core.clock())
 
     async def stats(self) -> dict[str, Any]:
-        return {**self._core.stats(), "locks": len(self._locks), "incarnation": self._core.incarnation}
+        return {**self._core.stats(), "incarnation": self._core.incarnation, "counters": dict(self._core.counters)}
+

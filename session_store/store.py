@@ -1,38 +1,60 @@
 """The `SessionStore` interface the ingress talks to, and its in-process implementation.
 
-A store routes each session ID to one shard (a `ShardService`, in process or behind a Ray actor) and makes
-one call there; the ingress never learns which implementation it holds (design principle 2).
+A store routes each session ID to one shard (`routing.shard_index`) and makes one call there per request; calls
+that concurrent requests make to one shard are coalesced into one batch (`batching.Coalescer`). The ingress
+never learns which implementation it holds (design principle 2).
 """
 
 from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
+from functools import partial
 from typing import Any
 
-from .core import DocumentsView, EpisodeSeed, EvictionReport, StoredDocument, VerifyPlan
+from .batching import Coalescer
+from .core import (
+    NO_CLAIMS,
+    Claims,
+    DocumentRef,
+    DocumentsView,
+    EpisodeSeed,
+    Seeded,
+    StoredDocument,
+    Verdict,
+    VerifyOutcome,
+    VerifyPlan,
+)
 from .routing import shard_index
-from .shard import SeedResult, ShardService
+from .shard import Op, Outcome, ShardService, TickReport
 
 
 class SessionStore(ABC):
     num_shards: int
 
+    def __init__(self, num_shards: int):
+        self.num_shards = num_shards
+        self._coalescers = [Coalescer(partial(self._send, k)) for k in range(num_shards)]
+
     @abstractmethod
-    async def _call(self, shard: int, method: str, *args: Any) -> Any:
-        """Run `method` on shard `shard` and return its result, raising the shard's own session errors."""
+    async def _send(self, shard: int, ops: list[Op]) -> list[Outcome]:
+        """Run one batch on shard `shard`; raises StoreUnavailable when the shard cannot be reached."""
+
+    @abstractmethod
+    async def _each_shard(self, method: str) -> list[Any]:
+        """Call `method` on every shard directly (not batched): stats and reaper ticks."""
 
     async def _on(self, sid: str, method: str, *args: Any) -> Any:
-        return await self._call(shard_index(sid, self.num_shards), method, sid, *args)
+        ok, value = await self._coalescers[shard_index(sid, self.num_shards)].submit((method, (sid, *args)))
+        if ok:
+            return value
+        raise value
 
-    async def _on_all(self, method: str) -> list[Any]:
-        return await asyncio.gather(*(self._call(k, method) for k in range(self.num_shards)))
+    async def seed_episode(self, sid: str, seed: EpisodeSeed, claims: Claims = NO_CLAIMS) -> Seeded:
+        return await self._on(sid, "seed_episode", seed, claims)
 
-    async def seed_episode(self, sid: str, seed: EpisodeSeed, claimed_incarnation: str | None) -> SeedResult:
-        return await self._on(sid, "seed_episode", seed, claimed_incarnation)
-
-    async def seed_agent_run(self, sid: str) -> SeedResult:
-        return await self._on(sid, "seed_agent_run")
+    async def seed_agent_run(self, sid: str, claims: Claims = NO_CLAIMS) -> Seeded:
+        return await self._on(sid, "seed_agent_run", claims)
 
     async def close(self, sid: str, episode_id: dict[str, Any]) -> None:
         await self._on(sid, "close", episode_id)
@@ -41,41 +63,56 @@ class SessionStore(ABC):
         """`retire_session_state` (contract §C.8, Decision 8)."""
         await self._on(sid, "retire")
 
-    async def begin_verify(self, sid: str, body_digest: str, claimed_incarnation: str | None) -> VerifyPlan:
-        return await self._on(sid, "begin_verify", body_digest, claimed_incarnation)
+    async def mark_lost(self, sid: str) -> None:
+        await self._on(sid, "mark_lost")
 
-    async def record_verdict(self, sid: str, body_digest: str, verdict: dict[str, Any]) -> None:
+    async def plan_verify(self, sid: str, body_digest: str, claims: Claims, lease_seconds: float) -> VerifyPlan:
+        return await self._on(sid, "plan_verify", body_digest, claims, lease_seconds)
+
+    async def record_verdict(self, sid: str, body_digest: str, verdict: Verdict | None) -> None:
         await self._on(sid, "record_verdict", body_digest, verdict)
 
-    async def session_age(self, sid: str, claimed_incarnation: str | None) -> float:
-        return await self._on(sid, "session_age", claimed_incarnation)
+    async def finish_verify(self, sid: str, body_digest: str, verdict: Verdict, claims: Claims) -> VerifyOutcome:
+        return await self._on(sid, "finish_verify", body_digest, verdict, claims)
 
-    async def put_document(self, sid: str, key: str, text: str, claimed_incarnation: str | None) -> StoredDocument:
-        return await self._on(sid, "put_document", key, text, claimed_incarnation)
+    async def check_open(self, sid: str, claims: Claims) -> None:
+        await self._on(sid, "check_open", claims)
 
-    async def read_documents(self, sid: str, keys: list[str], claimed_incarnation: str | None) -> DocumentsView:
-        return await self._on(sid, "read_documents", keys, claimed_incarnation)
+    async def started_at(self, sid: str) -> float | None:
+        return await self._on(sid, "started_at")
+
+    async def put_document(self, sid: str, key: str, ref: DocumentRef, claims: Claims) -> StoredDocument:
+        return await self._on(sid, "put_document", key, ref, claims)
+
+    async def read_documents(self, sid: str, keys: list[str], claims: Claims) -> DocumentsView:
+        return await self._on(sid, "read_documents", keys, claims)
 
     async def describe(self, sid: str) -> dict[str, Any]:
         return await self._on(sid, "describe")
 
-    async def evict_expired(self) -> EvictionReport:
-        reports = await self._on_all("evict_expired")
-        return sum(reports, EvictionReport())
+    async def tick(self) -> list[TickReport]:
+        return await self._each_shard("tick")
 
     async def stats(self) -> dict[str, Any]:
-        """Totals over every shard, plus each shard's own row."""
-        rows = await self._on_all("stats")
-        totals = {k: sum(row[k] for row in rows) for k in rows[0] if k != "incarnation"}
-        return {**totals, "shards": rows}
+        """Totals over every shard (counters summed), plus each shard's own row."""
+        rows = await self._each_shard("stats")
+        totals = {k: sum(row[k] for row in rows) for k in rows[0] if k not in ("incarnation", "counters")}
+        counters: dict[str, int] = {}
+        for row in rows:
+            for name, n in row["counters"].items():
+                counters[name] = counters.get(name, 0) + n
+        return {**totals, "counters": counters, "shards": rows}
 
 
 class LocalSessionStore(SessionStore):
     """Shards as plain objects in this process: for the Ray-free tests and the single-process baseline."""
 
     def __init__(self, shards: list[ShardService]):
-        self._shards = shards
-        self.num_shards = len(shards)
+        self.shards = shards
+        super().__init__(len(shards))
 
-    async def _call(self, shard: int, method: str, *args: Any) -> Any:
-        return await getattr(self._shards[shard], method)(*args)
+    async def _send(self, shard: int, ops: list[Op]) -> list[Outcome]:
+        return await self.shards[shard].run(ops)
+
+    async def _each_shard(self, method: str) -> list[Any]:
+        return await asyncio.gather(*(getattr(s, method)() for s in self.shards))

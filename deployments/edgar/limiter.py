@@ -13,7 +13,9 @@ import time
 from typing import Callable
 
 import ray
-from ray.exceptions import ActorUnavailableError, RayActorError
+
+from session_store import StoreUnavailable
+from session_store.app_actors import call
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +37,7 @@ class PacedSchedule:
         return self._last - now
 
 
-@ray.remote(num_cpus=0, max_restarts=-1)
+@ray.remote
 class RateLimiterActor:
     def __init__(self, limit: int, window_seconds: float):
         self._schedule = PacedSchedule(limit, window_seconds)
@@ -45,21 +47,18 @@ class RateLimiterActor:
 
 
 class ClusterRateLimiter:
-    """The client side: `await limiter.acquire()` before each request attempt. Every replica gets or creates
-    the same named actor (detached, so it outlives any one replica; its first creator's limit wins)."""
+    """The client side: `await limiter.acquire()` before each request attempt, against the app's one limiter
+    actor (named and created by session_store.app_actors, like every actor of the app)."""
 
-    ACTOR_NAME = "edgar-rate-limiter"
-
-    def __init__(self, namespace: str, limit: int, window_seconds: float):
-        self._actor = RateLimiterActor.options(
-            name=self.ACTOR_NAME, namespace=namespace, lifetime="detached", get_if_exists=True
-        ).remote(limit, window_seconds)
+    def __init__(self, actor, limit: int, window_seconds: float, timeout_seconds: float = 5.0):
+        self._actor = actor
         self._fallback_delay = window_seconds / limit
+        self._timeout = timeout_seconds
 
     async def acquire(self) -> None:
         try:
-            delay = await self._actor.reserve.remote()
-        except (RayActorError, ActorUnavailableError):
+            delay = await call(self._actor.reserve.remote(), timeout=self._timeout, what="EDGAR rate limiter")
+        except StoreUnavailable:
             # The limiter is restarting: wait one whole slot, which keeps this replica alone under the limit.
             log.warning("EDGAR rate limiter unavailable; pacing this request locally")
             delay = self._fallback_delay

@@ -62,7 +62,7 @@ class ModelBackend:
     """NeMo Gym's behaviour: the documents substituted into the prompt and sent to a model (§E.1 step 7-9)."""
 
     def __init__(self, model: LlmRetrieval):
-        self._model = model
+        self.model = model
 
     async def answer(self, prompt: str, documents: dict[str, Selection]) -> str:
-        return await self._model.answer(substitute(prompt, {key: s.sliced() for key, s in documents.items()}))
+        return await self.model.answer(substitute(prompt, {key: s.sliced() for key, s in documents.items()}))

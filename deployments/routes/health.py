@@ -2,7 +2,9 @@
 
 from fastapi import APIRouter
 
-router = APIRouter()
+from ..strict_json import StrictJsonRoute
+
+router = APIRouter(route_class=StrictJsonRoute)
 
 
 @router.get("/")

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 from fastapi import APIRouter, Body, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 from pydantic import ValidationError
 
-from session_store.core import EpisodeSeed, canonical_digest
+from session_store import NO_CLAIMS, EpisodeSeed, canonical_digest
 
 from .. import identity
 from ..contract import (
@@ -22,15 +24,14 @@ from ..contract import (
 )
 from ..metrics import aggregate_metrics
 from ..services import services
-from ..verify import masked_row, scored_row
+from ..strict_json import StrictJsonRoute
 
-router = APIRouter()
+router = APIRouter(route_class=StrictJsonRoute)
 
 
-def _episode_seed(seed: EpisodeSeedRequest) -> EpisodeSeed:
-    return EpisodeSeed(
-        seed.episode_id.model_dump(), seed.task_id.model_dump(), canonical_digest(seed.task_data)
-    )
+async def _episode_seed(seed: EpisodeSeedRequest) -> EpisodeSeed:
+    digest = await asyncio.to_thread(canonical_digest, seed.task_data)  # task_data can be a whole dataset row
+    return EpisodeSeed(seed.episode_id.model_dump(), seed.task_id.model_dump(), digest)
 
 
 @router.post("/seed_session")
@@ -38,8 +39,8 @@ async def seed_session(request: Request, body: dict[str, Any] = Body(...)) -> An
     store = services(request).store
     if "resources_session_id" not in body:  # an agent-run seed: any other object (§A.1, Decision 5)
         sid = identity.session_id(request)
-        result = await store.seed_agent_run(sid)
-        identity.bind(request, sid, result.incarnation)
+        seeded = await store.seed_agent_run(sid, identity.claims(request))
+        identity.bind(request, sid, seeded, "agent_run")
         return {}
     try:
         seed = EpisodeSeedRequest.model_validate(body)
@@ -48,9 +49,9 @@ async def seed_session(request: Request, body: dict[str, Any] = Body(...)) -> An
             [{**e, "loc": ("body", *e["loc"])} for e in error.errors(include_url=False, include_context=False)]
         ) from None
     sid = seed.resources_session_id
-    claimed = identity.claimed_incarnation(request) if identity.session_id(request) == sid else None
-    result = await store.seed_episode(sid, _episode_seed(seed), claimed)
-    identity.bind(request, sid, result.incarnation)  # only now: a refused seed never carries this cookie (§C.2)
+    claims = identity.claims(request) if identity.session_id(request) == sid else NO_CLAIMS
+    seeded = await store.seed_episode(sid, await _episode_seed(seed), claims)
+    identity.bind(request, sid, seeded, "episode")  # only now: a refused seed never carries this cookie (§C.2)
     return EpisodeSeedResponse(resources_session_id=sid)
 
 
@@ -58,30 +59,31 @@ async def seed_session(request: Request, body: dict[str, Any] = Body(...)) -> An
 async def close_session(request: Request, body: CloseSessionRequest) -> CloseSessionResponse:
     # By body ID, with or without the cookie: a lost seed reply must not hide the session (§C.4).
     await services(request).store.close(body.resources_session_id, body.episode_id.model_dump())
+    identity.released(request, body.resources_session_id)
     return CloseSessionResponse(resources_session_id=body.resources_session_id)
 
 
 @router.post("/verify")
-async def verify(request: Request, body: VerifyRequest) -> JSONResponse:
-    svc = services(request)
+async def verify(request: Request, body: VerifyRequest) -> Response:
     sid = identity.session_id(request)
-    digest = canonical_digest(body.model_dump(mode="json"))
-    plan = await svc.store.begin_verify(sid, digest, identity.claimed_incarnation(request))
-    if plan.action == "masked":
-        return JSONResponse(masked_row(body, plan.failure_kind, plan.reason))
-    if plan.action == "cached":
-        return JSONResponse(plan.verdict)
-    row = await scored_row(body, svc.grader)
-    if plan.cache_verdict and not row.get("mask_sample"):
-        await svc.store.record_verdict(sid, digest, row)
-    return JSONResponse(row)
+    row, released = await services(request).verifier.verify(sid, identity.claims(request), body)
+    if released:
+        identity.released(request, sid)
+    return await json_response(row)
 
 
 @router.post("/aggregate_metrics")
-async def aggregate(body: AggregateMetricsRequest) -> dict[str, Any]:
-    return aggregate_metrics(body.verify_responses)
+async def aggregate(body: AggregateMetricsRequest) -> Response:
+    return await json_response(await asyncio.to_thread(aggregate_metrics, body.verify_responses))
 
 
 @router.get("/reverify_mode")
 async def reverify_mode() -> str:
     return "unknown"
+
+
+async def json_response(content: Any) -> Response:
+    """Rendered in a worker thread: a verify row echoes the whole trajectory, which can be megabytes."""
+    rendered = await asyncio.to_thread(
+        lambda: json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode())
+    return Response(rendered, media_type="application/json")

@@ -178,6 +178,9 @@ class LiveFullTextSearch:
         self._backoff = backoff_seconds
         self._client = httpx.AsyncClient(headers={"Authorization": api_key}, timeout=timeout_seconds)
 
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
     async def search(self, request: SearchRequest) -> list[dict]:
         body: dict = {"query": request.query, "startDate": request.start, "endDate": request.end or date.today().isoformat()}
         if request.page > 1:

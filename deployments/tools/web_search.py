@@ -27,6 +27,9 @@ class TavilySearch:
         self._backoff = backoff_seconds
         self._client = httpx.AsyncClient(headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout_seconds)
 
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
     async def search(self, query: str, *, max_results: int, start_date: str | None, end_date: str | None) -> list:
         body = {"query": query, "search_depth": "fast", "max_results": max_results, "chunks_per_source": 1,
                 "end_date": end_date}
@@ -41,7 +44,7 @@ class TavilySearch:
                 if attempt == 2:
                     raise
                 await asyncio.sleep(self._backoff * (attempt + 1))
-        return []
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 async def web_search(

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
-import uuid
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -13,10 +10,11 @@ import httpx
 import pytest
 
 from deployments.corpus.generate import embedded_corpus_dir
-from deployments.ingress import actors_spec
+from deployments.ingress import app_actors, session_actors_spec
 from deployments.local import deploy, start_ray_and_serve, stop_ray_and_serve, undeploy
 from deployments.settings import Settings
-from session_store.ray_store import RaySessionStore
+from session_store.ray_store import RaySessionStore, SessionActors
+from tests.bodies import close_body, cookie_claims, episode_seed, new_session_id, verify_body  # noqa: F401 (shared)
 
 
 @pytest.fixture(scope="session")
@@ -33,6 +31,7 @@ class App:
     base_url: str
     settings: Settings
     store: RaySessionStore
+    actors: SessionActors
 
     def client(self, **kwargs: Any) -> httpx.Client:
         return httpx.Client(base_url=self.base_url, timeout=60, **kwargs)
@@ -40,6 +39,27 @@ class App:
     def async_client(self, **kwargs: Any) -> httpx.AsyncClient:
         limits = httpx.Limits(max_connections=64)
         return httpx.AsyncClient(base_url=self.base_url, timeout=120, limits=limits, **kwargs)
+
+    def named_actor(self, kind: str):
+        """The deployment's actor of this kind ("reaper", "documents", "shard-0-of-4", ...)."""
+        import ray
+
+        namespace = app_actors(self.settings).namespace
+        names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                 if a["namespace"] == namespace and a["name"].split(".")[0] == kind]
+        assert len(names) == 1, (kind, names)
+        return ray.get_actor(names[0], namespace=namespace)
+
+    def sigkill(self, kind: str) -> int:
+        """SIGKILL the process of the deployment's actor of this kind (not ray.kill: a real crash)."""
+        import os
+        import signal
+
+        import ray
+
+        pid = ray.get(self.named_actor(kind).pid.remote(), timeout=30)
+        os.kill(pid, signal.SIGKILL)
+        return pid
 
     def describe(self, sid: str) -> dict[str, Any]:
         return asyncio.run(self.store.describe(sid))
@@ -53,49 +73,14 @@ def deployed_app(serve_url: str, name: str, replicas: int = 2, **settings: Any) 
     app_settings = Settings(**{**options, **settings})
     deploy(app_settings, serve_url, replicas=replicas)
     try:
-        yield App(serve_url, app_settings, RaySessionStore(actors_spec(app_settings)))
+        yield App(serve_url, app_settings, *store_of(app_settings))
     finally:
         undeploy(app_settings)
 
 
-# ----- helpers the tests share -----
+def store_of(settings: Settings) -> tuple[RaySessionStore, SessionActors]:
+    """A view of the deployed app's session store, from the test process (the same named actors)."""
+    actors = SessionActors(app_actors(settings), session_actors_spec(settings))
+    return RaySessionStore(actors), actors
 
 
-def new_session_id() -> str:
-    return f"resources-session-{uuid.uuid4().hex}"
-
-
-def episode_seed(sid: str, rollout: str = "r1", task: str = "t1", **task_data: Any) -> dict[str, Any]:
-    return {
-        "resources_session_id": sid,
-        "episode_id": {"rollout_id": rollout, "attempt": 0},
-        "task_id": {"taskset": "finance", "task_id": task},
-        "task_data": {"question": "q", "expected_answer": "42", **task_data},
-    }
-
-
-def close_body(sid: str, rollout: str = "r1") -> dict[str, Any]:
-    return {"resources_session_id": sid, "episode_id": {"rollout_id": rollout, "attempt": 0}}
-
-
-def verify_body(answer: str | None = "42", expected: str = "42") -> dict[str, Any]:
-    output = []
-    if answer is not None:
-        output.append({"type": "function_call", "name": "submit_final_result", "call_id": "c",
-                       "arguments": json.dumps({"final_result": answer})})
-    return {
-        "responses_create_params": {"input": [{"role": "user", "content": "What is it?"}]},
-        "response": {"output": output, "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}},
-        "question": "What is it?",
-        "expected_answer": expected,
-    }
-
-
-def cookie_claims(response: httpx.Response, name: str) -> dict[str, Any]:
-    """The claims of the session cookie a response sets (Starlette format: base64(json).timestamp.signature)."""
-    for header in response.headers.get_list("set-cookie"):
-        cookie_name, _, rest = header.partition("=")
-        if cookie_name == name:
-            payload = rest.split(";")[0].split(".")[0]
-            return json.loads(base64.b64decode(payload + "=" * (-len(payload) % 4)))
-    raise AssertionError(f"response {response.status_code} set no {name} cookie")

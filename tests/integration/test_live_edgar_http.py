@@ -34,7 +34,7 @@ def app(serve_url, sec):
         # 1.5 s: the margin over the 1 s window checked at the server absorbs arrival jitter on a loaded 2-core CI
         user_agent=UA, requests_per_second=LIMIT, rate_limit_window_seconds=1.5, request_timeout=1.0,
         retry_backoff_seconds=0.05,
-        edgar_search_mode=None,
+        edgar_search_mode=None, fetch_trusted_networks=["127.0.0.1/32"],
     )
 
 

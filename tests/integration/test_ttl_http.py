@@ -42,8 +42,7 @@ def test_reaper_evicts_the_abandoned_session_and_keeps_the_fresh_one(app):
         assert app.stats()["sessions"] == 2  # the seed evicted nothing still within its TTL
         # Nobody touches the old session again: only the reaper can release it.
         wait_for(lambda: app.stats()["sessions"] == 1 and app.stats()["documents"] == 0, timeout=TTL + 3)
-        reaper = ray.get_actor(app.store.spec.reaper_name, namespace=app.store.spec.namespace)
-        status = ray.get(reaper.status.remote())
+        status = ray.get(app.named_actor("reaper").status.remote())
         assert status["evicted"].sessions >= 1 and status["held"]["sessions"] >= 1  # it was the reaper
         assert app.describe(young)["open"]
         assert app.describe(old) | {"fence_cause": None} == {
@@ -98,3 +97,26 @@ def test_agent_run_seed_restarts_the_budget(app):
         assert "Time budget" in client.post("/parse_html_page", json={"url": FILING_URL, "key": "d"}).text
         client.post("/seed_session", json={})
         assert "SUCCESS" in client.post("/parse_html_page", json={"url": FILING_URL, "key": "d"}).text
+
+
+def test_a_killed_reaper_comes_back_and_no_expired_session_is_served_meanwhile(app):
+    reaper = app.named_actor("reaper")
+    ticks = ray.get(reaper.status.remote())["ticks"]
+    first = app.sigkill("reaper")
+    sid = new_session_id()
+    with app.client() as client:
+        client.post("/seed_session", json=episode_seed(sid))
+        client.post("/parse_html_page", json={"url": FILING_URL, "key": "doc"})
+        time.sleep(TTL + 0.5)  # past its TTL, whether or not a reaper ticked
+        assert client.post("/retrieve_information", json={"prompt": "{{doc}}"}).status_code == 404
+        assert client.post("/verify", json=verify_body()).json()["failure_kind"] == "session_expired"
+
+    def ticking_again() -> bool:
+        try:
+            return ray.get(reaper.pid.remote(), timeout=5) != first and ray.get(
+                reaper.status.remote(), timeout=5)["ticks"] >= 1
+        except ray.exceptions.RayError:
+            return False
+
+    wait_for(ticking_again, timeout=60)
+    assert ticks >= 1

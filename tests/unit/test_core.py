@@ -4,10 +4,27 @@ from __future__ import annotations
 
 import pytest
 
-from session_store.core import EpisodeSeed, SessionCore, canonical_digest
-from session_store.errors import SessionConflict, SessionLost
+from session_store import (
+    Cached,
+    Claims,
+    DocumentRef,
+    DocumentRefused,
+    EpisodeSeed,
+    Limits,
+    Masked,
+    Pending,
+    Score,
+    Scored,
+    SessionConflict,
+    SessionLost,
+    StoreFull,
+    Verdict,
+    canonical_digest,
+)
+from session_store.core import SessionCore
 
 TTL = 100.0
+WIN = Verdict(1.0, 2, "right")
 
 
 class Clock:
@@ -33,6 +50,19 @@ def ep(rollout: str = "r1", attempt: int = 0) -> dict:
     return {"rollout_id": rollout, "attempt": attempt}
 
 
+def doc(text: str) -> DocumentRef:
+    """A stored document whose digest is its text, so tests can read it back from the view."""
+    return DocumentRef(text, len(text), f"https://www.sec.gov/{text}")
+
+
+def texts(core: SessionCore, sid: str, keys: list[str]) -> dict[str, str]:
+    return {k: ref.digest for k, ref in core.read_documents(sid, keys).documents.items()}
+
+
+def lost(incarnation: str, kind: str = "episode") -> Claims:
+    return Claims(incarnation, kind)
+
+
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
@@ -43,28 +73,30 @@ def core(clock: Clock) -> SessionCore:
     return SessionCore(session_ttl_seconds=TTL, clock=clock)
 
 
-def test_canonical_digest_ignores_key_order() -> None:
+def test_canonical_digest_ignores_key_order_and_takes_any_string() -> None:
     assert canonical_digest({"a": 1, "b": [1, 2]}) == canonical_digest({"b": [1, 2], "a": 1})
     assert canonical_digest({"a": 1}) != canonical_digest({"a": 2})
+    assert canonical_digest({"broken emoji": "\ud83d"})  # an unpaired surrogate still has a digest
 
 
 # ----- row "never seeded" -----
 
 
 def test_never_seeded_episode_seed_creates(core: SessionCore) -> None:
-    assert core.seed_episode("s", seed()) is True
+    assert core.seed_episode("s", seed()).created is True
     assert core.describe("s")["open"] and core.describe("s")["episode"]
 
 
 def test_never_seeded_tools_are_lost(core: SessionCore) -> None:
     with pytest.raises(SessionLost):
-        core.put_document("s", "k", "text")
+        core.put_document("s", "k", doc("text"))
     with pytest.raises(SessionLost):
         core.read_documents("s", ["k"])
 
 
 def test_never_seeded_verify_is_scored(core: SessionCore) -> None:
-    assert core.begin_verify("s", "d").action == "score"
+    assert core.plan_verify("s", "d") == Score(record=False)
+    assert core.finish_verify("s", "d", WIN) == Scored(WIN, released=False)
 
 
 def test_never_seeded_close_fences_with_callers_episode(core: SessionCore) -> None:
@@ -82,11 +114,11 @@ def test_never_seeded_close_fences_with_callers_episode(core: SessionCore) -> No
 
 def test_retried_seed_keeps_documents_and_budget(core: SessionCore, clock: Clock) -> None:
     core.seed_episode("s", seed())
-    core.put_document("s", "k", "text")
+    core.put_document("s", "k", doc("text"))
     clock.advance(30)
-    assert core.seed_episode("s", seed()) is False
-    assert core.read_documents("s", ["k"]).texts == {"k": "text"}
-    assert core.session_age("s") == 30
+    again = core.seed_episode("s", seed())
+    assert again.created is False and again.started_at == 1000.0  # the time budget keeps running
+    assert texts(core, "s", ["k"]) == {"k": "text"}
 
 
 @pytest.mark.parametrize(
@@ -96,34 +128,47 @@ def test_retried_seed_keeps_documents_and_budget(core: SessionCore, clock: Clock
 )
 def test_conflicting_episode_seed_is_refused_and_changes_nothing(core: SessionCore, other: EpisodeSeed) -> None:
     core.seed_episode("s", seed())
-    core.put_document("s", "k", "text")
+    core.put_document("s", "k", doc("text"))
     with pytest.raises(SessionConflict):
         core.seed_episode("s", other)
-    assert core.read_documents("s", ["k"]).texts == {"k": "text"}
+    assert texts(core, "s", ["k"]) == {"k": "text"}
 
 
 def test_agent_run_seed_on_episode_session_is_refused_and_documents_survive(core: SessionCore) -> None:
     core.seed_episode("s", seed())
-    core.put_document("s", "k", "text")
+    core.put_document("s", "k", doc("text"))
     with pytest.raises(SessionConflict):
         core.seed_agent_run("s")
-    assert core.read_documents("s", ["k"]).texts == {"k": "text"}
+    assert texts(core, "s", ["k"]) == {"k": "text"}
 
 
 def test_verify_keeps_episode_session_and_caches_verdict(core: SessionCore) -> None:
     core.seed_episode("s", seed())
-    plan = core.begin_verify("s", "digest")
-    assert plan.action == "score" and plan.cache_verdict
-    core.record_verdict("s", "digest", {"reward": 1.0})
+    assert core.plan_verify("s", "digest") == Score(record=True)
+    core.record_verdict("s", "digest", WIN)
     assert core.describe("s")["open"]
-    assert core.begin_verify("s", "digest").verdict == {"reward": 1.0}  # Decision 7
-    assert core.begin_verify("s", "other-body").action == "score"  # a different body is judged afresh
+    assert core.plan_verify("s", "digest") == Cached(WIN)  # Decision 7
+    assert core.finish_verify("s", "digest", Verdict(0.0)) == Cached(WIN)  # a re-send never re-scores
+    assert core.plan_verify("s", "other-body") == Score(record=True)  # a different body is judged afresh
+
+
+def test_identical_verifies_in_flight_share_one_judge_call(core: SessionCore, clock: Clock) -> None:
+    core.seed_episode("s", seed())
+    assert core.plan_verify("s", "d", lease_seconds=30) == Score(record=True)
+    assert isinstance(core.plan_verify("s", "d", lease_seconds=30), Pending)  # its twin waits
+    core.record_verdict("s", "d", WIN)
+    assert core.plan_verify("s", "d") == Cached(WIN)
+    core.plan_verify("s", "d2", lease_seconds=30)
+    core.record_verdict("s", "d2", None)  # the judge failed: nothing kept, the lease ends at once
+    assert core.plan_verify("s", "d2", lease_seconds=30) == Score(record=True)
+    clock.advance(31)
+    assert core.plan_verify("s", "d2") == Score(record=True)  # a lease that lapsed (its replica died) is taken
 
 
 def test_close_releases_and_fences(core: SessionCore) -> None:
     core.seed_episode("s", seed())
-    core.put_document("s", "k", "text")
-    core.record_verdict("s", "d", {"reward": 1.0})
+    core.put_document("s", "k", doc("text"))
+    core.finish_verify("s", "d", WIN)
     core.close("s", ep())
     assert core.describe("s") == {
         "open": False, "episode": False, "documents": [], "fenced": True, "fence_cause": "closed", "expired": False
@@ -133,9 +178,10 @@ def test_close_releases_and_fences(core: SessionCore) -> None:
 
 def test_close_naming_another_episode_is_refused_even_after_verify(core: SessionCore) -> None:
     core.seed_episode("s", seed())
-    core.begin_verify("s", "d")
-    with pytest.raises(SessionConflict):
+    core.finish_verify("s", "d", WIN)
+    with pytest.raises(SessionConflict, match='Close it with episode_id .*"rollout_id": "r1"') as refused:
         core.close("s", ep("r2"))
+    assert "new resources_session_id" in str(refused.value)
     assert core.describe("s")["open"]
 
 
@@ -144,21 +190,20 @@ def test_close_naming_another_episode_is_refused_even_after_verify(core: Session
 
 def test_agent_run_seed_resets(core: SessionCore, clock: Clock) -> None:
     core.seed_agent_run("a")
-    core.put_document("a", "k", "text")
+    core.put_document("a", "k", doc("text"))
     clock.advance(10)
-    core.seed_agent_run("a")
-    assert core.read_documents("a", ["k"]).texts == {}
-    assert core.session_age("a") == 0
+    assert core.seed_agent_run("a").started_at == clock.now  # the time budget restarts
+    assert texts(core, "a", ["k"]) == {}
 
 
 def test_agent_run_verify_releases_then_tools_are_lost(core: SessionCore) -> None:
     core.seed_agent_run("a")
-    core.put_document("a", "k", "text")
-    assert core.begin_verify("a", "d").action == "score"
+    core.put_document("a", "k", doc("text"))
+    assert core.finish_verify("a", "d", WIN) == Scored(WIN, released=True)
     assert core.stats()["sessions"] == 0
     with pytest.raises(SessionLost):
         core.read_documents("a", ["k"])
-    assert core.begin_verify("a", "d").action == "score"  # Decision 6: released session scored normally
+    assert core.finish_verify("a", "d", WIN) == Scored(WIN, released=False)  # Decision 6: scored normally
 
 
 def test_close_of_agent_run_session_releases_and_fences(core: SessionCore) -> None:
@@ -178,9 +223,9 @@ def test_closed_row(core: SessionCore) -> None:
         with pytest.raises(SessionConflict):
             attempt()
     with pytest.raises(SessionLost):
-        core.put_document("s", "k", "t")
-    plan = core.begin_verify("s", "d")
-    assert (plan.action, plan.failure_kind) == ("masked", "session_lost")
+        core.put_document("s", "k", doc("t"))
+    assert core.plan_verify("s", "d").failure_kind == "session_lost"
+    assert isinstance(core.finish_verify("s", "d", WIN), Masked)
     core.close("s", ep())  # repeated close: 200
     with pytest.raises(SessionConflict):
         core.close("s", ep("r2"))  # OQ3 / Decision 3
@@ -199,7 +244,7 @@ def test_repeated_close_does_not_extend_fence(core: SessionCore, clock: Clock) -
 
 def test_evicted_episode_row(core: SessionCore, clock: Clock) -> None:
     core.seed_episode("s", seed())
-    core.put_document("s", "k", "t")
+    core.put_document("s", "k", doc("t"))
     clock.advance(TTL + 1)
     with pytest.raises(SessionConflict):
         core.seed_episode("s", seed())  # fenced
@@ -207,8 +252,7 @@ def test_evicted_episode_row(core: SessionCore, clock: Clock) -> None:
         core.seed_agent_run("s")
     with pytest.raises(SessionLost):
         core.read_documents("s", ["k"])
-    plan = core.begin_verify("s", "d")
-    assert (plan.action, plan.failure_kind) == ("masked", "session_expired")  # takes precedence over the fence
+    assert core.finish_verify("s", "d", WIN).failure_kind == "session_expired"  # takes precedence over the fence
     with pytest.raises(SessionConflict):
         core.close("s", ep("r2"))  # the fence records the seeded episode (Decision 3)
     core.close("s", ep("r1"))
@@ -219,24 +263,24 @@ def test_evicted_agent_run_row(core: SessionCore, clock: Clock) -> None:
     core.seed_agent_run("a")
     clock.advance(TTL + 1)
     with pytest.raises(SessionLost):
-        core.session_age("a")
-    assert core.begin_verify("a", "d").failure_kind == "session_expired"
+        core.check_open("a")
+    assert core.plan_verify("a", "d").failure_kind == "session_expired"
     core.seed_agent_run("a")  # a new agent-run seed clears the mark
     assert core.describe("a")["expired"] is False
-    assert core.begin_verify("a", "d").action == "score"
+    assert core.finish_verify("a", "d", WIN) == Scored(WIN, released=True)
 
 
 def test_evicted_agent_run_id_can_be_episode_seeded(core: SessionCore, clock: Clock) -> None:
     core.seed_agent_run("a")
     clock.advance(TTL + 1)
-    assert core.seed_episode("a", seed()) is True
-    assert core.begin_verify("a", "d").action == "score"
+    assert core.seed_episode("a", seed()).created is True
+    assert core.plan_verify("a", "d") == Score(record=True)
 
 
 def test_session_past_ttl_is_never_served_between_reaper_ticks(core: SessionCore, clock: Clock) -> None:
     core.seed_episode("s", seed())
     clock.advance(TTL)
-    core.put_document("s", "k", "t")  # exactly at the TTL: still open (age must exceed it)
+    core.put_document("s", "k", doc("t"))  # exactly at the TTL: still open (age must exceed it)
     clock.advance(0.001)
     with pytest.raises(SessionLost):
         core.read_documents("s", ["k"])
@@ -259,9 +303,9 @@ def test_eviction_pass_and_bookkeeping_are_bounded(core: SessionCore, clock: Clo
     report = core.evict_expired()
     assert report.sessions == 50 and core.stats()["fences"] == 50 and core.stats()["expired_marks"] == 50
     clock.advance(TTL)  # fence_ttl defaults to session_ttl (Decision 2)
-    report = core.evict_expired()
-    assert (report.fences, report.expired_marks) == (50, 50)
-    assert core.stats() == {"sessions": 0, "documents": 0, "document_chars": 0, "fences": 0, "expired_marks": 0}
+    assert core.evict_expired().marks == 50
+    assert core.stats() == {"sessions": 0, "documents": 0, "document_chars": 0, "digests": 0, "fences": 0,
+                            "expired_marks": 0, "verdicts": 0}
 
 
 def test_eviction_pass_stops_at_first_unexpired_session(clock: Clock) -> None:
@@ -280,7 +324,7 @@ def test_fence_ttl_is_its_own_setting(clock: Clock) -> None:
     core = SessionCore(session_ttl_seconds=TTL, fence_ttl_seconds=5, clock=clock)
     core.close("s", ep())
     clock.advance(5)
-    assert core.seed_episode("s", seed()) is True  # row "fence expired": like never seeded
+    assert core.seed_episode("s", seed()).created is True  # row "fence expired": like never seeded
 
 
 # ----- retire (§C.8, Decision 8) -----
@@ -288,7 +332,7 @@ def test_fence_ttl_is_its_own_setting(clock: Clock) -> None:
 
 def test_retire_releases_idempotently_without_fence(core: SessionCore) -> None:
     core.seed_episode("s", seed())
-    core.put_document("s", "k", "t")
+    core.put_document("s", "k", doc("t"))
     core.retire("s")
     core.retire("s")
     assert core.describe("s") == {
@@ -305,32 +349,153 @@ def test_cookie_from_earlier_incarnation_reports_lost_not_unknown(clock: Clock) 
     first.seed_episode("s", seed())
     restarted = SessionCore(session_ttl_seconds=TTL, clock=clock)  # the same shard after a restart: empty
     with pytest.raises(SessionLost, match="restarted"):
-        restarted.read_documents("s", ["k"], claimed_incarnation=first.incarnation)
-    assert restarted.begin_verify("s", "d", first.incarnation).failure_kind == "session_lost"
+        restarted.read_documents("s", ["k"], lost(first.incarnation))
+    assert restarted.plan_verify("s", "d", lost(first.incarnation)).failure_kind == "session_lost"
     with pytest.raises(SessionConflict):
-        restarted.seed_episode("s", seed(), claimed_incarnation=first.incarnation)
+        restarted.seed_episode("s", seed(), lost(first.incarnation))
     with pytest.raises(SessionConflict):
         restarted.seed_episode("s", seed())  # the loss is now fenced: a cookie-less retry cannot resurrect it
     restarted.close("s", ep())  # closing a lost session still succeeds
+
+
+def test_agent_run_seed_with_a_lost_episodes_cookie_is_refused(clock: Clock) -> None:
+    first = SessionCore(session_ttl_seconds=TTL, clock=clock)
+    first.seed_episode("s", seed())
+    restarted = SessionCore(session_ttl_seconds=TTL, clock=clock)
+    with pytest.raises(SessionConflict, match="restarted"):  # it cannot take over the episode's ID (§C.3)
+        restarted.seed_agent_run("s", lost(first.incarnation, "episode"))
+    assert restarted.finish_verify("s", "d", WIN, lost(first.incarnation)).failure_kind == "session_lost"
+
+
+def test_agent_run_seed_after_its_own_lost_life_just_resets(clock: Clock) -> None:
+    first = SessionCore(session_ttl_seconds=TTL, clock=clock)
+    first.seed_agent_run("a")
+    restarted = SessionCore(session_ttl_seconds=TTL, clock=clock)
+    assert restarted.seed_agent_run("a", lost(first.incarnation, "agent_run")).created  # a reset starts afresh
 
 
 def test_verify_with_earlier_incarnation_cookie_is_masked(clock: Clock) -> None:
     first = SessionCore(session_ttl_seconds=TTL, clock=clock)
     first.seed_agent_run("a")
     restarted = SessionCore(session_ttl_seconds=TTL, clock=clock)
-    plan = restarted.begin_verify("a", "d", first.incarnation)
-    assert (plan.action, plan.failure_kind) == ("masked", "session_lost")
+    assert restarted.finish_verify("a", "d", WIN, lost(first.incarnation, "agent_run")) == Masked(
+        "session_lost", "Session 'a' is not open: the shard holding it restarted (or the app was redeployed) and "
+        "its state is gone.")
 
 
 def test_current_incarnation_cookie_on_unknown_session_is_plain_never_seeded(core: SessionCore) -> None:
     with pytest.raises(SessionLost, match="never seeded"):
-        core.session_age("s", core.incarnation)
+        core.check_open("s", Claims(core.incarnation, "episode"))
     assert not core.describe("s")["fenced"]
 
 
 def test_put_document_reports_overwrite_and_key_order(core: SessionCore) -> None:
     core.seed_agent_run("a")
-    assert core.put_document("a", "b", "1").overwritten is False
-    core.put_document("a", "a", "2")
-    stored = core.put_document("a", "b", "3")
+    assert core.put_document("a", "b", doc("1")).overwritten is False
+    core.put_document("a", "a", doc("2"))
+    stored = core.put_document("a", "b", doc("3"))
     assert stored.overwritten and stored.keys == ["b", "a"]
+
+
+# ----- durable marks: fences and expired marks outlive the process -----
+
+
+def test_every_mark_change_is_listed_for_the_durable_store(core: SessionCore, clock: Clock) -> None:
+    core.seed_episode("s", seed())
+    assert core.take_mark_writes() == {}  # sessions are not durable; only marks are
+    core.close("s", ep())
+    writes = core.take_mark_writes()
+    assert writes["s"].cause == "closed" and writes["s"].episode_id == ep()
+    core.close("s", ep())
+    assert core.take_mark_writes() == {}  # a repeated close changes nothing, so writes nothing
+    clock.advance(TTL + 1)
+    core.evict_expired()
+    assert core.take_mark_writes() == {"s": None}  # a lapsed fence is deleted durably too
+
+
+def test_a_restarted_core_that_learns_the_marks_keeps_the_fence(clock: Clock) -> None:
+    first = SessionCore(session_ttl_seconds=TTL, clock=clock)
+    first.seed_episode("s", seed())
+    first.close("s", ep())
+    durable = first.take_mark_writes()
+    restarted = SessionCore(session_ttl_seconds=TTL, clock=clock)
+    assert restarted.wants_mark("s")
+    restarted.learn_mark("s", durable["s"])
+    with pytest.raises(SessionConflict, match="closed"):
+        restarted.seed_episode("s", seed())  # the late cookie-less seed after a crash (§C.4, §G.1)
+    with pytest.raises(SessionConflict):
+        restarted.close("s", ep("r2"))  # the fence still records the closing episode (Decision 3)
+    assert restarted.finish_verify("s", "d", WIN).failure_kind == "session_lost"
+
+
+def test_a_learned_mark_never_overrides_what_the_core_knows(core: SessionCore, clock: Clock) -> None:
+    core.seed_episode("s", seed())
+    other = SessionCore(session_ttl_seconds=TTL, clock=clock)
+    other.close("s", ep())
+    core.learn_mark("s", other.take_mark_writes()["s"])  # a stale record: the open session here is newer
+    assert core.describe("s")["open"] and not core.describe("s")["fenced"]
+
+
+# ----- documents by content, and the bounds of a session -----
+
+
+def test_references_are_released_by_close_eviction_retire_overwrite_and_verify(core: SessionCore,
+                                                                               clock: Clock) -> None:
+    for sid in ("closed", "evicted", "retired", "verified"):
+        core.seed_agent_run(sid) if sid == "verified" else core.seed_episode(sid, seed(rollout=sid))
+        core.put_document(sid, "k", doc("10-K"))
+    core.seed_agent_run("overwritten")
+    core.put_document("overwritten", "k", doc("8-K"))
+    assert core.referenced_digests() == {"10-K", "8-K"}
+    core.put_document("overwritten", "k", doc("10-K"))
+    assert core.referenced_digests() == {"10-K"}
+    core.close("closed", ep("closed"))
+    core.retire("retired")
+    core.finish_verify("verified", "d", WIN)
+    core.retire("overwritten")
+    assert core.referenced_digests() == {"10-K"}  # the evicted session still holds it until its TTL
+    clock.advance(TTL + 1)
+    core.evict_expired()
+    assert core.referenced_digests() == set() and core.stats()["digests"] == 0
+
+
+def test_session_bounds_give_clear_tool_errors(clock: Clock) -> None:
+    core = SessionCore(session_ttl_seconds=TTL, clock=clock,
+                       limits=Limits(documents_per_session=2, chars_per_session=10, verdicts_per_session=2))
+    core.seed_agent_run("a")
+    core.put_document("a", "k1", doc("12345"))
+    core.put_document("a", "k2", doc("1234"))
+    with pytest.raises(DocumentRefused, match="max_documents_per_session"):
+        core.put_document("a", "k3", doc("1"))
+    core.put_document("a", "k2", doc("12345"))  # overwriting a key is always possible within the size bound
+    with pytest.raises(DocumentRefused, match="max_session_chars"):
+        core.put_document("a", "k1", doc("123456"))
+    core.seed_episode("s", seed())
+    for digest in ("d1", "d2", "d3"):
+        core.finish_verify("s", digest, WIN)
+    assert core.stats()["verdicts"] == 2  # the oldest verdict made room
+
+
+def test_capacity_limits_refuse_instead_of_dropping(clock: Clock) -> None:
+    core = SessionCore(session_ttl_seconds=TTL, clock=clock, limits=Limits(sessions=1, marks=1))
+    core.seed_agent_run("a")
+    with pytest.raises(StoreFull):
+        core.seed_agent_run("b")
+    core.close("never-1", ep())
+    with pytest.raises(StoreFull):
+        core.close("never-2", ep())  # a fence it cannot keep is refused (503), never silently dropped
+    core.close("never-1", ep())  # a repeated close of a held fence still succeeds
+
+
+def test_counters_record_what_the_contract_decided(core: SessionCore) -> None:
+    core.seed_episode("s", seed())
+    core.seed_episode("s", seed())
+    with pytest.raises(SessionConflict):
+        core.seed_episode("s", seed(rollout="x"))
+    core.close("s", ep())
+    core.finish_verify("s", "d", WIN)
+    with pytest.raises(SessionLost):
+        core.check_open("s")
+    assert {k: v for k, v in core.counters.items()} == {
+        "seeds.episode.created": 1, "seeds.episode.retried": 1, "conflicts.seed_mismatch": 1, "closes": 1,
+        "verifies.masked.session_lost": 1, "session_lost": 1}

@@ -1,20 +1,38 @@
-"""Random seeds, closes, verifies, tool calls, retires, clock jumps and shard restarts, run against the core and
-against a deliberately naive reference model written from contract.md §C.10; the two must never disagree.
+"""Random seeds, closes, verifies, tool calls, retires, clock jumps and shard restarts, run three ways:
+against a deliberately naive reference model written from contract.md §C.10, against a shard that runs them
+one at a time, and against a shard that runs them in random batches (as the coalescing client sends them).
+All three must always agree.
 
 The reference applies every expiry eagerly (it scans everything on every step); the core uses its expiry
-index and lazy checks. Agreement means the index never changes what a client sees.
+index and lazy checks. Agreement means the index never changes what a client sees, and batching never changes
+any operation's result. Marks (fences, expired marks) are durable: a restart loses sessions, never marks.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from session_store.core import EpisodeSeed, SessionCore
-from session_store.errors import SessionConflict, SessionLost
+from session_store import (
+    Cached,
+    Claims,
+    DocumentRef,
+    EpisodeSeed,
+    Masked,
+    MemoryMarkStore,
+    Pending,
+    Score,
+    Scored,
+    SessionConflict,
+    SessionLost,
+    ShardConfig,
+    ShardService,
+    Verdict,
+)
 
 TTL, FENCE_TTL = 10.0, 15.0
 IDS = ("s0", "s1", "s2")
@@ -24,6 +42,7 @@ SEEDS = [
 ]
 EPISODES = [{"rollout_id": "r0", "attempt": 0}, {"rollout_id": "r1", "attempt": 0}]
 CLAIMS = (None, "current", "old")
+KINDS = ("episode", "agent_run")
 
 
 @dataclass
@@ -31,7 +50,7 @@ class RefSession:
     start: float
     seed: EpisodeSeed | None
     docs: dict[str, str] = field(default_factory=dict)
-    verdicts: dict[str, dict] = field(default_factory=dict)
+    verdicts: dict[str, float] = field(default_factory=dict)
 
 
 class Reference:
@@ -67,14 +86,18 @@ class Reference:
         self.marks.pop(sid, None)
         return "created"
 
-    def seed_agent_run(self, sid: str, now: float) -> str:
+    def seed_agent_run(self, sid: str, claim: str | None, kind: str, now: float) -> str:
         self.settle(now)
         session = self.sessions.get(sid)
-        if (session is not None and session.seed is not None) or sid in self.fences:
+        if session is not None and session.seed is not None:
+            return "conflict"
+        if kind == "episode":
+            self.note_lost(sid, claim, now)
+        if sid in self.fences:
             return "conflict"
         self.sessions[sid] = RefSession(now, None)
         self.marks.pop(sid, None)
-        return "ok"
+        return "created"
 
     def close(self, sid: str, episode: dict, now: float) -> str:
         self.settle(now)
@@ -88,23 +111,23 @@ class Reference:
         self.fences.setdefault(sid, (episode, now + FENCE_TTL, "closed"))
         return "ok"
 
-    def verify(self, sid: str, digest: str, claim: str | None, now: float) -> tuple:
+    def verify(self, sid: str, digest: str, reward: float, claim: str | None, now: float) -> tuple:
         self.settle(now)
         if sid in self.marks:
-            return ("masked", "session_expired", None)
+            return ("masked", "session_expired")
         self.note_lost(sid, claim, now)
         if sid in self.fences:
-            return ("masked", "session_lost", None)
+            return ("masked", "session_lost")
         session = self.sessions.get(sid)
         if session is None:
-            return ("score", None, None)
+            return ("scored", reward)
         if session.seed is None:
             del self.sessions[sid]
-            return ("score", None, None)
+            return ("scored", reward)
         if digest in session.verdicts:
-            return ("cached", None, session.verdicts[digest])
-        session.verdicts[digest] = {"verdict": digest}
-        return ("score", None, None)
+            return ("cached", session.verdicts[digest])
+        session.verdicts[digest] = reward
+        return ("scored", reward)
 
     def tool(self, sid: str, key: str | None, claim: str | None, now: float) -> str:
         self.settle(now)
@@ -129,86 +152,124 @@ class Reference:
         }
 
 
-def outcome(call) -> str:
-    try:
-        result = call()
-    except SessionConflict:
-        return "conflict"
-    except SessionLost:
-        return "lost"
-    return result
+def outcome(result: tuple[bool, object]) -> object:
+    ok, value = result
+    if not ok:
+        return {SessionConflict: "conflict", SessionLost: "lost"}[type(value)]
+    if hasattr(value, "created"):
+        return "created" if value.created else "retried"
+    if isinstance(value, Masked):
+        return ("masked", value.failure_kind)
+    if isinstance(value, Scored):
+        return ("scored", value.verdict.reward)
+    if isinstance(value, Cached):
+        return ("cached", value.verdict.reward)
+    assert not isinstance(value, (Score, Pending)), value
+    return "ok"
 
 
-class CoreMatchesReference(RuleBasedStateMachine):
+class ShardsMatchReference(RuleBasedStateMachine):
+    """Operations queue up; `flush` runs the queue as one batch on one shard and one at a time on its twin."""
+
     def __init__(self) -> None:
         super().__init__()
         self.now = 0.0
-        self.core = SessionCore(session_ttl_seconds=TTL, fence_ttl_seconds=FENCE_TTL, clock=lambda: self.now)
-        self.old_incarnation = "never-existed"
+        self.marks = MemoryMarkStore()  # the durable store: it survives every restart
+        self.twin_marks = MemoryMarkStore()
+        self.config = ShardConfig(TTL, FENCE_TTL)
+        self.batched = ShardService(self.config, self.marks, clock=lambda: self.now)
+        self.single = ShardService(self.config, self.twin_marks, clock=lambda: self.now)
+        self.old = {"batched": "never-existed", "single": "never-existed"}
         self.ref = Reference()
+        self.queue: list[tuple[tuple, object, object]] = []  # (op for the batched shard, op for its twin, expected)
 
-    def claim(self, which: str | None) -> str | None:
-        return {None: None, "current": self.core.incarnation, "old": self.old_incarnation}[which]
+    def claims(self, which: str, claim: str | None, kind: str = "episode") -> Claims:
+        shard = self.batched if which == "batched" else self.single
+        incarnation = {None: None, "current": shard.incarnation, "old": self.old[which]}[claim]
+        return Claims(incarnation, kind)
+
+    def enqueue(self, name: str, args_for, expected) -> None:
+        self.queue.append(((name, args_for("batched")), (name, args_for("single")), expected))
 
     @rule(sid=st.sampled_from(IDS), seed=st.sampled_from(SEEDS), claim=st.sampled_from(CLAIMS))
     def seed_episode(self, sid, seed, claim):
-        got = outcome(lambda: "created" if self.core.seed_episode(sid, seed, self.claim(claim)) else "retried")
-        assert got == self.ref.seed_episode(sid, seed, claim, self.now)
+        self.enqueue("seed_episode", lambda w: (sid, seed, self.claims(w, claim)),
+                     self.ref.seed_episode(sid, seed, claim, self.now))
 
-    @rule(sid=st.sampled_from(IDS))
-    def seed_agent_run(self, sid):
-        got = outcome(lambda: self.core.seed_agent_run(sid) or "ok")
-        assert got == self.ref.seed_agent_run(sid, self.now)
+    @rule(sid=st.sampled_from(IDS), claim=st.sampled_from(CLAIMS), kind=st.sampled_from(KINDS))
+    def seed_agent_run(self, sid, claim, kind):
+        self.enqueue("seed_agent_run", lambda w: (sid, self.claims(w, claim, kind)),
+                     self.ref.seed_agent_run(sid, claim, kind, self.now))
 
     @rule(sid=st.sampled_from(IDS), episode=st.sampled_from(EPISODES))
     def close(self, sid, episode):
-        assert outcome(lambda: self.core.close(sid, episode) or "ok") == self.ref.close(sid, episode, self.now)
+        self.enqueue("close", lambda w: (sid, episode), self.ref.close(sid, episode, self.now))
 
-    @rule(sid=st.sampled_from(IDS), digest=st.sampled_from(("d0", "d1")), claim=st.sampled_from(CLAIMS))
-    def verify(self, sid, digest, claim):
-        plan = self.core.begin_verify(sid, digest, self.claim(claim))
-        if plan.action == "score" and plan.cache_verdict:
-            self.core.record_verdict(sid, digest, {"verdict": digest})
-        assert (plan.action, plan.failure_kind, plan.verdict) == self.ref.verify(sid, digest, claim, self.now)
+    @rule(sid=st.sampled_from(IDS), digest=st.sampled_from(("d0", "d1")), reward=st.sampled_from((0.0, 1.0)),
+          claim=st.sampled_from(CLAIMS))
+    def verify(self, sid, digest, reward, claim):
+        self.enqueue("finish_verify", lambda w: (sid, digest, Verdict(reward), self.claims(w, claim)),
+                     self.ref.verify(sid, digest, reward, claim, self.now))
 
     @rule(sid=st.sampled_from(IDS), key=st.sampled_from(("k0", "k1")), claim=st.sampled_from(CLAIMS))
     def put_document(self, sid, key, claim):
-        got = outcome(lambda: self.core.put_document(sid, key, "text", self.claim(claim)) and "ok")
-        assert got == self.ref.tool(sid, key, claim, self.now)
+        ref = DocumentRef("digest", 4, "https://www.sec.gov/x")
+        self.enqueue("put_document", lambda w: (sid, key, ref, self.claims(w, claim)),
+                     self.ref.tool(sid, key, claim, self.now))
 
     @rule(sid=st.sampled_from(IDS), claim=st.sampled_from(CLAIMS))
     def read_documents(self, sid, claim):
-        got = outcome(lambda: self.core.read_documents(sid, ["k0"], self.claim(claim)) and "ok")
-        assert got == self.ref.tool(sid, None, claim, self.now)
+        self.enqueue("read_documents", lambda w: (sid, ["k0"], self.claims(w, claim)),
+                     self.ref.tool(sid, None, claim, self.now))
 
     @rule(sid=st.sampled_from(IDS))
     def retire(self, sid):
-        self.core.retire(sid)
         self.ref.sessions.pop(sid, None)
+        self.enqueue("retire", lambda w: (sid,), "ok")
 
+    @precondition(lambda self: self.queue)
+    @rule()
+    def flush(self):
+        batched_ops = [b for b, _, _ in self.queue]
+        got = asyncio.run(self.batched.run(batched_ops))
+        alone = [asyncio.run(self.single.run([s]))[0] for _, s, _ in self.queue]
+        for (op, _, expected), b, s in zip(self.queue, got, alone):
+            assert outcome(b) == outcome(s) == expected, (op, b, s, expected)
+        self.queue = []
+
+    @precondition(lambda self: not self.queue)
     @rule(seconds=st.sampled_from((0.5, 1.0, TTL / 2, TTL, TTL + 0.5, FENCE_TTL, 2 * FENCE_TTL)))
     def advance_clock(self, seconds):
         self.now += seconds
 
+    @precondition(lambda self: not self.queue)
     @rule()
     def reaper_tick(self):
-        self.core.evict_expired()
+        asyncio.run(self.batched.tick())
+        asyncio.run(self.single.tick())
 
+    @precondition(lambda self: not self.queue)
     @rule()
     def shard_restarts(self):
-        self.old_incarnation = self.core.incarnation
-        self.core = SessionCore(session_ttl_seconds=TTL, fence_ttl_seconds=FENCE_TTL, clock=lambda: self.now)
-        self.ref = Reference()
+        """A SIGKILL: sessions are gone, marks stay in the durable store. (A session past its TTL that neither a
+        request nor a tick evicted before the kill takes its expired mark with it; the shards evict at every
+        batch and tick, so the model kills them after one.)"""
+        asyncio.run(self.batched.tick())
+        asyncio.run(self.single.tick())
+        self.old = {"batched": self.batched.incarnation, "single": self.single.incarnation}
+        self.batched = ShardService(self.config, self.marks, clock=lambda: self.now)
+        self.single = ShardService(self.config, self.twin_marks, clock=lambda: self.now)
+        self.ref.sessions.clear()
 
     @invariant()
     def every_session_looks_the_same(self):
+        if self.queue:
+            return
         self.ref.settle(self.now)
-        for sid in IDS:
-            assert self.core.describe(sid) == self.ref.describe(sid), sid
-        stats = self.core.stats()
-        assert stats["sessions"] == len(self.ref.sessions)
-        assert stats["documents"] == sum(len(s.docs) for s in self.ref.sessions.values())
+        described = asyncio.run(self.batched.run([("describe", (sid,)) for sid in IDS]))
+        for sid, (ok, seen) in zip(IDS, described):
+            assert ok and seen == self.ref.describe(sid), sid
 
 
-TestCoreMatchesReference = CoreMatchesReference.TestCase
-TestCoreMatchesReference.settings = settings(max_examples=300, stateful_step_count=40, deadline=None)
+TestShardsMatchReference = ShardsMatchReference.TestCase
+TestShardsMatchReference.settings = settings(max_examples=300, stateful_step_count=40, deadline=None)

@@ -15,7 +15,7 @@ from deployments.corpus.generate import filings as corpus_filings
 from deployments.corpus.generate import write_corpus
 from deployments.edgar.cache import DiskCache
 from deployments.edgar.companies import CompanyDirectory
-from deployments.edgar.filing_text import DocumentUnavailable, FilingTexts
+from deployments.edgar.filing_text import DocumentUnavailable, FilingTexts, text_digest
 from deployments.edgar.limiter import LocalRateLimiter, PacedSchedule
 from deployments.edgar.live import LiveSource
 from deployments.edgar.source import MirrorSource
@@ -173,7 +173,7 @@ def test_disk_cache_serves_tickers_metadata_and_text_once_written(corpus, tmp_pa
         directory = CompanyDirectory(MirrorSource(mirror), cache)
         await directory.load()
         filings = await directory.filings(directory.lookup(FIRST.issuer.ticker))
-        text = await FilingTexts(MirrorSource(mirror), directory, cache=cache).text(url)
+        text = (await FilingTexts(MirrorSource(mirror), directory, cache=cache).parse(url)).text
         return filings, text
 
     first = run(read_all())
@@ -202,13 +202,14 @@ def test_one_parse_serves_concurrent_requests_for_a_filing(corpus):
 
     async def many():
         texts = FilingTexts(source, CompanyDirectory(source))
-        return await asyncio.gather(*(texts.text("https://www.sec.gov/" + FIRST.url_path) for _ in range(20)))
+        return [p.text for p in await asyncio.gather(
+            *(texts.parse("https://www.sec.gov/" + FIRST.url_path) for _ in range(20)))]
 
     results = run(many())
     assert source.archive_reads == 1 and len(set(results)) == 1 and "Total net revenues" in results[0]
 
 
-def test_filings_are_kept_but_other_pages_are_fetched_each_time(corpus):
+def test_pages_are_fetched_each_time_and_every_text_has_its_digest(corpus):
     fetched = []
 
     async def fetch_page(url):
@@ -217,23 +218,22 @@ def test_filings_are_kept_but_other_pages_are_fetched_each_time(corpus):
 
     async def read_twice():
         texts = FilingTexts(CountingSource(corpus), CompanyDirectory(MirrorSource(corpus)), fetch_page=fetch_page)
-        for _ in range(2):
-            assert await texts.text("https://docs.example.com/a.html") == "page text"
-            await texts.text("https://www.sec.gov/" + FIRST.url_path)
-        return texts
+        parsed = [await texts.parse("https://docs.example.com/a.html") for _ in range(2)]
+        return texts, parsed
 
-    texts = run(read_twice())
-    assert len(fetched) == 2 and texts.reads_by_source == {"source": 1, "memory": 1}
+    texts, parsed = run(read_twice())
+    assert len(fetched) == 2 and [p.text for p in parsed] == ["page text"] * 2  # a page may change: never kept
+    assert parsed[0].digest == text_digest("page text") and len(parsed[0].digest) == 32
 
 
 def test_pipeline_errors_are_tool_messages(corpus):
     texts = FilingTexts(MirrorSource(corpus), CompanyDirectory(MirrorSource(corpus)))
     with pytest.raises(DocumentUnavailable, match="Failed to download filing from"):
-        run(texts.text("https://www.sec.gov/Archives/edgar/data/1/000000000000000001/none.htm"))
+        run(texts.parse("https://www.sec.gov/Archives/edgar/data/1/000000000000000001/none.htm"))
     with pytest.raises(DocumentUnavailable, match="Invalid SEC URL format"):
-        run(texts.text("https://www.sec.gov/Archives/edgar/data/1/000000000000000001/"))
+        run(texts.parse("https://www.sec.gov/Archives/edgar/data/1/000000000000000001/"))
     with pytest.raises(DocumentUnavailable, match="only fetches SEC filing documents"):
-        run(texts.text("https://example.com/page.html"))
+        run(texts.parse("https://example.com/page.html"))
 
 
 def test_dump_layout_convention_serves_a_known_primary_document(corpus, tmp_path):
@@ -248,10 +248,10 @@ def test_dump_layout_convention_serves_a_known_primary_document(corpus, tmp_path
         await directory.load()
         await directory.filings(directory.lookup(FIRST.issuer.ticker))  # metadata now in memory
         texts = FilingTexts(empty, directory, dump_root=dump)
-        found = await texts.text("https://www.sec.gov/" + FIRST.url_path)
+        found = (await texts.parse("https://www.sec.gov/" + FIRST.url_path)).text
         exhibit = FIRST.url_path.rsplit("/", 1)[0] + "/ex99.htm"  # never answered with the primary document
         with pytest.raises(DocumentUnavailable):
-            await texts.text("https://www.sec.gov/" + exhibit)
+            await texts.parse("https://www.sec.gov/" + exhibit)
         return found, texts.reads_by_source
 
     text, reads = run(read())

@@ -1,0 +1,116 @@
+"""The benchmark's load generator: whole rollouts at a fixed concurrency, from its own process, with aiohttp.
+
+    python bench/loadgen.py --url http://127.0.0.1:8000 --concurrency 64 --seconds 15 [--warmup 3]
+
+Prints one JSON object: rollouts and requests completed in the measured window, per-route latency samples,
+errors, and the CPU seconds this process used (so the report can say how much of the machine the client
+took). An httpx load client saturates at a few hundred requests/s on this machine; aiohttp does not.
+
+A rollout is the 8 requests of an RL episode as NeMo Gym's single_agent_turn drives it: episode seed,
+sec_filing_search, parse_html_page, retrieve_information twice, submit_final_result, verify, close_session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import sys
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from deployments.corpus.generate import questions  # noqa: E402
+
+ROUTES = ("seed_session", "sec_filing_search", "parse_html_page", "retrieve_information",
+          "submit_final_result", "verify", "close_session")
+
+
+def rollout_steps(task: dict, n: int) -> list[tuple[str, dict]]:
+    sid = f"resources-session-{uuid.uuid4().hex}"
+    episode = {"rollout_id": f"bench-{n}", "attempt": 0}
+    answer = {"type": "function_call", "name": "submit_final_result", "call_id": "c",
+              "arguments": json.dumps({"final_result": task["expected_answer"]})}
+    return [
+        ("seed_session", {"resources_session_id": sid, "episode_id": episode,
+                          "task_id": {"taskset": "bench", "task_id": str(n)}, "task_data": {}}),
+        ("sec_filing_search", {"ticker": task["ticker"], "form_types": [task["form"]]}),
+        ("parse_html_page", {"url": task["url"], "key": "filing"}),
+        ("retrieve_information", {"prompt": task["question"] + " {{filing}}"}),
+        ("retrieve_information", {"prompt": "total revenues and net income {{filing}}",
+                                  "input_character_ranges": [{"key": "filing", "start": 0, "end": 20_000}]}),
+        ("submit_final_result", {"final_result": task["expected_answer"]}),
+        ("verify", {"responses_create_params": {"input": [{"role": "user", "content": task["question"]}]},
+                    "response": {"output": [answer]}, "question": task["question"],
+                    "expected_answer": task["expected_answer"]}),
+        ("close_session", {"resources_session_id": sid, "episode_id": episode}),
+    ]
+
+
+async def run(url: str, concurrency: int, seconds: float, warmup: float) -> dict:
+    tasks = questions()
+    latencies: dict[str, list[float]] = defaultdict(list)
+    errors: list[str] = []
+    counts = {"rollouts": 0, "requests": 0}
+    start = time.monotonic()
+    measure_from, stop_at = start + warmup, start + warmup + seconds
+    connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, force_close=False)
+    timeout = aiohttp.ClientTimeout(total=600)
+    sequence = 0
+
+    async def worker(w: int) -> None:
+        nonlocal sequence
+        jar = aiohttp.CookieJar(unsafe=True)  # unsafe: keep cookies for an IP-address host
+        async with aiohttp.ClientSession(base_url=url, connector=connector, connector_owner=False, cookie_jar=jar,
+                                         timeout=timeout) as session:
+            while time.monotonic() < stop_at:
+                sequence += 1
+                jar.clear()
+                steps = rollout_steps(tasks[sequence % len(tasks)], sequence)
+                began = time.monotonic()
+                ok = True
+                for route, body in steps:
+                    sent = time.perf_counter()
+                    try:
+                        async with session.post("/" + route, json=body) as response:
+                            payload = await response.read()
+                            status = response.status
+                    except aiohttp.ClientError as error:
+                        payload, status = repr(error).encode(), 0
+                    elapsed = time.perf_counter() - sent
+                    if status != 200 or (route == "verify" and json.loads(payload).get("reward") != 1.0):
+                        ok = False
+                        errors.append(f"{route} {status} {payload[:160]!r}")
+                    if began >= measure_from and time.monotonic() <= stop_at:
+                        latencies[route].append(elapsed)
+                        counts["requests"] += 1
+                if ok and began >= measure_from and time.monotonic() <= stop_at:
+                    counts["rollouts"] += 1
+
+    await asyncio.gather(*(worker(w) for w in range(concurrency)))
+    await connector.close()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {"concurrency": concurrency, "seconds": seconds, **counts, "errors": len(errors),
+            "error_samples": errors[:5], "latencies": latencies, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+            "wall_seconds": time.monotonic() - start, "pid": os.getpid()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--concurrency", type=int, required=True)
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--warmup", type=float, default=3.0)
+    options = parser.parse_args()
+    print(json.dumps(asyncio.run(run(options.url, options.concurrency, options.seconds, options.warmup))))
+
+
+if __name__ == "__main__":
+    main()

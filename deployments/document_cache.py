@@ -1,0 +1,100 @@
+"""This replica's cache of document texts by digest, in front of the application's one document store
+(session_store/documents.py). A text crosses the actor hop only on the replica's first use of it.
+
+The store drops a text nobody references once its grace window passes, so before a session names a digest
+the store must hold that text. `remember` makes sure of it: a put the first time, a touch later, and nothing
+when this replica confirmed the text within half the grace window (no sweep can have dropped it since: a
+sweep only drops texts untouched for a whole window).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable, Protocol
+
+from session_store import BoundedLru
+
+
+class DocumentStoreClient(Protocol):
+    async def put(self, digest: str, text: str, url: str | None, cacheable: bool) -> None: ...
+
+    async def touch(self, digests: list[str]) -> list[str]: ...
+
+    async def get(self, digests: list[str]) -> dict[str, str]: ...
+
+    async def by_url(self, url: str) -> tuple[str, str] | None: ...
+
+
+class DocumentCache:
+    def __init__(self, store: DocumentStoreClient, *, max_bytes: int, grace_seconds: float,
+                 clock: Callable[[], float] = time.time):
+        self._store = store
+        self._texts: BoundedLru[str, str] = BoundedLru(max_bytes, sys.getsizeof)
+        self._filings: BoundedLru[str, str] = BoundedLru(8 << 20, lambda digest: 200)  # filing URL -> digest
+        self._confirmed: BoundedLru[str, float] = BoundedLru(8 << 20, lambda at: 100)  # digest -> when
+        self._window = grace_seconds / 2
+        self._clock = clock
+
+    def local_filing(self, url: str) -> tuple[str, str] | None:
+        """A filing this replica holds: (digest, text), with no hop at all."""
+        digest = self._filings.get(url)
+        text = self._texts.get(digest) if digest is not None else None
+        return (digest, text) if text is not None else None
+
+    async def filing(self, url: str) -> tuple[str, str] | None:
+        """A filing any replica parsed before: here, else from the document store."""
+        found = self.local_filing(url)
+        if found is None and (found := await self._store.by_url(url)) is not None:
+            self._keep(found[0], found[1], url)
+            self._confirmed.put(found[0], self._clock())
+        return found
+
+    async def remember(self, digest: str, text: str, url: str, *, filing: bool) -> None:
+        """Make sure the document store holds this text now (see the module docstring)."""
+        self._keep(digest, text, url if filing else None)
+        confirmed = self._confirmed.get(digest)
+        now = self._clock()
+        if confirmed is not None and now - confirmed < self._window:
+            return
+        if confirmed is None or await self._store.touch([digest]):
+            await self._store.put(digest, text, url, filing)
+        self._confirmed.put(digest, now)
+
+    async def texts(self, digests: list[str]) -> dict[str, str]:
+        """The texts of these digests: this replica's, then the store's. A digest neither holds is absent."""
+        found = {d: t for d in digests if (t := self._texts.get(d)) is not None}
+        missing = [d for d in digests if d not in found]
+        if missing:
+            fetched = await self._store.get(missing)
+            for digest, text in fetched.items():
+                self._keep(digest, text, None)
+            found.update(fetched)
+        return found
+
+    def _keep(self, digest: str, text: str, url: str | None) -> None:
+        self._texts.put(digest, text)
+        if url is not None:
+            self._filings.put(url, digest)
+
+
+class LocalDocumentStore:
+    """The document store in this process, behind the client's async interface (tests, the baseline)."""
+
+    def __init__(self, store):
+        self.store = store
+
+    async def put(self, digest: str, text: str, url: str | None, cacheable: bool) -> None:
+        self.store.put(digest, text, url, cacheable)
+
+    async def touch(self, digests: list[str]) -> list[str]:
+        return self.store.touch(digests)
+
+    async def get(self, digests: list[str]) -> dict[str, str]:
+        return self.store.get(digests)
+
+    async def by_url(self, url: str) -> tuple[str, str] | None:
+        return self.store.by_url(url)
+
+    async def sweep(self, referenced: set[str]):
+        return self.store.sweep(referenced)

@@ -1,0 +1,42 @@
+"""The whole application in one process, no Ray: shards, document store and reaper as plain objects.
+
+For the in-process contract tests (through `httpx.ASGITransport`) and the single-process baseline of the
+benchmarks. It runs the same routes, core, batching and document store as the Serve app; only the hops differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastapi import FastAPI
+
+from session_store import DocumentStore, LocalSessionStore, MemoryMarkStore, Reaper, ShardConfig, ShardService
+
+from .api import create_api
+from .document_cache import LocalDocumentStore
+from .edgar.limiter import LocalRateLimiter
+from .services import build_services
+from .settings import Settings
+
+
+@dataclass
+class InProcessApp:
+    api: FastAPI
+    store: LocalSessionStore
+    documents: DocumentStore
+    marks: MemoryMarkStore
+    reaper: Reaper
+    settings: Settings
+
+
+def in_process_app(settings: Settings, cookie_secret: str = "in-process-secret",
+                   marks: MemoryMarkStore | None = None, clock=None) -> InProcessApp:
+    marks = marks if marks is not None else MemoryMarkStore()
+    config = ShardConfig(settings.session_ttl_seconds, settings.fence_ttl_seconds, settings.limits())
+    store = LocalSessionStore([ShardService(config, marks, clock) for _ in range(settings.num_shards)])
+    documents = DocumentStore(max_bytes=settings.document_store_bytes, grace_seconds=settings.document_grace_seconds,
+                              **({"clock": clock} if clock else {}))
+    limiter = LocalRateLimiter(settings.requests_per_second, settings.rate_limit_window_seconds)
+    api = create_api(settings, lambda: build_services(settings, store, limiter, LocalDocumentStore(documents),
+                                                      **({"clock": clock} if clock else {})), cookie_secret)
+    return InProcessApp(api, store, documents, marks, Reaper(store.shards, LocalDocumentStore(documents)), settings)

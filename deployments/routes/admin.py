@@ -1,0 +1,36 @@
+"""Internal routes for operators: retire_session_state (contract §C.8, Decision 8) and the session counters.
+
+The retire route exists only when `admin_token` is configured, and answers only to `Authorization: Bearer
+<admin_token>`: it releases another session's state, so the agent must never reach it."""
+
+from __future__ import annotations
+
+import hmac
+
+from fastapi import APIRouter, HTTPException, Request
+
+from ..contract import RetireRequest
+from ..services import services
+from ..strict_json import StrictJsonRoute
+
+router = APIRouter(route_class=StrictJsonRoute)
+
+
+@router.post("/admin/retire_session_state")
+async def retire_session_state(request: Request, body: RetireRequest) -> dict[str, str]:
+    token = services(request).settings.admin_token
+    if token is None:
+        raise HTTPException(404, "Not Found")  # as if the route did not exist
+    offered = request.headers.get("authorization", "")
+    if not hmac.compare_digest(offered.encode(), f"Bearer {token.get_secret_value()}".encode()):
+        raise HTTPException(401, "retire_session_state needs Authorization: Bearer <admin_token>.")
+    await services(request).store.retire(body.session_id)
+    return {"session_id": body.session_id, "retired": "ok"}
+
+
+@router.get("/session_counters")
+async def session_counters(request: Request) -> dict:
+    """What the shards decided since they started, summed over shards: seeds, 409s, closes, verifies, losses."""
+    stats = await services(request).store.stats()
+    return {"counters": stats["counters"],
+            "held": {k: stats[k] for k in ("sessions", "documents", "document_chars", "fences", "expired_marks")}}

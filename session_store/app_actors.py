@@ -1,0 +1,158 @@
+"""The one owner of an application's named actors: their namespace and names, their options, the Ray errors
+their calls can raise and what those mean, creation, retirement and cleanup.
+
+- **Names carry versions.** An actor is named `<kind>.<version>`, the version a digest of its constructor
+  arguments and of the code it runs. A redeploy with a new TTL, rate limit or shard count, or with new
+  session-store code, therefore creates new actors instead of reusing old ones (`get_if_exists` hands the
+  first creator's arguments to everybody, ray-notes). The old ones are retired once no replica uses them
+  (`retire_stale`); sessions they held are reported lost by the new shards, whose incarnations their
+  cookies do not carry.
+- **Cleanup.** Every actor is registered with Serve's controller, which kills registered actors on
+  `serve shutdown` (as Ray Serve's own per-app actors are); `destroy` is the explicit path for everything else.
+- **Errors.** Any Ray failure of a call, and a call that does not answer within its timeout, is
+  `StoreUnavailable`: the ingress answers 503 with Retry-After, never a 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import pickle
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Awaitable
+
+import ray
+from ray.exceptions import RayError
+
+from .errors import StoreUnavailable
+
+log = logging.getLogger(__name__)
+
+RAY_ERRORS = (RayError, TimeoutError)  # every way an actor call can fail that is not the actor's own answer
+
+# Detached: an actor owned by a replica dies when the replica is replaced. Restarted forever, with no task
+# retries: a retry could apply a session write twice. No CPU: they only hold state and answer quickly.
+ACTOR_OPTIONS: dict[str, Any] = {
+    "lifetime": "detached", "get_if_exists": True, "max_restarts": -1, "max_task_retries": 0, "num_cpus": 0,
+}
+_ACTIVE_KEY = b"active-actors"
+
+
+async def call(ref: Awaitable[Any], *, timeout: float, what: str) -> Any:
+    """Await an actor call; every Ray failure and a timeout become StoreUnavailable (503)."""
+    try:
+        return await asyncio.wait_for(ref, timeout)
+    except RAY_ERRORS as error:
+        raise StoreUnavailable(
+            f"{what} did not answer ({type(error).__name__}); it may be restarting. Retry the request shortly."
+        ) from error
+
+
+def code_version(*modules: ModuleType) -> str:
+    """A digest of the source of these modules (a package means every .py file in it)."""
+    digest = hashlib.blake2b(digest_size=8)
+    for module in modules:
+        path = Path(module.__file__)
+        files = sorted(path.parent.glob("*.py")) if path.name == "__init__.py" else [path]
+        for file in files:
+            digest.update(file.name.encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class AppActors:
+    app_name: str
+    resources: dict[str, float] = field(default_factory=dict)  # e.g. {"finsec_state": 0.001}: keep off the head
+
+    @property
+    def namespace(self) -> str:
+        return "finsec-serve." + re.sub(r"[^A-Za-z0-9_.-]", "_", self.app_name)
+
+    @property
+    def kv_namespace(self) -> bytes:
+        return self.namespace.encode()
+
+    def name(self, kind: str, args: tuple, code: str) -> str:
+        version = hashlib.blake2b(pickle.dumps(args) + code.encode(), digest_size=5).hexdigest()
+        return f"{kind}.{version}"
+
+    def create(self, kind: str, actor_class: Any, args: tuple, *, code: str, **options: Any) -> Any:
+        """Get or create the actor of this kind for these arguments and this code; race-safe across replicas."""
+        handle = actor_class.options(
+            name=self.name(kind, args, code), namespace=self.namespace,
+            **{**ACTOR_OPTIONS, **({"resources": self.resources} if self.resources else {}), **options},
+        ).remote(*args)
+        _register_for_shutdown(handle)
+        return handle
+
+    # ----- retirement and cleanup -----
+
+    async def declare_active(self, names: list[str]) -> None:
+        """Called by each new ingress replica: the actors the deployment now uses (the newest replica wins)."""
+        client = _kv()
+        await client.async_internal_kv_put(_ACTIVE_KEY, "\n".join(sorted(names)).encode(), True,
+                                           self.kv_namespace, timeout=5)
+
+    async def retire_stale(self, names: list[str], serve_app: str | None) -> int:
+        """Kill the namespace's actors that are not `names`, once `names` are the active set and the Serve app
+        runs only replicas that use them. Returns how many were killed."""
+        active = await _kv().async_internal_kv_get(_ACTIVE_KEY, self.kv_namespace, timeout=5)
+        if active is None or set(active.decode().split("\n")) != set(names):
+            return 0
+        if serve_app is not None and not await asyncio.to_thread(_serve_app_running, serve_app):
+            return 0
+        stale = [a["name"] for a in await asyncio.to_thread(ray.util.list_named_actors, True)
+                 if a["namespace"] == self.namespace and a["name"] not in names]
+        for name in stale:
+            _kill(name, self.namespace)
+        if stale:
+            log.warning("retired %d actors of an earlier deployment of %s: %s", len(stale), self.app_name, stale)
+        return len(stale)
+
+    def destroy(self) -> int:
+        """The explicit cleanup path (detached actors outlive `serve delete`): kill every named actor of the
+        app and delete its durable records. Returns how many actors were killed."""
+        killed = sum(_kill(a["name"], self.namespace) for a in ray.util.list_named_actors(all_namespaces=True)
+                     if a["namespace"] == self.namespace)
+        try:
+            ray.experimental.internal_kv._internal_kv_del(b"", del_by_prefix=True, namespace=self.kv_namespace)
+        except Exception:  # a cluster going away with us
+            log.warning("could not delete the durable records of %s", self.app_name, exc_info=True)
+        return killed
+
+
+def _kv():
+    from ray.experimental.internal_kv import internal_kv_get_gcs_client
+
+    return internal_kv_get_gcs_client()
+
+
+def _kill(name: str, namespace: str) -> bool:
+    try:
+        ray.kill(ray.get_actor(name, namespace=namespace), no_restart=True)
+        return True
+    except ValueError:  # gone meanwhile
+        return False
+
+
+def _register_for_shutdown(handle: Any) -> None:
+    """Serve's controller kills registered actors on `serve shutdown` (its own per-app actors use this)."""
+    try:
+        from ray.serve._private.constants import SERVE_CONTROLLER_NAME, SERVE_NAMESPACE
+
+        controller = ray.get_actor(SERVE_CONTROLLER_NAME, namespace=SERVE_NAMESPACE)
+        controller._register_shutdown_cleanup_actor.remote(handle)
+    except Exception:  # no Serve here (a plain Ray test), or a Serve without the hook: destroy() remains
+        log.debug("could not register an actor for cleanup at serve shutdown", exc_info=True)
+
+
+def _serve_app_running(app: str) -> bool:
+    from ray import serve
+    from ray.serve.schema import ApplicationStatus
+
+    status = serve.status().applications.get(app)
+    return status is not None and status.status == ApplicationStatus.RUNNING

@@ -1,0 +1,193 @@
+"""The Ray shells of the session store: each actor is a thin wrapper over a pure class of this package.
+
+- `SessionShardActor`: a `ShardService` whose marks live in Ray's GCS key-value store (`GcsMarkStore`), the
+  store Serve's own controller checkpoints to: it outlives any actor process.
+- `DocumentStoreActor`: the app's one `DocumentStore`.
+- `ReaperActor`: runs `Reaper.tick` on a timer, publishes session counters as Ray metrics, and retires the actors
+  of earlier deployments.
+Names, options and creation are `app_actors.py`'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+import ray
+from ray.util.metrics import Counter, Gauge
+
+from .app_actors import AppActors, call
+from .core import Mark
+from .documents import DocumentStore, SweepReport
+from .marks import decode, encode
+from .reaper import Reaper, run_every
+from .shard import ShardConfig, ShardService, TickReport
+
+log = logging.getLogger(__name__)
+_MARK = b"mark:"
+
+
+class GcsMarkStore:
+    """Durable marks in the GCS key-value store, one key per ID (`mark:<id>`), in the app's KV namespace.
+    Keyed by ID alone, so any shard of any deployment of the app finds a mark, whatever the shard count."""
+
+    def __init__(self, kv_namespace: bytes, timeout_seconds: float = 5.0):
+        self._namespace = kv_namespace
+        self._timeout = timeout_seconds
+
+    @staticmethod
+    def _key(sid: str) -> bytes:
+        return _MARK + sid.encode("utf-8", "backslashreplace")
+
+    def _client(self):
+        from ray.experimental.internal_kv import internal_kv_get_gcs_client
+
+        return internal_kv_get_gcs_client()
+
+    async def read(self, sids: list[str]) -> dict[str, Mark]:
+        keys = {self._key(sid): sid for sid in sids}
+        found = await self._client().async_internal_kv_multi_get(list(keys), self._namespace, timeout=self._timeout)
+        marks = {keys[key]: decode(raw) for key, raw in found.items() if raw is not None}
+        return {sid: mark for sid, mark in marks.items() if mark is not None}
+
+    async def write(self, changes: dict[str, Mark | None]) -> set[str]:
+        client = self._client()
+
+        async def one(sid: str, mark: Mark | None) -> None:
+            if mark is None:
+                await client.async_internal_kv_del(self._key(sid), False, self._namespace, timeout=self._timeout)
+            else:
+                await client.async_internal_kv_put(self._key(sid), encode(mark), True, self._namespace,
+                                                   timeout=self._timeout)
+
+        results = await asyncio.gather(*(one(sid, mark) for sid, mark in changes.items()), return_exceptions=True)
+        return {sid for sid, result in zip(changes, results) if isinstance(result, BaseException)}
+
+    async def sweep(self, now: float) -> int:
+        client = self._client()
+        keys = await client.async_internal_kv_keys(_MARK, self._namespace, timeout=30)
+        lapsed = 0
+        for start in range(0, len(keys), 1000):
+            chunk = keys[start : start + 1000]
+            found = await client.async_internal_kv_multi_get(chunk, self._namespace, timeout=30)
+            for key, raw in found.items():
+                mark = decode(raw) if raw is not None else None
+                if mark is None or mark.drop_at <= now:
+                    await client.async_internal_kv_del(key, False, self._namespace, timeout=self._timeout)
+                    lapsed += 1
+        return lapsed
+
+    async def clear(self) -> None:
+        await self._client().async_internal_kv_del(_MARK, True, self._namespace, timeout=30)
+
+
+class _Process:
+    async def pid(self) -> int:
+        """This actor's process, for operators and fault-injection tests (they SIGKILL it)."""
+        return os.getpid()
+
+
+@ray.remote
+class SessionShardActor(ShardService, _Process):
+    def __init__(self, config: ShardConfig, kv_namespace: bytes):
+        super().__init__(config, GcsMarkStore(kv_namespace))
+
+
+@ray.remote
+class DocumentStoreActor(_Process):
+    def __init__(self, max_bytes: int, grace_seconds: float):
+        self._store = DocumentStore(max_bytes=max_bytes, grace_seconds=grace_seconds)
+
+    async def put(self, digest: str, text: str, url: str | None, cacheable: bool) -> None:
+        self._store.put(digest, text, url, cacheable)
+
+    async def touch(self, digests: list[str]) -> list[str]:
+        return self._store.touch(digests)
+
+    async def get(self, digests: list[str]) -> dict[str, str]:
+        return self._store.get(digests)
+
+    async def by_url(self, url: str) -> tuple[str, str] | None:
+        return self._store.by_url(url)
+
+    async def sweep(self, referenced: set[str]) -> SweepReport:
+        return self._store.sweep(referenced)
+
+    async def stats(self) -> dict[str, int]:
+        return self._store.stats()
+
+
+class ActorClient:
+    """An actor handle seen through `call`: its methods are awaited under one timeout and one error mapping."""
+
+    def __init__(self, handle: Any, what: str, timeout: float):
+        self._handle, self._what, self._timeout = handle, what, timeout
+
+    def __getattr__(self, method: str):
+        async def invoke(*args: Any) -> Any:
+            return await call(getattr(self._handle, method).remote(*args), timeout=self._timeout, what=self._what)
+
+        return invoke
+
+
+@ray.remote
+class ReaperActor(_Process):
+    """Ticks every `interval_seconds`. A restarted reaper (max_restarts=-1) starts its loop again the same way."""
+
+    def __init__(self, app: AppActors, shard_names: list[str], document_store: str | None, interval_seconds: float,
+                 other_actors: list[str], serve_app: str | None, timeout_seconds: float = 30.0):
+        shards = [ActorClient(ray.get_actor(n, namespace=app.namespace), f"shard {n}", timeout_seconds)
+                  for n in shard_names]
+        documents = (ActorClient(ray.get_actor(document_store, namespace=app.namespace), "document store",
+                             timeout_seconds) if document_store else None)
+        self._reaper = Reaper(shards, documents, sweep_marks_every=max(1, int(3600 / interval_seconds)))
+        self._app = app
+        self._serve_app = serve_app
+        me = ray.get_runtime_context().get_actor_name()
+        self._active = [*shard_names, *([document_store] if document_store else []), *other_actors, me]
+        self._interval = interval_seconds
+        tags = {"app": app.app_name}
+        self._metrics = _SessionMetrics(tags)
+        # An async actor's constructor runs on its event loop, so the loop can start here.
+        self._task = asyncio.get_running_loop().create_task(run_every(interval_seconds, self.tick))
+
+    async def tick(self) -> dict[str, Any]:
+        evicted, increments = await self._reaper.tick()
+        self._metrics.publish(self._reaper.status, increments)
+        retired = await self._app.retire_stale(self._active, self._serve_app)
+        return {"evicted": evicted, "retired": retired}
+
+    async def status(self) -> dict[str, Any]:
+        status = self._reaper.status
+        return {"ticks": status.ticks, "evicted": status.evicted, "held": status.held,
+                "counters": dict(status.counters), "documents": status.documents,
+                "shards_unreachable": status.shards_unreachable, "interval_seconds": self._interval}
+
+
+class _SessionMetrics:
+    """The operator's session counters, cluster-wide (Ray metrics, exported with a `ray_` prefix)."""
+
+    def __init__(self, tags: dict[str, str]):
+        self._tags = tags
+        keys = ("app", "event")
+        self._events = Counter("finsec_session_events", "Session events decided by the shards: seeds by kind, "
+                               "retried seeds, 409s by reason, closes, verifies scored or masked by failure_kind, "
+                               "404 session_lost, evictions", tag_keys=keys)
+        self._held = {name: Gauge(f"finsec_{name}_held", f"{name} held by all shards", tag_keys=("app",))
+                      for name in ("sessions", "marks", "digests")}
+        self._documents = Gauge("finsec_document_store_bytes", "Bytes of text in the document store",
+                                tag_keys=("app",))
+
+    def publish(self, status, increments) -> None:
+        for event, n in increments.items():
+            if n > 0:
+                self._events.inc(n, tags={**self._tags, "event": event})
+        for name, gauge in self._held.items():
+            gauge.set(status.held.get(name, 0), tags=self._tags)
+        if status.documents is not None:
+            self._documents.set(status.documents.bytes, tags=self._tags)
+
+
+__all__ = ["ActorClient", "GcsMarkStore", "SessionShardActor", "DocumentStoreActor", "ReaperActor", "TickReport"]

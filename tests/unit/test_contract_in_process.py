@@ -1,0 +1,283 @@
+"""The HTTP contract in one process: the real routes, middleware, core, batching and document store, over ASGI,
+with a clock the tests move. Each rule here would otherwise be checked only by the slow Ray suite.
+
+Sections cite contract.md; the mutations named in a test's docstring are the ones it exists to catch.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from deployments.corpus.generate import questions
+from tests.bodies import close_body, cookie_claims, episode_seed, new_session_id, verify_body
+from tests.inprocess import InProcess
+
+Q = questions()[0]
+BUDGET = 60.0
+
+
+@pytest.fixture
+def app():
+    with InProcess(max_rollout_time_seconds=BUDGET, fence_ttl_seconds=100.0, session_ttl_seconds=1_000.0,
+                   document_grace_seconds=10.0, admin_token="operator-secret") as running:
+        yield running
+
+
+def parse(app, key="doc", url=Q["url"], client=None):
+    return app.post("/parse_html_page", client=client, json={"url": url, "key": key})
+
+
+def results(response) -> str:
+    assert response.status_code == 200, response.text
+    return response.json()["results"]
+
+
+# ----- the time budget (§A.15) -----
+
+
+def test_the_time_budget_stops_every_budgeted_tool_and_only_those(app):
+    """Mutation: a budget 10x looser (or one that ignores the search tools) fails this."""
+    app.post("/seed_session", json=episode_seed(new_session_id()))
+    app.clock.advance(BUDGET - 1)
+    assert results(parse(app)).startswith("SUCCESS")
+    app.clock.advance(2)  # 61 s into a 60 s budget
+    for path, body in (("/parse_html_page", {"url": Q["url"], "key": "k2"}),
+                       ("/retrieve_information", {"prompt": "revenue {{doc}}"}),
+                       ("/sec_filing_search", {"ticker": Q["ticker"]}),
+                       ("/edgar_search", {"search_query": "revenue"})):
+        message = json.loads(results(app.post(path, json=body)))["error"]
+        assert message.startswith("Time budget exhausted (61s / 60s)"), path
+    assert "success" in results(app.post("/submit_final_result", json={"final_result": "42"}))
+
+
+def test_a_retried_seed_keeps_the_budget_and_an_agent_run_seed_restarts_it(app):
+    sid = new_session_id()
+    app.post("/seed_session", json=episode_seed(sid))
+    app.clock.advance(BUDGET + 1)
+    app.post("/seed_session", json=episode_seed(sid))  # a retry: the budget keeps running
+    assert "Time budget exhausted" in results(app.post("/sec_filing_search", json={"ticker": Q["ticker"]}))
+    other = app.new_client()
+    app.post("/seed_session", client=other, json={})
+    app.clock.advance(BUDGET + 1)
+    app.post("/seed_session", client=other, json={})  # an agent-run seed restarts it
+    assert "error" not in results(app.post("/sec_filing_search", client=other, json={"ticker": Q["ticker"]}))[:20]
+
+
+def test_a_session_that_is_no_longer_open_has_no_budget(app):
+    """§A.15: no recorded start, no limit; the stateful tools then answer 404 session_lost (§C.6)."""
+    app.post("/seed_session", json=episode_seed(new_session_id()))
+    app.clock.advance(1_001)  # past the session TTL (and the budget)
+    assert "Time budget" not in results(app.post("/sec_filing_search", json={"ticker": Q["ticker"]}))
+    assert parse(app).status_code == 404
+
+
+# ----- transport rules (§A.0) -----
+
+
+def test_the_rollout_prefix_is_the_same_route(app):
+    """Mutation: turning off the /ng-rollout prefix fails this."""
+    sid = new_session_id()
+    assert app.post("/ng-rollout/r-1.a_b/seed_session", json=episode_seed(sid)).status_code == 200
+    assert app.describe(sid)["open"]
+    assert results(app.post("/ng-rollout/r-1/parse_html_page", json={"url": Q["url"], "key": "k"})).startswith(
+        "SUCCESS")
+    row = app.post("/ng-rollout/r-1/verify", json=verify_body()).json()
+    assert row["reward"] == 1.0 and "question" not in row
+
+
+def test_every_response_carries_the_cookie_even_errors(app):
+    for response in (app.post("/seed_session", json={"resources_session_id": ""}),  # 422
+                     app.post("/close_session", json=close_body("x", rollout="bad id")),  # 422
+                     app.post("/retrieve_information", json={"prompt": "{{k}}"})):  # 404
+        assert response.status_code >= 400
+        assert cookie_claims(response, app.settings.cookie_name)["session_id"]
+
+
+# ----- fences (§C.4, Decisions 2, 3) -----
+
+
+def test_a_repeated_close_keeps_the_first_fence(app):
+    """Mutation: extending the fence on a repeated close fails this."""
+    sid = new_session_id()
+    app.post("/seed_session", json=episode_seed(sid))
+    app.post("/close_session", json=close_body(sid))
+    app.clock.advance(75)
+    assert app.post("/close_session", json=close_body(sid)).status_code == 200
+    assert app.post("/seed_session", json=episode_seed(sid)).status_code == 409
+    app.clock.advance(26)  # 101 s after the first close: its 100 s fence lapsed
+    assert app.post("/seed_session", json=episode_seed(sid)).status_code == 200
+
+
+def test_a_409_close_names_the_episode_and_what_to_do(app):
+    sid = new_session_id()
+    app.post("/seed_session", json=episode_seed(sid, rollout="r1"))
+    refused = app.post("/close_session", json=close_body(sid, rollout="r2"))
+    assert refused.status_code == 409
+    detail = refused.json()["detail"]
+    assert '"rollout_id": "r1"' in detail and "new resources_session_id" in detail
+
+
+def test_fences_and_expired_marks_survive_a_shard_restart(app):
+    """§C.4 and §G.1 across a crash: the marks are durable, the sessions are not."""
+    closed, evicted = new_session_id(), new_session_id()
+    app.post("/seed_session", json=episode_seed(closed))
+    app.post("/close_session", json=close_body(closed))
+    app.restart_shards()
+    late = app.new_client()  # the late cookie-less seed single_agent_turn sends
+    assert app.post("/seed_session", client=late, json=episode_seed(closed)).status_code == 409
+    app.post("/seed_session", client=(cookie := app.new_client()), json=episode_seed(evicted))
+    app.clock.advance(1_001)
+    app.reaper_tick()
+    app.restart_shards()
+    assert app.post("/seed_session", client=app.new_client(), json=episode_seed(evicted)).status_code == 409
+    assert app.post("/verify", client=cookie, json=verify_body()).json()["failure_kind"] == "session_expired"
+
+
+# ----- hostile input -----
+
+
+@pytest.mark.parametrize("raw, says", [
+    (b'{"ticker": NaN}', "non-finite"),
+    (b'{"ticker": 1e999}', "too large"),
+    (b'{"ticker": -Infinity}', "non-finite"),
+    (b'{"ticker": "\\ud83d"}', "surrogate"),
+    (b'{"\\udc00": "AAPL"}', "surrogate"),
+    (b'{"ticker": ' + b"1" * 5_000 + b"}", "digits"),
+    (b"[" * 100 + b"]" * 100, "deeper"),
+    (b'{"ticker": "AAPL"', "not valid JSON"),
+    (b'\xff\xfe', "not UTF-8"),
+])
+def test_bodies_no_renderer_could_echo_get_a_422_that_says_why(app, raw, says):
+    response = app.post("/sec_filing_search", content=raw, headers={"content-type": "application/json"})
+    assert response.status_code == 422 and says in response.json()["detail"][0]["msg"]
+
+
+def test_a_verify_with_a_broken_emoji_in_model_output_is_graded(app):
+    body = verify_body()
+    body["response"]["output"].insert(0, {"type": "message", "content": [{"type": "output_text",
+                                                                        "text": "Here \ud83d it is"}]})
+    row = app.post("/verify", content=json.dumps(body).encode(), headers={"content-type": "application/json"})
+    assert row.status_code == 200 and row.json()["reward"] == 1.0
+    assert "Here \ufffd it is" in row.text.encode().decode("unicode_escape")
+
+
+def test_an_oversized_body_is_refused_before_it_is_read(app):
+    huge = b'{"final_result": "' + b"x" * (app.settings.max_request_bytes + 1) + b'"}'
+    response = app.post("/submit_final_result", content=huge, headers={"content-type": "application/json"})
+    assert response.status_code == 413 and "max_request_bytes" in response.json()["detail"]
+
+
+def test_a_422_echoes_only_a_short_excerpt(app):
+    response = app.post("/sec_filing_search", json={"ticker": ["x"] * 50_000})
+    assert response.status_code == 422 and len(response.content) < 2_000
+
+
+def test_long_ids_keys_and_urls_are_refused_with_what_to_fix(app):
+    assert app.post("/seed_session", json=episode_seed("s" * 257)).status_code == 422
+    assert app.post("/close_session", json=close_body("s" * 257)).status_code == 422
+    app.post("/seed_session", json=episode_seed(new_session_id()))
+    assert "at most 256" in results(parse(app, key="k" * 257))
+    assert "must not contain '{'" in results(parse(app, key="{{doc}}"))
+    assert "at most 2048" in results(parse(app, url="https://www.sec.gov/" + "a" * 3_000))
+    assert "limit is" in results(app.post("/submit_final_result", json={"final_result": "x" * 100_001}))
+
+
+def test_a_stringified_list_too_long_to_coerce_is_a_422_not_a_stall(app):
+    app.post("/seed_session", json=episode_seed(new_session_id()))
+    ranges = "[" + ",".join(["{'key': 'doc', 'start': 0, 'end': 10}"] * 2_000) + "]"  # > 16 KB
+    assert app.post("/retrieve_information", json={"prompt": "{{doc}}",
+                                                    "input_character_ranges": ranges}).status_code == 422
+
+
+def test_aggregate_metrics_takes_any_rows(app):
+    rows = [{"reward": 1e308, "_ng_task_index": "seven"}, {"reward": 1e308, "_ng_task_index": [1]},
+            {"reward": 0.5, "_ng_task_index": 10**30, "mask_sample": False}]
+    response = app.post("/aggregate_metrics", json={"verify_responses": rows})
+    assert response.status_code == 200 and "agent_metrics" in response.json()
+
+
+def test_the_unknown_tool_route_takes_any_body(app):
+    response = app.post("/hallucinated_tool", content=b'{"x": NaN', headers={"content-type": "application/json"})
+    assert "does not exist" in results(response)
+
+
+# ----- bounded sessions -----
+
+
+def test_a_session_holds_at_most_max_documents_per_session():
+    with InProcess(max_documents_per_session=2) as app:
+        app.post("/seed_session", json=episode_seed(new_session_id()))
+        assert results(parse(app, key="a")).startswith("SUCCESS")
+        assert results(parse(app, key="b")).startswith("SUCCESS")
+        assert "max_documents_per_session" in results(parse(app, key="c"))
+        assert results(parse(app, key="a")).startswith("WARNING")  # overwriting stays possible
+
+
+# ----- documents by content -----
+
+
+def test_a_group_sharing_a_filing_stores_one_copy_and_releases_every_reference(app):
+    sids = [new_session_id() for _ in range(16)]
+    clients = [app.new_client() for _ in sids]
+    for sid, client in zip(sids, clients):
+        app.post("/seed_session", client=client, json=episode_seed(sid))
+        assert results(parse(app, client=client)).startswith("SUCCESS")
+    assert app.app.documents.stats()["texts"] == 1  # one copy for the whole group
+    stats = app.stats()
+    assert stats["documents"] == 16 and all(row["digests"] == 1 for row in stats["shards"])  # refs, not copies
+    for sid in sids[:8]:
+        app.post("/close_session", json=close_body(sid))
+    for sid in sids[8:12]:
+        app.post("/admin/retire_session_state", json={"session_id": sid},
+                 headers={"Authorization": "Bearer operator-secret"})
+    app.clock.advance(1_001)  # the rest outlive their TTL and are evicted
+    app.clock.advance(11)
+    app.reaper_tick()
+    assert (app.stats()["sessions"], app.stats()["documents"], app.stats()["digests"]) == (0, 0, 0)
+    assert app.app.documents.stats()["referenced"] == 0  # a filing may stay as cache, held by no session
+
+
+def test_retrieve_reads_texts_by_digest_and_ranges_select_passages(app):
+    app.post("/seed_session", json=episode_seed(new_session_id()))
+    parse(app)
+    reply = results(app.post("/retrieve_information", json={
+        "prompt": "total net revenues {{doc}}", "input_character_ranges": [{"key": "doc", "start": 0, "end": 3_000}]}))
+    spans = [tuple(map(int, part.split("]")[0].split("-"))) for part in reply.split("[doc characters ")[1:]]
+    assert spans and all(0 <= a < b <= 3_000 for a, b in spans)
+
+
+# ----- retire (§C.8, Decision 8) and the operator's routes -----
+
+
+def test_retire_needs_the_admin_token(app):
+    sid = new_session_id()
+    app.post("/seed_session", json=episode_seed(sid))
+    assert app.post("/admin/retire_session_state", json={"session_id": sid}).status_code == 401
+    assert app.post("/admin/retire_session_state", json={"session_id": sid},
+                    headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert app.describe(sid)["open"]
+    assert app.post("/admin/retire_session_state", json={"session_id": sid},
+                    headers={"Authorization": "Bearer operator-secret"}).status_code == 200
+    assert app.describe(sid) == {"open": False, "episode": False, "documents": [], "fenced": False,
+                                 "fence_cause": None, "expired": False}  # released, not fenced
+
+
+def test_without_an_admin_token_the_retire_route_does_not_exist():
+    with InProcess() as app:
+        assert app.post("/admin/retire_session_state", json={"session_id": "x"},
+                        headers={"Authorization": "Bearer "}).status_code == 404
+
+
+def test_session_counters_count_what_happened(app):
+    sid = new_session_id()
+    app.post("/seed_session", json=episode_seed(sid))
+    app.post("/seed_session", json=episode_seed(sid))
+    app.post("/seed_session", json=episode_seed(sid, rollout="other"))
+    app.post("/verify", json=verify_body())
+    app.post("/close_session", json=close_body(sid))
+    app.post("/verify", json=verify_body())
+    counters = app.get("/session_counters").json()["counters"]
+    assert counters == {"seeds.episode.created": 1, "seeds.episode.retried": 1, "conflicts.seed_mismatch": 1,
+                        "verifies.scored": 1, "closes": 1, "verifies.masked.session_lost": 1}

@@ -1,0 +1,96 @@
+"""Documents by content: the app-wide document store and a replica's cache in front of it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from deployments.document_cache import DocumentCache, LocalDocumentStore
+from session_store import DocumentStore, StoreFull
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+def test_one_copy_per_text_however_many_puts(clock):
+    store = DocumentStore(max_bytes=10_000_000, clock=clock)
+    for _ in range(16):
+        store.put("d", "a 10-K" * 1000, "https://www.sec.gov/x", cacheable=True)
+    assert store.stats()["texts"] == 1 and store.get(["d"]) == {"d": "a 10-K" * 1000}
+
+
+def test_sweep_drops_unreferenced_pages_after_the_grace_window_and_keeps_filings(clock):
+    store = DocumentStore(max_bytes=10_000_000, grace_seconds=60, clock=clock)
+    store.put("page", "agent page", "https://docs.example.com", cacheable=False)
+    store.put("filing", "a filing", "https://www.sec.gov/f", cacheable=True)
+    store.put("held", "a page a session holds", None, cacheable=False)
+    clock.now = 30
+    assert store.sweep(referenced=set()).dropped == 0  # within the grace window: a session may name it next
+    clock.now = 61
+    report = store.sweep(referenced={"held"})
+    assert report.dropped == 1 and set(store.get(["page", "filing", "held"])) == {"filing", "held"}
+    assert store.by_url("https://www.sec.gov/f") == ("filing", "a filing")
+
+
+def test_a_full_store_evicts_cache_before_refusing(clock):
+    store = DocumentStore(max_bytes=3_000, grace_seconds=10, clock=clock)
+    store.put("old-filing", "x" * 1_000, "https://www.sec.gov/a", cacheable=True)
+    store.put("held", "y" * 1_000, None, cacheable=False)
+    clock.now = 11
+    store.sweep(referenced={"held"})
+    store.put("new", "z" * 1_000, None)  # room is made by dropping the unreferenced filing
+    assert set(store.get(["old-filing", "held", "new"])) == {"held", "new"}
+    assert store.by_url("https://www.sec.gov/a") is None
+    with pytest.raises(StoreFull, match="max_document_store_bytes"):
+        store.put("too-much", "w" * 2_000, None)  # what is left is all needed by sessions
+
+
+def test_the_replica_cache_confirms_texts_once_per_half_window(clock):
+    store = DocumentStore(max_bytes=10_000_000, grace_seconds=60, clock=clock)
+    calls = []
+
+    class Counting(LocalDocumentStore):
+        async def put(self, *args):
+            calls.append("put")
+            await super().put(*args)
+
+        async def touch(self, digests):
+            calls.append("touch")
+            return await super().touch(digests)
+
+    cache = DocumentCache(Counting(store), max_bytes=10_000_000, grace_seconds=60, clock=clock)
+
+    async def scenario():
+        await cache.remember("d", "text", "https://www.sec.gov/f", filing=True)
+        clock.now = 20
+        await cache.remember("d", "text", "https://www.sec.gov/f", filing=True)  # confirmed 20 s ago: no hop
+        clock.now = 50
+        await cache.remember("d", "text", "https://www.sec.gov/f", filing=True)  # a touch keeps it held
+        clock.now = 200
+        store.sweep(set())
+        store._entries.clear()  # the document store restarted and came back empty
+        await cache.remember("d", "text", "https://www.sec.gov/f", filing=True)  # the touch finds it gone
+
+    asyncio.run(scenario())
+    assert calls == ["put", "touch", "touch", "put"] and store.get(["d"]) == {"d": "text"}
+
+
+def test_the_replica_cache_reads_a_text_once_from_the_store(clock):
+    store = DocumentStore(max_bytes=10_000_000, clock=clock)
+    store.put("d", "text", "https://www.sec.gov/f", cacheable=True)
+    cache = DocumentCache(LocalDocumentStore(store), max_bytes=10_000_000, grace_seconds=60, clock=clock)
+    assert asyncio.run(cache.texts(["d", "missing"])) == {"d": "text"}
+    assert asyncio.run(cache.texts(["d"])) == {"d": "text"} and store.stats()["hits"] == 1
+    assert asyncio.run(cache.filing("https://www.sec.gov/f")) == ("d", "text")
+    assert cache.local_filing("https://www.sec.gov/f") == ("d", "text")
