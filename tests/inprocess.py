@@ -46,7 +46,8 @@ class InProcess:
         pending = asyncio.all_tasks(self._loop)  # e.g. the edgar_search index still building
         for task in pending:
             task.cancel()
-        self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        if pending:  # gather() of nothing would make its future on the thread's current loop, not ours
+            self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         self._loop.close()
 
     def new_client(self) -> httpx.AsyncClient:

@@ -10,7 +10,9 @@ MAX_URL_CHARS = 2048
 MAX_PROMPT_CHARS = 50_000
 MAX_FINAL_RESULT_CHARS = 100_000
 MAX_QUERY_CHARS = 2_000
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# C0 and C1 controls and Unicode's line and paragraph separators: a parse reply lists keys one per line (§A.8
+# step 5), and str.splitlines() breaks at \x85, \u2028 and \u2029 too, so such a key would read as two.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def key_problem(key: str) -> str | None:
@@ -19,7 +21,7 @@ def key_problem(key: str) -> str | None:
     if "{" in key or "}" in key:
         return "ERROR: key must not contain '{' or '}': retrieve_information names keys as {{key}}."
     if _CONTROL.search(key):
-        return "ERROR: key must not contain control characters (newlines, tabs, NUL)."
+        return "ERROR: key must not contain control characters (newlines, line separators, tabs, NUL)."
     return None
 
 
