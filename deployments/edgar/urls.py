@@ -16,7 +16,8 @@ MAX_URL_CHARS = 2048
 MAX_SEGMENT_CHARS = 255  # a file name on every file system we run on
 # Contract §F.1's pattern, widened to catch near misses (a port, a trailing dot, a look-alike host) so they
 # get the rules' message rather than the generic fetch: "sec.gov", then anything but a path, then the archive.
-_MARKER = re.compile(r"sec\.gov[^/?#]{0,260}/archives/edgar/data/")
+# Backslashes count as slashes here (browsers and WHATWG parsers read them so), so the rules refuse them.
+_MARKER = re.compile(r"sec\.gov[^/\\?#]{0,260}[/\\]archives[/\\]edgar[/\\]data[/\\]")
 _ARCHIVES_PREFIX = "/archives/edgar/data/"
 _SAFE_SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")  # so never "", "." or ".."
 _CIK = re.compile(r"[0-9]{1,10}\Z")
