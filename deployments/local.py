@@ -155,3 +155,30 @@ def undeploy(settings: Settings) -> None:
 
     serve.delete(settings.app_name)
     destroy_app_actors(settings)
+
+
+def deploy_application(settings: Settings, base_url: str, *, name: str, route_prefix: str = "/",
+                       options: dict[str, Any] | None = None, timeout: float = 120.0) -> str:
+    """Deploy the app as a serve config describes it (Serve application `name` at `route_prefix`, the
+    FinsecIngress `options`: replicas or autoscaling, max_ongoing_requests, ray_actor_options), wait until a
+    real route answers, and return the app's URL."""
+    from ray import serve
+
+    application = ingress_application(settings, **(options or {}))
+    serve.run(application, name=name, route_prefix=route_prefix, blocking=False)
+    url = base_url.rstrip("/") + route_prefix.rstrip("/")
+    wait_until_serving(url, timeout)
+    return url
+
+
+def undeploy_application(settings: Settings, name: str) -> None:
+    """`undeploy` for an application whose Serve name is not `settings.app_name`."""
+    if name == settings.app_name:
+        undeploy(settings)
+        return
+    from ray import serve
+
+    from .ingress import destroy_app_actors
+
+    serve.delete(name)
+    destroy_app_actors(settings)

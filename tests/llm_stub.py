@@ -3,6 +3,10 @@
 Tests script the replies (`stub.reply(...)`, served in order) and read back every request the stub received
 (`stub.requests`). It serves /v1/responses and /v1/chat/completions from one queue; an unscripted request gets a
 500 naming the problem, so a test that sends more requests than it expects fails visibly.
+
+For a model that plays many episodes at once, where no fixed order of replies fits, `stub.respond_with(fn)` sets
+a function from the request body to the reply body, used when the queue is empty; `tool_calls_reply(...)` is a
+chat completion that calls tools, as an agent model's reply does.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import json
 import socket
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +60,19 @@ def chat_reply(text: str | None, finish_reason: str = "stop") -> dict[str, Any]:
     }
 
 
+def tool_calls_reply(*calls: tuple[str, dict[str, Any]], text: str | None = None) -> dict[str, Any]:
+    """A chat completion whose assistant message calls these tools: (name, arguments) pairs."""
+    tool_calls = [{"id": f"call_{i}", "type": "function",
+                   "function": {"name": name, "arguments": json.dumps(arguments)}}
+                  for i, (name, arguments) in enumerate(calls)]
+    return {
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "tool_calls": tool_calls},
+                     "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+    }
+
+
 def _part(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": []}
 
@@ -63,6 +80,7 @@ def _part(text: str) -> dict[str, Any]:
 class LlmStub:
     def __init__(self) -> None:
         self._script: deque[Scripted] = deque()
+        self._responder: Callable[[Any], dict[str, Any]] | None = None
         self._lock = threading.Lock()
         self.requests: list[Received] = []
         self.app = FastAPI()
@@ -83,10 +101,16 @@ class LlmStub:
         with self._lock:
             self._script.append(Scripted(status, body, delay))
 
+    def respond_with(self, responder: Callable[[Any], dict[str, Any]] | None) -> None:
+        """Answer every request the queue does not with `responder(request body)` (None: back to 500s)."""
+        with self._lock:
+            self._responder = responder
+
     def reset(self) -> None:
         with self._lock:
             self._script.clear()
             self.requests.clear()
+            self._responder = None
 
     @property
     def bodies(self) -> list[Any]:
@@ -104,6 +128,12 @@ class LlmStub:
         with self._lock:
             self.requests.append(Received(request.url.path, body, dict(request.headers)))
             scripted = self._script.popleft() if self._script else None
+            responder = self._responder
+        if scripted is None and responder is not None:
+            try:
+                return JSONResponse(responder(body))
+            except Exception as error:  # a bug in the test's model: say so, as a failed model call
+                return JSONResponse({"error": {"message": f"llm_stub responder: {error!r}"}}, status_code=500)
         if scripted is None:
             return JSONResponse({"error": {"message": "llm_stub: no scripted reply left"}}, status_code=500)
         if scripted.delay:

@@ -1,0 +1,51 @@
+"""Usage errors: said in one line, exit status 2, no traceback. And the checks that raise them."""
+
+from __future__ import annotations
+
+import socket
+from urllib.parse import urlsplit
+
+import httpx
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Something the user can fix: a bad URL, a server that is not up, a bad config, a port in use."""
+
+
+def check_url(url: str, what: str = "--url") -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"{what} {url!r} is not an http(s) URL such as http://127.0.0.1:8000")
+    try:
+        parts.port
+    except ValueError:
+        raise UsageError(f"{what} {url!r} has a bad port") from None
+    if parts.query or parts.fragment:
+        raise UsageError(f"{what} {url!r} must not have a query or fragment")
+    return url.rstrip("/")
+
+
+def check_server_up(url: str, timeout: float = 5.0) -> None:
+    """A finsec server answers at `url` (GET /healthz)."""
+    try:
+        response = httpx.get(url + "/healthz", timeout=timeout)
+    except httpx.HTTPError as error:
+        raise UsageError(f"no server answers at {url} ({type(error).__name__}: {error}); start one with "
+                         "`finsec serve`, or leave out --url to start one in process") from None
+    if response.status_code != 200:
+        raise UsageError(f"the server at {url} is not ready: GET /healthz answered {response.status_code}")
+
+
+def check_port_free(host: str, port: int) -> None:
+    if not 0 < port < 65536:
+        raise UsageError(f"port {port} is not a TCP port (1-65535)")
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        try:
+            s.bind((host, port))
+        except PermissionError:
+            raise UsageError(f"port {port} on {host} needs privileges; choose a port above 1023") from None
+        except OSError as error:
+            raise UsageError(f"port {port} on {host} is in use ({error.strerror}); choose another with --port") \
+                from None

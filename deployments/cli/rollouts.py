@@ -1,0 +1,236 @@
+"""`finsec rollouts`: N episodes at concurrency C against a running server (--url) or one it starts in process,
+then one JSONL of episodes and a summary. Exit status 0 when every episode completed, 1 when some did not."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+from ..rollouts.drivers import DRIVERS
+from ..rollouts.policies.llm import ModelSpec
+from ..rollouts.progress import Progress
+from ..rollouts.records import EpisodeRecord, RecordWriter
+from ..rollouts.runner import RunPlan, new_run_id, run_episodes
+from ..rollouts.summary import render, summarize
+from ..rollouts.tasks import TaskFileError, embedded_tasks, load_tasks
+from .errors import EXIT_FAILED, EXIT_OK, UsageError, check_server_up, check_url
+from .serve_config import describe_corpus, load_serve_config
+from .server import default_target, join_cluster, running_app, start_local_ray
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "rollouts", help="drive episodes against a server and summarise them",
+        description="Drive N episodes at concurrency C through the HTTP contract, as NeMo Gym's Environment "
+        "Server (episode seeds, close) or its legacy agent (agent-run seeds, verify releases) would, with a "
+        "scripted or an LLM policy. Without --url it starts a local Ray cluster and the app on the embedded "
+        "corpus, and stops them at the end. Writes every episode to JSONL and prints a summary beside the "
+        "server's own counters. Exit status: 0 every episode completed, 1 some did not, 2 usage error.")
+    target = parser.add_argument_group("server")
+    target.add_argument("--url", help="a running finsec server (default: start one in process)")
+    target.add_argument("--config", type=Path, help="serve config for the in-process server (default: "
+                        "2 replicas, 4 shards, the embedded corpus; FINSEC_<FIELD> overrides)")
+    target.add_argument("--address", help="a running Ray cluster for the in-process server and the workers")
+    target.add_argument("--ingress", choices=("haproxy", "proxy"), default="haproxy",
+                        help="the in-process server's ingress (default haproxy)")
+    run = parser.add_argument_group("episodes")
+    run.add_argument("-n", "--episodes", type=int, default=96, help="episodes to play (default 96)")
+    run.add_argument("-c", "--concurrency", type=int, default=16, help="episodes in flight (default 16)")
+    run.add_argument("--driver", action="append", choices=DRIVERS,
+                     help="environment-server (default) or legacy-agent; give both to alternate them")
+    run.add_argument("--agent-run-seed", choices=("task", "empty"), default="task",
+                     help="legacy-agent seed body: the task's run body (default) or {}")
+    run.add_argument("--tasks", type=Path, help="a JSONL task file (default: the embedded corpus's questions; "
+                     "`finsec corpus questions` writes one)")
+    run.add_argument("--workers", type=int, default=0, help="run the drivers as N Ray actors spread over the "
+                     "cluster (default: in this process)")
+    run.add_argument("--request-timeout", type=float, default=60.0, help="seconds per request (default 60)")
+    run.add_argument("--trace", action="store_true", help="play one episode and print it request by request")
+    policy = parser.add_argument_group("policy")
+    policy.add_argument("--policy", choices=("scripted", "llm"), default="scripted",
+                        help="scripted (reads the retrieved passages) or llm (an OpenAI-compatible model)")
+    policy.add_argument("--model-url", help="llm: the endpoint's base URL, e.g. http://host:8000/v1")
+    policy.add_argument("--model", help="llm: the model name")
+    policy.add_argument("--model-api-key-env", default="OPENAI_API_KEY",
+                        help="llm: environment variable holding the API key, if any (default OPENAI_API_KEY)")
+    policy.add_argument("--max-turns", type=int, default=12, help="llm: model turns per episode (default 12)")
+    output = parser.add_argument_group("output")
+    output.add_argument("--out", type=Path, help="episodes JSONL (default runs/rollouts-<time>.jsonl); the "
+                        "summary goes beside it as .summary.json")
+    output.add_argument("--plot", type=Path, metavar="DIR", help="write reward.png and latency.png to DIR")
+    output.add_argument("--quiet", action="store_true", help="no progress line")
+    parser.set_defaults(run=run_rollouts)
+
+
+def _plan_from(options: argparse.Namespace, url: str) -> RunPlan:
+    tasks = tuple(load_tasks(options.tasks) if options.tasks else embedded_tasks())
+    model = None
+    if options.policy == "llm":
+        model = ModelSpec(options.model_url, options.model, os.environ.get(options.model_api_key_env) or None,
+                          max_turns=options.max_turns, timeout=options.request_timeout)
+    return RunPlan(url, tasks, 1 if options.trace else options.episodes, options.concurrency,
+                   tuple(dict.fromkeys(options.driver or ["environment-server"])), model,
+                   options.request_timeout, options.agent_run_seed, new_run_id())
+
+
+def _check(options: argparse.Namespace) -> None:
+    """Everything that can be checked before a cluster starts or an episode runs."""
+    if options.url:
+        options.url = check_url(options.url)
+    if options.episodes < 1 or options.concurrency < 1 or options.workers < 0 or options.max_turns < 1:
+        raise UsageError("--episodes, --concurrency and --max-turns must be at least 1, --workers at least 0")
+    if options.request_timeout <= 0:
+        raise UsageError("--request-timeout must be positive")
+    if options.policy == "llm":
+        if not options.model_url or not options.model:
+            raise UsageError("--policy llm needs --model-url and --model")
+        options.model_url = check_url(options.model_url, "--model-url")
+    if options.plot:
+        from ..rollouts.plots import PlottingUnavailable, require_matplotlib
+
+        try:
+            require_matplotlib()
+        except PlottingUnavailable as error:
+            raise UsageError(str(error)) from None
+    if options.tasks:
+        try:
+            load_tasks(options.tasks)
+        except TaskFileError as error:
+            raise UsageError(str(error)) from None
+    if options.config:
+        load_serve_config(options.config)
+
+
+@contextlib.contextmanager
+def _server(options: argparse.Namespace) -> Iterator[str]:
+    if options.url:
+        check_server_up(options.url)
+        yield options.url
+        return
+    from ..local import free_port
+
+    target = load_serve_config(options.config) if options.config else default_target(free_port())
+    if options.config:  # the config's port may be taken (a `finsec serve` running): any free one will do
+        target = type(target)(**{**target.__dict__, "port": free_port()})
+    began = time.monotonic()
+    print(f"starting {'on ' + options.address if options.address else 'a local Ray cluster'} and the app "
+          f"on {describe_corpus(target.settings)} ...", file=sys.stderr, flush=True)
+    with running_app(target, address=options.address, ingress=options.ingress,
+                     say=lambda m: print(m, file=sys.stderr)) as url:
+        print(f"finsec-serve is up at {url} after {time.monotonic() - began:.1f}s", file=sys.stderr, flush=True)
+        yield url
+
+
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
+def run_rollouts(options: argparse.Namespace) -> int:
+    _check(options)
+    signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops a run as Ctrl-C does: cleanly, with a summary
+    with _server(options) as url:
+        plan = _plan_from(options, url)
+        if options.trace:
+            from ..rollouts.trace import trace_episode
+
+            record = asyncio.run(trace_episode(plan, sys.stdout))
+            return EXIT_OK if record.failure is None else EXIT_FAILED
+        return _run(options, plan, url)
+
+
+def _run(options: argparse.Namespace, plan: RunPlan, url: str) -> int:
+    from ..rollouts import server_view
+
+    out = options.out or Path("runs") / f"rollouts-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    notes: list[str] = []
+    try:
+        before = server_view.session_counters(url)
+    except server_view.Unavailable as why:
+        before, notes = None, [f"no session counters: {why}"]
+    records: list[EpisodeRecord] = []
+    progress = None if options.quiet else Progress(plan.episodes)
+    dead: list[str] = []
+    drivers = " and ".join(plan.drivers)
+    where = f"on {options.workers} Ray workers" if options.workers else "in this process"
+    print(f"{plan.episodes} episodes ({drivers} driver, {plan.policy_name} policy, {len(plan.tasks)} tasks) at "
+          f"concurrency {plan.concurrency} {where} against {url}", file=sys.stderr, flush=True)
+    with out.open("w") as stream:
+        writer = RecordWriter(stream)
+
+        def on_record(record: EpisodeRecord) -> None:
+            records.append(record)
+            writer.write(record)
+            if progress:
+                progress.update(record)
+
+        began = time.monotonic()
+        try:
+            if options.workers:
+                dead, nodes = _on_workers(options, plan, on_record)
+                notes.append(f"{options.workers} workers ran on {nodes} node(s)")
+            else:
+                asyncio.run(run_episodes(plan, range(plan.episodes), on_record))
+        except KeyboardInterrupt:
+            notes.append(f"interrupted: {plan.episodes - len(records)} episodes were not played")
+        wall = time.monotonic() - began
+    if progress:
+        progress.close()
+    after, key_metrics = _server_after(url, records, notes)
+    summary = summarize(records, wall, counters_before=before and before["counters"],
+                        counters_after=after and after["counters"], held=after and after.get("held"),
+                        key_metrics=key_metrics, dead_workers=dead, notes=notes)
+    print(render(summary))
+    summary_path = out.with_suffix(".summary.json")
+    summary_path.write_text(json.dumps(summary.to_json(), indent=1))
+    if options.plot:
+        from ..rollouts.plots import write_plots
+
+        print("plots: " + ", ".join(str(p) for p in write_plots(records, options.plot)))
+    print(f"\nepisodes: {out}  (summary: {summary_path})")
+    complete = len(records) == plan.episodes and not summary.failed
+    return EXIT_OK if complete else EXIT_FAILED
+
+
+def _server_after(url: str, records: list[EpisodeRecord], notes: list[str]):
+    from ..rollouts import server_view
+
+    after = key_metrics = None
+    try:
+        after = server_view.session_counters(url)
+    except server_view.Unavailable as why:
+        notes.append(f"no session counters after the run: {why}")
+    rows = [row for row in (r.verify_row() for r in records) if row is not None]
+    if rows:
+        try:
+            key_metrics = server_view.aggregate_metrics(url, rows).get("key_metrics")
+        except server_view.Unavailable as why:
+            notes.append(f"no aggregate metrics: {why}")
+    return after, key_metrics
+
+
+def _on_workers(options: argparse.Namespace, plan: RunPlan, on_record) -> tuple[list[str], int]:
+    import ray
+
+    from ..rollouts.workers import run_on_workers
+
+    started = False
+    if not ray.is_initialized():  # the server runs elsewhere (--url): a cluster just for the workers
+        if options.address:
+            join_cluster(options.address)
+        else:
+            start_local_ray()
+            started = True
+    try:
+        return run_on_workers(plan, options.workers, on_record)
+    finally:
+        if started or (options.url and options.address):
+            ray.shutdown()

@@ -1,0 +1,102 @@
+"""Starting and stopping the Serve app for `finsec serve` and for `finsec rollouts` without --url.
+
+On a local cluster it starts (deployments.local, HAProxy ingress by default) the stop removes the app's detached
+actors and then the whole cluster, HAProxy included. Joined to a running cluster (`--address`) it deploys with
+serve.start/serve.run and, on stop, deletes only its application and actors: the cluster and Serve stay up."""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+from typing import Iterator
+
+from ..local import (
+    LOCAL_RAY_ENV,
+    Ingress,
+    deploy_application,
+    start_ray_and_serve,
+    stop_ray_and_serve,
+    undeploy_application,
+)
+from ..settings import Settings
+from .errors import UsageError, check_port_free
+from .serve_config import ServeTarget
+
+# Like configs/serve.yaml: two ingress replicas, four shards, sized for a 2-core machine.
+DEFAULT_OPTIONS = {"num_replicas": 2, "max_ongoing_requests": 64, "ray_actor_options": {"num_cpus": 0.5}}
+
+
+def default_target(port: int) -> ServeTarget:
+    return ServeTarget(Settings(app_name="finsec", num_shards=4), "finsec", "/", dict(DEFAULT_OPTIONS),
+                       "127.0.0.1", port)
+
+
+def join_cluster(address: str) -> None:
+    import ray
+
+    try:
+        ray.init(address=address, logging_level="warning")
+    except (ConnectionError, RuntimeError, ValueError) as error:
+        raise UsageError(f"cannot join the Ray cluster at {address}: {_one_line(error)}") from None
+
+
+def start_local_ray() -> None:
+    """Ray alone (no Serve), for rollout workers when the server runs elsewhere."""
+    for name, value in LOCAL_RAY_ENV.items():
+        os.environ.setdefault(name, value)
+    import ray
+
+    ray.init(include_dashboard=False, logging_level="warning")
+
+
+@contextmanager
+def running_app(target: ServeTarget, *, address: str | None = None, ingress: Ingress = "haproxy",
+                say=print) -> Iterator[str]:
+    """Deploy `target`; yields the app's URL; undeploys (and stops a cluster it started) on the way out."""
+    import ray
+
+    started_cluster = address is None
+    try:
+        if started_cluster:
+            check_port_free(target.host if target.host in ("127.0.0.1", "localhost") else "127.0.0.1",
+                            target.port)
+            base_url = start_ray_and_serve(target.port, ingress=ingress)
+        else:
+            join_cluster(address)
+            from ray import serve
+
+            serve.start(http_options={"host": target.host, "port": target.port})
+            host = "127.0.0.1" if target.host in ("0.0.0.0", "::", "") else target.host
+            base_url = f"http://{host}:{target.port}"
+        url = deploy_application(target.settings, base_url, name=target.app_name, route_prefix=target.route_prefix,
+                                 options=target.deployment_options)
+    except BaseException:
+        _stop(target, started_cluster, say)
+        raise
+    try:
+        yield url
+    finally:
+        _stop(target, started_cluster, say)
+
+
+def _stop(target: ServeTarget, started_cluster: bool, say) -> None:
+    import ray
+
+    if not ray.is_initialized():
+        return
+    say(f"stopping: removing the application {target.app_name!r} and its actors"
+        + (" and the local Ray cluster" if started_cluster else " (the cluster stays up)"))
+    try:
+        undeploy_application(target.settings, target.app_name)
+    except Exception as error:  # still stop the cluster; say what was left behind
+        print(f"finsec: warning: could not remove the application cleanly: {_one_line(error)}", file=sys.stderr)
+    if started_cluster:
+        stop_ray_and_serve()
+    else:
+        ray.shutdown()
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return (text or type(error).__name__)[:300]

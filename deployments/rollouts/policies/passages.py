@@ -1,0 +1,147 @@
+"""The reply of retrieve_information read as an analyst reads it: table rows (label, one value per period, the
+table's unit) and prose clauses (the words before a figure, the figure, the words after it).
+
+The embedded backend's reply is a list of passages, each `[<key> characters a-b]`, an optional context line in
+parentheses (`(heading / in thousands / 2024 | 2023)`), then the text. Any other text is read as prose."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_PASSAGE_HEAD = re.compile(r"^\[[^\]\n]* characters \d+-\d+\]$", re.M)
+_UNIT = re.compile(r"\bin (thousands|millions|billions)\b", re.I)
+_YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?!\d)")
+_PERIOD_CELL = re.compile(r"^(?:\d{4}|\d{4}-\d{2}-\d{2})$")
+_AMOUNT = re.compile(r"(-)?\$?\s?\(?\s?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\s?\)?")
+_MONEY = re.compile(r"(-)?\$\s?(\()?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\)?(?:\s(thousand|million|billion)s?\b)?",
+                    re.I)
+_PERCENT = re.compile(r"(-)?(\d+(?:\.\d+)?)\s?%")
+_COUNT = re.compile(r"(?<![\d$.,-])(\d{1,3}(?:,\d{3})+|\d+)(?![\d,]*%)(?!-\d)")
+_CLAUSE_SPLIT = re.compile(r"(?<!\d),\s|;\s|\s(?:and|while|whereas)\s|(?<=[a-z0-9)%])\.\s(?=[A-Z])")
+SCALES = {"thousands": "thousand", "millions": "million", "billions": "billion"}
+
+
+@dataclass(frozen=True)
+class Row:
+    """A table row: `values[i]` is the cell for `periods[i]` when the header names as many periods."""
+
+    heading: str
+    unit: str | None  # "thousand", "million", "billion", or None when the passage does not say
+    periods: tuple[str, ...]
+    label: str
+    values: tuple[str, ...]
+    rank: int  # the passage's place in the reply: 0 is the best match
+
+
+@dataclass(frozen=True)
+class Clause:
+    before: str  # the words before the figure, back to the clause's start
+    figure: str  # as written: "$264,121 thousand", "206.0%", "19,267"
+    after: str  # the words after it, to the clause's end
+    sentence: str  # the whole sentence, for the periods it names
+    rank: int
+    passage_years: frozenset[int] = frozenset()  # every year its passage names
+
+
+@dataclass
+class Reading:
+    rows: list[Row]
+    money: list[Clause]
+    percents: list[Clause]
+    counts: list[Clause]
+    units_by_heading: dict[str, str]
+
+
+def read_reply(text: str) -> Reading:
+    reading = Reading([], [], [], [], {})
+    for rank, (context, body) in enumerate(_passages(text)):
+        _read_passage(context, body, rank, reading)
+    # A passage cut from the middle of a table may not say its unit: another passage of the same table does.
+    reading.rows = [row if row.unit else _with_unit(row, reading.units_by_heading) for row in reading.rows]
+    return reading
+
+
+def _with_unit(row: Row, units: dict[str, str]) -> Row:
+    unit = units.get(row.heading.lower())
+    return Row(row.heading, unit, row.periods, row.label, row.values, row.rank) if unit else row
+
+
+def _passages(text: str) -> list[tuple[str | None, str]]:
+    heads = list(_PASSAGE_HEAD.finditer(text))
+    if not heads:
+        return [(None, text)]
+    out = []
+    for i, head in enumerate(heads):
+        body = text[head.end(): heads[i + 1].start() if i + 1 < len(heads) else len(text)].strip("\n")
+        context = None
+        first, _, rest = body.partition("\n")
+        if first.startswith("(") and first.endswith(")"):
+            context, body = first[1:-1], rest
+        out.append((context, body))
+    return out
+
+
+def _read_passage(context: str | None, body: str, rank: int, reading: Reading) -> None:
+    heading, unit, periods = "", None, ()
+    if context:
+        parts = [p.strip() for p in context.split(" / ")]
+        heading = parts[0]
+        for part in parts[1:]:
+            if m := _UNIT.search(part):
+                unit = SCALES[m.group(1).lower()]
+            elif all(_PERIOD_CELL.match(c.strip()) for c in part.split("|")):
+                periods = tuple(c.strip() for c in part.split("|"))
+        if unit and heading:
+            reading.units_by_heading.setdefault(heading.lower(), unit)
+    prose: list[str] = []
+    for line in body.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        cells = [c.strip() for c in stripped.split("|")]
+        if all(_PERIOD_CELL.match(c) for c in cells):
+            periods = tuple(cells)  # a column header: the periods of the rows below
+            continue
+        if m := _UNIT.fullmatch(stripped.strip("()")) or (len(stripped) < 40 and _UNIT.search(stripped)):
+            unit = SCALES[m.group(1).lower()]
+            if heading:
+                reading.units_by_heading.setdefault(heading.lower(), unit)
+            continue
+        values = tuple(c for c in cells[1:] if _AMOUNT.fullmatch(c.replace(" ", "")))
+        if len(cells) > 1 and values:
+            reading.rows.append(Row(heading, unit, periods, cells[0], values, rank))
+            continue
+        if len(cells) == 1 and len(stripped) < 80 and not _MONEY.search(stripped) and not stripped.endswith("."):
+            heading, unit, periods = stripped, None, ()  # a title: a new table or section starts
+            continue
+        prose.append(stripped)
+    years = frozenset(int(y) for y in _YEAR.findall((context or "") + " " + body))
+    for sentence in _sentences(" ".join(prose)):
+        _read_sentence(sentence, rank, years, reading)
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[a-z0-9)%])\.\s+(?=[A-Z])", text) if s]
+
+
+def _read_sentence(sentence: str, rank: int, years: frozenset[int], reading: Reading) -> None:
+    for clause in _CLAUSE_SPLIT.split(sentence):
+        taken: list[tuple[int, int]] = []
+        for m in _MONEY.finditer(clause):
+            reading.money.append(Clause(clause[: m.start()], m.group(0).strip(), clause[m.end():], sentence, rank, years))
+            taken.append(m.span())
+        for m in _PERCENT.finditer(clause):
+            reading.percents.append(Clause(clause[: m.start()], m.group(0), clause[m.end():], sentence, rank, years))
+            taken.append(m.span())
+        for m in _COUNT.finditer(clause):
+            if any(a <= m.start() < b for a, b in taken) or _is_date_part(clause, m):
+                continue
+            reading.counts.append(Clause(clause[: m.start()], m.group(0), clause[m.end():], sentence, rank, years))
+
+
+def _is_date_part(clause: str, m: re.Match) -> bool:
+    text = m.group(0)
+    if len(text) == 4 and text.isdigit() and 1900 <= int(text) <= 2100:
+        return True  # a year
+    return clause[max(0, m.start() - 1): m.start()] == "-" or clause[m.end(): m.end() + 1] == "-"

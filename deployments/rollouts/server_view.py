@@ -1,0 +1,39 @@
+"""What the server itself says about a run: its session counters (GET /session_counters) and its metrics over
+the run's verify rows (POST /aggregate_metrics). Either may be missing (an older server, a dead one): then None,
+and the summary says why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+TIMEOUT = 30.0
+
+
+class Unavailable(Exception):
+    pass
+
+
+def session_counters(url: str) -> dict[str, Any]:
+    """{"counters": {...}, "held": {...}}."""
+    try:
+        response = httpx.get(url + "/session_counters", timeout=TIMEOUT)
+    except httpx.HTTPError as error:
+        raise Unavailable(f"GET /session_counters failed: {type(error).__name__}") from None
+    if response.status_code != 200:
+        raise Unavailable(f"GET /session_counters answered {response.status_code}")
+    body = response.json()
+    if not isinstance(body, dict) or not isinstance(body.get("counters"), dict):
+        raise Unavailable("GET /session_counters sent no counters")
+    return body
+
+
+def aggregate_metrics(url: str, verify_rows: list[dict[str, Any]]) -> dict[str, Any]:
+    try:
+        response = httpx.post(url + "/aggregate_metrics", json={"verify_responses": verify_rows}, timeout=TIMEOUT)
+    except httpx.HTTPError as error:
+        raise Unavailable(f"POST /aggregate_metrics failed: {type(error).__name__}") from None
+    if response.status_code != 200:
+        raise Unavailable(f"POST /aggregate_metrics answered {response.status_code}")
+    return response.json()

@@ -1,0 +1,118 @@
+"""The `finsec` command's surface: --help everywhere, and usage errors said in one line with exit status 2 (no
+traceback), before any cluster starts."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from deployments.cli import main
+from tests.llm_stub import closed_port_url
+
+ROOT = Path(__file__).resolve().parents[2]
+SUBCOMMANDS = (["serve"], ["rollouts"], ["corpus"], ["corpus", "write"], ["corpus", "serve"], ["corpus", "questions"])
+
+
+def test_the_installed_command_prints_its_help():
+    command = Path(sys.executable).parent / "finsec"
+    result = subprocess.run([str(command), "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    for name in ("serve", "rollouts", "corpus"):
+        assert name in result.stdout
+
+
+@pytest.mark.parametrize("argv", SUBCOMMANDS, ids=" ".join)
+def test_every_subcommand_has_help(argv, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--help"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: finsec {' '.join(argv)}")
+
+
+def usage_error(argv: list[str], capsys) -> str:
+    import ray
+
+    assert main(argv) == 2
+    assert not ray.is_initialized()  # said before any cluster started
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("finsec: error: "), captured.err
+    assert "Traceback" not in captured.err
+    return lines[0]
+
+
+@pytest.fixture
+def busy_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+def test_a_bad_url_is_a_usage_error(capsys):
+    assert "not an http(s) URL" in usage_error(["rollouts", "--url", "localhost:8000"], capsys)
+    assert "bad port" in usage_error(["rollouts", "--url", "http://127.0.0.1:99999"], capsys)
+    assert "--model-url" in usage_error(["rollouts", "--policy", "llm", "--model", "m", "--model-url", "ftp://x"],
+                                        capsys)
+
+
+def test_a_server_that_is_not_up_is_a_usage_error(capsys):
+    url = closed_port_url().removesuffix("/v1")
+    assert f"no server answers at {url}" in usage_error(["rollouts", "--url", url, "-n", "1"], capsys)
+
+
+def test_a_missing_or_invalid_config_is_a_usage_error(tmp_path, capsys):
+    assert "does not exist" in usage_error(["serve", str(tmp_path / "nope.yaml")], capsys)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("applications: [")
+    assert "is not YAML" in usage_error(["serve", str(bad)], capsys)
+    bad.write_text("applications:\n  - name: finsec\n    import_path: deployments.app:build_app\n"
+                   "    deployments:\n      - name: FinsecIngress\n        num_replicas: -1\n")
+    assert "not a valid serve config" in usage_error(["serve", str(bad)], capsys)
+    bad.write_text("applications:\n  - name: finsec\n    route_prefix: nope\n    import_path: deployments.app:build_app\n")
+    assert "must start with '/'" in usage_error(["serve", str(bad)], capsys)
+    bad.write_text("applications:\n  - name: finsec\n    import_path: deployments.app:build_app\n"
+                   "    args: {num_shards: 0}\n")
+    assert "args are not valid settings: num_shards" in usage_error(["serve", str(bad)], capsys)
+    bad.write_text("applications:\n  - name: finsec\n    import_path: deployments.app:build_app\n"
+                   "    args: {no_such_setting: 1}\n")
+    assert "no_such_setting" in usage_error(["serve", str(bad)], capsys)
+    assert "does not exist" in usage_error(["rollouts", "--config", str(tmp_path / "nope.yaml")], capsys)
+
+
+def test_a_port_in_use_is_a_usage_error_before_ray_starts(busy_port, capsys, tmp_path):
+    message = usage_error(["serve", str(ROOT / "configs" / "serve.yaml"), "--port", str(busy_port)], capsys)
+    assert f"port {busy_port} on 127.0.0.1 is in use" in message
+    import ray
+
+    assert not ray.is_initialized()
+    corpus = tmp_path / "c"
+    (corpus / "files").mkdir(parents=True)
+    (corpus / "files" / "company_tickers.json").write_text("{}")
+    assert "in use" in usage_error(["corpus", "serve", str(corpus), "--port", str(busy_port)], capsys)
+
+
+def test_other_usage_errors(tmp_path, capsys, monkeypatch):
+    assert "--model-url and --model" in usage_error(["rollouts", "--policy", "llm"], capsys)
+    assert "does not exist" in usage_error(["rollouts", "--tasks", str(tmp_path / "t.jsonl")], capsys)
+    assert "at least 1" in usage_error(["rollouts", "-n", "0"], capsys)
+    assert "not in the sec.gov layout" in usage_error(["corpus", "serve", str(tmp_path), "--port", "0"], capsys)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
+    message = usage_error(["rollouts", "--plot", str(tmp_path)], capsys)
+    assert "needs matplotlib" in message and 'pip install -e ".[bench]"' in message
+
+
+def test_corpus_questions_is_a_task_file_and_corpus_write_writes_the_layout(tmp_path, capsys):
+    from deployments.rollouts.tasks import embedded_tasks, load_tasks
+
+    assert main(["corpus", "questions"]) == 0
+    tasks = tmp_path / "q.jsonl"
+    tasks.write_text(capsys.readouterr().out)
+    assert [t.question for t in load_tasks(tasks)] == [t.question for t in embedded_tasks()]
+    assert main(["corpus", "write", str(tmp_path / "corpus")]) == 0
+    assert (tmp_path / "corpus" / "files" / "company_tickers.json").is_file()
+    assert any((tmp_path / "corpus" / "Archives" / "edgar" / "data").iterdir())
