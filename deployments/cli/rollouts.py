@@ -53,6 +53,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--workers", type=int, default=0, help="run the drivers as N Ray actors spread over the "
                      "cluster (default: in this process)")
     run.add_argument("--request-timeout", type=float, default=60.0, help="seconds per request (default 60)")
+    run.add_argument("--give-up-after", type=int, default=32, metavar="K", help="after K transport failures "
+                     "in a row, record the episodes left as transport failures without trying them (0: never)")
     run.add_argument("--trace", action="store_true", help="play one episode and print it request by request")
     policy = parser.add_argument_group("policy")
     policy.add_argument("--policy", choices=("scripted", "llm"), default="scripted",
@@ -67,6 +69,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         "summary goes beside it as .summary.json")
     output.add_argument("--plot", type=Path, metavar="DIR", help="write reward.png and latency.png to DIR")
     output.add_argument("--quiet", action="store_true", help="no progress line")
+    output.add_argument("--fail-on-masked", action="store_true",
+                        help="exit status 1 also when some verify was masked (the demo's check)")
     parser.set_defaults(run=run_rollouts)
 
 
@@ -78,7 +82,7 @@ def _plan_from(options: argparse.Namespace, url: str) -> RunPlan:
                           max_turns=options.max_turns, timeout=options.request_timeout)
     return RunPlan(url, tasks, 1 if options.trace else options.episodes, options.concurrency,
                    tuple(dict.fromkeys(options.driver or ["environment-server"])), model,
-                   options.request_timeout, options.agent_run_seed, new_run_id())
+                   options.request_timeout, options.agent_run_seed, new_run_id(), options.give_up_after)
 
 
 def _check(options: argparse.Namespace) -> None:
@@ -87,8 +91,8 @@ def _check(options: argparse.Namespace) -> None:
         options.url = check_url(options.url)
     if options.episodes < 1 or options.concurrency < 1 or options.workers < 0 or options.max_turns < 1:
         raise UsageError("--episodes, --concurrency and --max-turns must be at least 1, --workers at least 0")
-    if options.request_timeout <= 0:
-        raise UsageError("--request-timeout must be positive")
+    if options.request_timeout <= 0 or options.give_up_after < 0:
+        raise UsageError("--request-timeout must be positive and --give-up-after at least 0")
     if options.policy == "llm":
         if not options.model_url or not options.model:
             raise UsageError("--policy llm needs --model-url and --model")
@@ -153,7 +157,7 @@ def _run(options: argparse.Namespace, plan: RunPlan, url: str) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     notes: list[str] = []
     try:
-        before = server_view.session_counters(url)
+        before = server_view.session_counters(url, min(server_view.TIMEOUT, plan.request_timeout))
     except server_view.Unavailable as why:
         before, notes = None, [f"no session counters: {why}"]
     records: list[EpisodeRecord] = []
@@ -184,7 +188,7 @@ def _run(options: argparse.Namespace, plan: RunPlan, url: str) -> int:
         wall = time.monotonic() - began
     if progress:
         progress.close()
-    after, key_metrics = _server_after(url, records, notes)
+    after, key_metrics = _server_after(url, records, notes, min(server_view.TIMEOUT, plan.request_timeout))
     summary = summarize(records, wall, counters_before=before and before["counters"],
                         counters_after=after and after["counters"], held=after and after.get("held"),
                         key_metrics=key_metrics, dead_workers=dead, notes=notes)
@@ -197,21 +201,23 @@ def _run(options: argparse.Namespace, plan: RunPlan, url: str) -> int:
         print("plots: " + ", ".join(str(p) for p in write_plots(records, options.plot)))
     print(f"\nepisodes: {out}  (summary: {summary_path})")
     complete = len(records) == plan.episodes and not summary.failed
+    if options.fail_on_masked and summary.masked:
+        complete = False
     return EXIT_OK if complete else EXIT_FAILED
 
 
-def _server_after(url: str, records: list[EpisodeRecord], notes: list[str]):
+def _server_after(url: str, records: list[EpisodeRecord], notes: list[str], timeout: float):
     from ..rollouts import server_view
 
     after = key_metrics = None
     try:
-        after = server_view.session_counters(url)
+        after = server_view.session_counters(url, timeout)
     except server_view.Unavailable as why:
         notes.append(f"no session counters after the run: {why}")
     rows = [row for row in (r.verify_row() for r in records) if row is not None]
     if rows:
         try:
-            key_metrics = server_view.aggregate_metrics(url, rows).get("key_metrics")
+            key_metrics = server_view.aggregate_metrics(url, rows, timeout).get("key_metrics")
         except server_view.Unavailable as why:
             notes.append(f"no aggregate metrics: {why}")
     return after, key_metrics

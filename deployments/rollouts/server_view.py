@@ -15,10 +15,10 @@ class Unavailable(Exception):
     pass
 
 
-def session_counters(url: str) -> dict[str, Any]:
+def session_counters(url: str, timeout: float = TIMEOUT) -> dict[str, Any]:
     """{"counters": {...}, "held": {...}}."""
     try:
-        response = httpx.get(url + "/session_counters", timeout=TIMEOUT)
+        response = httpx.get(url + "/session_counters", timeout=timeout)
     except httpx.HTTPError as error:
         raise Unavailable(f"GET /session_counters failed: {type(error).__name__}") from None
     if response.status_code != 200:
@@ -29,9 +29,10 @@ def session_counters(url: str) -> dict[str, Any]:
     return body
 
 
-def aggregate_metrics(url: str, verify_rows: list[dict[str, Any]]) -> dict[str, Any]:
+def aggregate_metrics(url: str, verify_rows: list[dict[str, Any]], timeout: float = TIMEOUT) -> dict[str, Any]:
     try:
-        response = httpx.post(url + "/aggregate_metrics", json={"verify_responses": verify_rows}, timeout=TIMEOUT)
+        response = httpx.post(url + "/aggregate_metrics", json={"verify_responses": verify_rows},
+                              timeout=timeout)
     except httpx.HTTPError as error:
         raise Unavailable(f"POST /aggregate_metrics failed: {type(error).__name__}") from None
     if response.status_code != 200:

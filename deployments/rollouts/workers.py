@@ -5,6 +5,7 @@ never silently missing rows."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from .drivers import new_record
@@ -50,8 +51,7 @@ def run_on_workers(plan: RunPlan, workers: int, on_record: Callable[[EpisodeReco
     workers = max(1, min(workers, plan.episodes))
     remote = ray.remote(RolloutWorker).options(num_cpus=0, scheduling_strategy="SPREAD", max_restarts=0,
                                                max_task_retries=0)
-    per_worker_plan = [RunPlan(**{**plan.__dict__, "concurrency": max(1, plan.concurrency // workers)})
-                       for _ in range(workers)]
+    per_worker_plan = [replace(plan, concurrency=max(1, plan.concurrency // workers)) for _ in range(workers)]
     dealt = shares(plan.episodes, workers)
     actors = [remote.remote(per_worker_plan[w], w, dealt[w]) for w in range(workers)]
     nodes: set[str] = set()

@@ -7,7 +7,8 @@ parentheses (`(heading / in thousands / 2024 | 2023)`), then the text. Any other
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 
 _PASSAGE_HEAD = re.compile(r"^\[[^\]\n]* characters \d+-\d+\]$", re.M)
 _UNIT = re.compile(r"\bin (thousands|millions|billions)\b", re.I)
@@ -57,14 +58,24 @@ def read_reply(text: str) -> Reading:
     reading = Reading([], [], [], [], {})
     for rank, (context, body) in enumerate(_passages(text)):
         _read_passage(context, body, rank, reading)
-    # A passage cut from the middle of a table may not say its unit: another passage of the same table does.
-    reading.rows = [row if row.unit else _with_unit(row, reading.units_by_heading) for row in reading.rows]
+    # A passage cut from the middle of a table may not say its unit or its columns: another passage of the same
+    # table (by heading), or else the reply's usual unit and its usual columns for that many values, does.
+    usual_unit = Counter(r.unit for r in reading.rows if r.unit).most_common(1)
+    columns: dict[int, Counter] = {}
+    for row in reading.rows:
+        if row.periods:
+            columns.setdefault(len(row.periods), Counter())[row.periods] += 1
+    reading.rows = [_completed(row, reading.units_by_heading, usual_unit[0][0] if usual_unit else None, columns)
+                    for row in reading.rows]
     return reading
 
 
-def _with_unit(row: Row, units: dict[str, str]) -> Row:
-    unit = units.get(row.heading.lower())
-    return Row(row.heading, unit, row.periods, row.label, row.values, row.rank) if unit else row
+def _completed(row: Row, units: dict[str, str], usual_unit: str | None, columns: dict[int, Counter]) -> Row:
+    unit = row.unit or units.get(row.heading.lower()) or usual_unit
+    periods = row.periods
+    if not periods and len(row.values) > 1 and len(row.values) in columns:
+        periods = columns[len(row.values)].most_common(1)[0][0]
+    return replace(row, unit=unit, periods=periods)
 
 
 def _passages(text: str) -> list[tuple[str | None, str]]:
