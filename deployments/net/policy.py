@@ -47,6 +47,22 @@ def sec_hosts(base_urls: Iterable[str]) -> frozenset[str]:
     return frozenset(hosts)
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def mirror_ports(base_urls: Iterable[str]) -> dict[str, frozenset[int]]:
+    """host -> ports, for the configured SEC base URLs whose host is not sec.gov's own: a private mirror (or a
+    test's server) is one service on its machine, and trusting its address must not open every other port of
+    that machine to agent-named URLs. sec.gov's hosts are public, so any of their ports may be asked."""
+    ports: dict[str, set[int]] = {}
+    for base in base_urls:
+        url = httpx.URL(base)
+        host = normalize_host(url.host)
+        if not host_matches(host, SEC_DOMAINS):
+            ports.setdefault(host, set()).add(url.port or _DEFAULT_PORTS.get(url.scheme, 0))
+    return {host: frozenset(found) for host, found in ports.items()}
+
+
 @dataclass(frozen=True)
 class FetchPolicy:
     """Plain parameters in, guarded fetchers out. `trusted_networks` are CIDRs the address check lets
@@ -76,7 +92,8 @@ class FetchPolicy:
             if hop > 0:
                 await self.limiter.acquire()
 
-        return self._fetcher(allowed_hosts=self.sec_hosts, content_types=SEC_CONTENT_TYPES, before_hop=redirect_slot)
+        return self._fetcher(allowed_hosts=self.sec_hosts, content_types=SEC_CONTENT_TYPES, before_hop=redirect_slot,
+                             host_ports=mirror_ports(self.sec_base_urls))
 
     def page_fetcher(self) -> SafeFetcher:
         """For parse_html_page's generic path: SEC hosts and `page_hosts`; SEC hops are rate-limited."""
@@ -86,10 +103,12 @@ class FetchPolicy:
             if host_matches(host, hosts):
                 await self.limiter.acquire()
 
+        listed = {normalize_host(h) for h in self.page_hosts}  # a host allowlisted for pages keeps every port
+        ports = {host: found for host, found in mirror_ports(self.sec_base_urls).items() if host not in listed}
         return self._fetcher(allowed_hosts=[*hosts, *self.page_hosts], content_types=DEFAULT_CONTENT_TYPES,
-                             before_hop=sec_slot)
+                             before_hop=sec_slot, host_ports=ports)
 
-    def _fetcher(self, *, allowed_hosts, content_types, before_hop) -> SafeFetcher:
+    def _fetcher(self, *, allowed_hosts, content_types, before_hop, host_ports) -> SafeFetcher:
         return SafeFetcher(
             allowed_hosts=allowed_hosts,
             max_bytes=self.max_bytes,
@@ -99,4 +118,5 @@ class FetchPolicy:
             trusted_networks=self.trusted_networks,
             before_hop=before_hop,
             resolve=self.resolve,
+            host_ports=host_ports,
         )

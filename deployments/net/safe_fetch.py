@@ -14,7 +14,7 @@ import functools
 import logging
 import socket
 import ssl
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address, ip_network
 
@@ -33,6 +33,7 @@ _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 MAX_URL_CHARS = 2048  # what browsers and CDNs reliably carry; longer is an attack or a mistake
 _SHOWN_URL_CHARS = 200  # messages quote at most this much of a URL
 _CGNAT = ip_network("100.64.0.0/10")  # not in ipaddress.is_private on 3.11
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class FetchError(Exception):
@@ -116,11 +117,14 @@ class SafeFetcher:
         before_hop: BeforeHop | None = None,
         resolve: Resolver = default_resolve,
         is_forbidden_address: Callable[[IPAddress], bool] = default_is_forbidden,
+        host_ports: Mapping[str, Collection[int]] | None = None,
     ):
         """`trusted_networks`: CIDRs whose addresses may be contacted although the address policy forbids them
         (a private EDGAR mirror, a test's loopback server); the host allowlist still applies. `before_hop` is
         awaited before each connection (a rate-limit slot, say); the time it takes is not charged to the
-        timeout. An empty string in `allowed_content_types` allows a response without a Content-Type."""
+        timeout. An empty string in `allowed_content_types` allows a response without a Content-Type.
+        `host_ports`: hosts that may be contacted on these ports only (a private mirror's service, not its
+        whole machine); other allowlisted hosts take any port."""
         self.allowed_hosts = frozenset(normalize_host(h) for h in allowed_hosts)
         self.max_bytes = max_bytes
         self.timeout_seconds = timeout_seconds
@@ -131,6 +135,7 @@ class SafeFetcher:
         self._before_hop = before_hop
         self._resolve = resolve
         self._is_forbidden = is_forbidden_address
+        self.host_ports = {normalize_host(h): frozenset(p) for h, p in (host_ports or {}).items()}
 
     async def fetch(self, url: str) -> FetchedPage:
         """The page at `url`; raises FetchRefused or FetchFailed, never anything else."""
@@ -183,6 +188,10 @@ class SafeFetcher:
         if not host_matches(host, self.allowed_hosts):
             allowed = ", ".join(sorted(self.allowed_hosts))
             raise hop.refused(f"host {host!r} is not on the allowlist ({allowed}); {_HINT}")
+        ports = self.host_ports.get(host)
+        if ports is not None and (port or _DEFAULT_PORTS[target.scheme]) not in ports:
+            listed = ", ".join(str(p) for p in sorted(ports))
+            raise hop.refused(f"{host} may only be contacted on port {listed}, not {port}; {_HINT}")
         return target, host
 
     def _check_address(self, hop: _Hop, ip: IPAddress, subject: str) -> None:
@@ -234,10 +243,17 @@ class SafeFetcher:
                 last_error = error  # try the next vetted address
             except httpx.TimeoutException:
                 raise hop.failed(f"timed out after {self.timeout_seconds:g} seconds.") from None
+            # httpx reads a redirect's Location itself, even with follow_redirects=False: one it cannot parse
+            # (RemoteProtocolError), or whose host has bad IDNA (a UnicodeError, so a ValueError), is the
+            # server's final answer. A refusal, so the live source does not retry what would answer the same.
+            except httpx.RemoteProtocolError as error:
+                if "location header" not in str(error).lower():
+                    raise hop.failed(f"{type(error).__name__}: {_shown(str(error))}.") from None
+                raise hop.refused(f"it redirected to a URL that cannot be used ({_shown(str(error))}).") from None
             except (httpx.HTTPError, httpx.InvalidURL) as error:  # InvalidURL is not an HTTPError
                 raise hop.failed(f"{type(error).__name__}: {_shown(str(error))}.") from None
-            except ValueError as error:  # httpx reads a redirect's Location itself: bad IDNA there is a UnicodeError
-                raise hop.failed(f"the server's response could not be used ({_shown(str(error))}).") from None
+            except ValueError as error:
+                raise hop.refused(f"the server's response could not be used ({_shown(str(error))}).") from None
         raise hop.failed(f"could not connect ({last_error}).")
 
     async def _read(self, hop: _Hop, target: httpx.URL, response: httpx.Response) -> FetchedPage | str:

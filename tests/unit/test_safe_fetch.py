@@ -518,8 +518,8 @@ def test_overlong_url_is_refused_with_its_length() -> None:
     ("start", "error", "why"),
     [
         ("/redirect-bad-port", FetchRefused, "port 99999 is out of range"),
-        ("/redirect-bad-idna", FetchFailed, "response could not be used (Invalid A-label)"),
-        ("/redirect-bad-ipv6", FetchFailed, "Invalid URL in location header: Invalid IPv6 address"),
+        ("/redirect-bad-idna", FetchRefused, "response could not be used (Invalid A-label)"),
+        ("/redirect-bad-ipv6", FetchRefused, "Invalid URL in location header: Invalid IPv6 address"),
         ("/redirect-long-label", FetchRefused, "label of 64 characters"),
         ("/redirect-legacy-ip", FetchRefused, "non-standard spelling of the IP address 127.0.0.1"),
         ("/redirect-empty", FetchRefused, "redirected more than 3 times"),  # an empty Location is this URL again
