@@ -68,7 +68,8 @@ def run_serve(options: argparse.Namespace) -> int:
         print(f"  sec_data_base_url: {server.url}")
         print(f'  fetch_trusted_networks: ["{server.host}/32"]')
         print("stop with Ctrl-C", flush=True)
-        stop.wait()
+        while not stop.wait(0.5):  # a timed wait, so the signal handler runs promptly
+            pass
     return EXIT_OK
 
 

@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
@@ -123,7 +124,7 @@ def _server(options: argparse.Namespace) -> Iterator[str]:
 
     target = load_serve_config(options.config) if options.config else default_target(free_port())
     if options.config:  # the config's port may be taken (a `finsec serve` running): any free one will do
-        target = type(target)(**{**target.__dict__, "port": free_port()})
+        target = replace(target, port=free_port())
     began = time.monotonic()
     print(f"starting {'on ' + options.address if options.address else 'a local Ray cluster'} and the app "
           f"on {describe_corpus(target.settings)} ...", file=sys.stderr, flush=True)
@@ -139,15 +140,18 @@ def _interrupt(*_: object) -> None:
 
 def run_rollouts(options: argparse.Namespace) -> int:
     _check(options)
-    signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops a run as Ctrl-C does: cleanly, with a summary
-    with _server(options) as url:
-        plan = _plan_from(options, url)
-        if options.trace:
-            from ..rollouts.trace import trace_episode
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops a run as Ctrl-C does: with a summary
+    try:
+        with _server(options) as url:
+            plan = _plan_from(options, url)
+            if options.trace:
+                from ..rollouts.trace import trace_episode
 
-            record = asyncio.run(trace_episode(plan, sys.stdout))
-            return EXIT_OK if record.failure is None else EXIT_FAILED
-        return _run(options, plan, url)
+                record = asyncio.run(trace_episode(plan, sys.stdout))
+                return EXIT_OK if record.failure is None else EXIT_FAILED
+            return _run(options, plan, url)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run(options: argparse.Namespace, plan: RunPlan, url: str) -> int:

@@ -6,6 +6,7 @@ import argparse
 import os
 import signal
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from .errors import EXIT_OK
@@ -36,7 +37,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(options: argparse.Namespace) -> int:
     target = load_serve_config(options.config)  # validated before Ray starts
     if options.port is not None:
-        target = type(target)(**{**target.__dict__, "port": options.port})
+        target = replace(target, port=options.port)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -45,5 +46,6 @@ def run(options: argparse.Namespace) -> int:
         print(f"finsec-serve is up at {url}  (application {target.app_name!r}; FinsecIngress {options_text})")
         print(f"corpus: {describe_corpus(target.settings)}")
         print(f"stop with Ctrl-C, or: kill -TERM {os.getpid()}", flush=True)
-        stop.wait()
+        while not stop.wait(0.5):  # a timed wait, so the signal handler runs promptly
+            pass
     return EXIT_OK

@@ -60,3 +60,24 @@ def test_the_live_edgar_path_reads_the_mirror_over_http(mirror):
         app.post("/seed_session", json={})
         parsed = app.post("/parse_html_page", json={"url": own[0].url, "key": "k"}).json()["results"]
         assert parsed.startswith("SUCCESS")
+
+
+def test_the_corpus_serve_command_serves_until_sigterm(corpus):
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from deployments.local import free_port
+
+    port = free_port()
+    command = [str(Path(sys.executable).parent / "finsec"), "corpus", "serve", str(corpus), "--port", str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().strip() == f"serving {corpus} at http://127.0.0.1:{port}"
+        assert httpx.get(f"http://127.0.0.1:{port}/files/company_tickers.json").status_code == 200
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
