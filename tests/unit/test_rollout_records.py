@@ -107,3 +107,12 @@ def test_task_files_are_read_and_their_errors_said_in_one_line(tmp_path):
     with pytest.raises(TaskFileError, match="does not exist"):
         load_tasks(tmp_path / "missing.jsonl")
     assert len(embedded_tasks()) >= 40
+
+
+def test_plots_are_written_as_pngs(tmp_path):
+    pytest.importorskip("matplotlib")
+    from deployments.rollouts.plots import write_plots
+
+    paths = write_plots([record(n, reward=float(n % 2)) for n in range(6)], tmp_path / "plots")
+    assert [p.name for p in paths] == ["reward.png", "latency.png"]
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths)
