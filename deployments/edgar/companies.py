@@ -16,9 +16,14 @@ from typing import Any
 
 from .cache import DiskCache
 from .source import TICKERS_PATH, EdgarSource, submissions_path
-from .urls import InvalidFilingUrl, dashed_accession, parse_filing_url
+from .urls import InvalidFilingUrl, dashed_accession, is_edgar_path, parse_filing_url
 
 log = logging.getLogger(__name__)
+
+
+class FilingsUnavailable(Exception):
+    """EDGAR gave no submissions data for a company just now (an error status after the retries, a timeout, a
+    body that is not JSON). Not a fact about the company: nothing is cached, and the next search asks again."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +144,7 @@ class CompanyDirectory:
         self._supplementary = supplementary_tickers
         self._companies: dict[str, Company] = {}
         self._filings: dict[str, list[Filing]] = {}  # by CIK: process-wide, never released (contract §C.1)
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._loading: dict[str, asyncio.Task[list[Filing]]] = {}  # by CIK: the one load in flight
 
     async def load(self, attempts: int = 5, backoff_seconds: float = 1.0) -> None:
         """Load the ticker registry; the server cannot start without it (contract §F.2)."""
@@ -180,34 +185,52 @@ class CompanyDirectory:
         return next((f for f in self._filings.get(cik10, []) if f.accession_number == accession), None)
 
     async def filings(self, company: Company) -> list[Filing]:
-        """Memory, then the disk cache, then EDGAR; one fetch per company at a time (contract §F.3)."""
+        """Memory, then the disk cache, then EDGAR; one fetch per company at a time (contract §F.3): concurrent
+        callers share the load in flight. Only a complete answer is kept: raises FilingsUnavailable when EDGAR
+        gave none, and returns a partial set (an older page could not be read) without keeping it, so an
+        outage is never remembered as "this company has no filings"."""
         if company.cik in self._filings:
             return self._filings[company.cik]
-        async with self._locks.setdefault(company.cik, asyncio.Lock()):
-            if company.cik not in self._filings:
-                self._filings[company.cik] = await self._load_filings(company)
-        return self._filings[company.cik]
+        task = self._loading.get(company.cik)
+        if task is None:
+            task = self._loading[company.cik] = asyncio.create_task(self._load_and_keep(company))
+            task.add_done_callback(lambda _: self._loading.pop(company.cik, None))
+        return await asyncio.shield(task)
 
-    async def _load_filings(self, company: Company) -> list[Filing]:
+    async def _load_and_keep(self, company: Company) -> list[Filing]:
+        filings, complete = await self._load_filings(company)
+        if complete:
+            self._filings[company.cik] = filings
+        return filings
+
+    async def _load_filings(self, company: Company) -> tuple[list[Filing], bool]:
+        """The company's filings, and whether they are complete (every page EDGAR lists was read)."""
         if self._cache:
             raw = await self._cache.read_json(self._cache.metadata_file(company.cik))
             cached = await asyncio.to_thread(_cached_filings, raw) if raw is not None else None
             if cached is not None:
-                return cached
+                return cached, True
         main = await self._source.read_json(submissions_path(company.cik))
+        if main is None:
+            raise FilingsUnavailable(f"EDGAR gave no submissions data for CIK {company.cik}")
         if not isinstance(main, dict):
-            return []  # no data: an empty filing set, reported as "no filings found"
+            return [], True  # JSON of the wrong shape: no filings to list (§F.1)
         recent = main.get("filings", {}).get("recent") if isinstance(main.get("filings"), dict) else None
-        pages = [recent]
+        pages, complete = [recent], True
         for name in _page_names(main):
-            older = await self._source.read_json(f"submissions/{name}")
+            path = f"submissions/{name}"
+            older = await self._source.read_json(path) if is_edgar_path(path) else None
             if isinstance(older, dict):
                 pages.append(older)
-            else:
-                log.warning("skipping unreadable submissions page %.100r for CIK %s", name, company.cik)
+                continue
+            log.warning("skipping unreadable submissions page %.100r for CIK %s", name, company.cik)
+            if is_edgar_path(path) and older is None:  # EDGAR did not answer for it: ask again next time
+                complete = False
         filings = await asyncio.to_thread(_build_filings, company, pages)
-        if self._cache and filings:
+        if not complete and not filings:
+            raise FilingsUnavailable(f"EDGAR gave no readable submissions pages for CIK {company.cik}")
+        if self._cache and filings and complete:
             await self._cache.write_json(
                 self._cache.metadata_file(company.cik), {f.accession_number.replace("-", ""): asdict(f) for f in filings}
             )
-        return filings
+        return filings, complete

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 from pathlib import Path
@@ -12,6 +13,8 @@ from .templates import STOCK_DIR, load_prompt
 
 STOCK_SYSTEM_PROMPT = STOCK_DIR / "retrieval.yaml"
 _BODY_LIMIT = 500
+# A model that never answers must not hang the tool: NeMo Gym's aiohttp client gave up after 300 s in all.
+DEFAULT_CALL_TIMEOUT_SECONDS = 300.0
 
 
 def output_text(reply: dict[str, Any]) -> str:
@@ -48,7 +51,8 @@ class LlmRetrieval:
     """Answers a fully substituted retrieve_information prompt with an OpenAI-compatible model.
 
     `max_output_tokens` is `retrieval_max_output_tokens`: it fills the create-params' cap only when they leave it
-    unset, and None then means an explicit null (uncapped).
+    unset, and None then means an explicit null (uncapped). `call_timeout` bounds the whole call (None: no bound
+    beyond the endpoint's HTTP timeout).
     """
 
     def __init__(
@@ -59,7 +63,9 @@ class LlmRetrieval:
         system_prompt_fpath: str | Path = STOCK_SYSTEM_PROMPT,
         responses_create_params: dict[str, Any] | None = None,
         max_output_tokens: int | None = None,
+        call_timeout: float | None = DEFAULT_CALL_TIMEOUT_SECONDS,
     ) -> None:
+        self.call_timeout = call_timeout
         self.system_prompt = load_prompt(system_prompt, system_prompt_fpath, "retrieval_system_prompt")
         self.create_params = copy.deepcopy(responses_create_params) if responses_create_params else {"input": []}
         self.max_output_tokens = max_output_tokens
@@ -73,7 +79,9 @@ class LlmRetrieval:
 
     async def answer(self, prompt: str) -> str:
         try:
-            reply = await self.client.create(self.request(prompt))
+            reply = await asyncio.wait_for(self.client.create(self.request(prompt)), self.call_timeout)
+        except TimeoutError:
+            return f"ERROR: Retrieval LLM call failed: no reply within {self.call_timeout:g} seconds"
         except ModelHTTPError as error:
             return f"ERROR: Retrieval LLM HTTP {error.status_code}: {error.text[:_BODY_LIMIT]}"
         except Exception as error:  # the model reads this instead of the episode failing

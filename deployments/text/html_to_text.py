@@ -33,13 +33,32 @@ _JOIN_NEXT = frozenset({"$", "€", "£", "(", "$(", "($"})
 _JOIN_PREVIOUS = re.compile(r"^[)%]+$|^\)?%$")
 
 
+_SNIFF_BYTES = 8192
+_BINARY_BYTES = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f]")  # controls no text encoding we read uses (ESC is ISO-2022's)
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
 class HtmlTextError(ValueError):
     pass
+
+
+def binary_problem(html: bytes) -> str | None:
+    """Why `html` is binary data rather than a page (a PDF, an image, noise served as text/html), or None.
+    lxml would turn such bytes into "text" of control characters and replacement marks, stored as a document."""
+    head = html[:_SNIFF_BYTES]
+    if head.startswith(_UTF16_BOMS):
+        return None  # UTF-16 text: its NULs are half of each character
+    controls = len(_BINARY_BYTES.findall(head))
+    if b"\x00" in head or controls * 50 > len(head):
+        return f"the document is binary data, not text ({controls} control bytes in its first {len(head):,})"
+    return None
 
 
 def html_to_text(html: str | bytes) -> str:
     if not html or not html.strip():
         raise HtmlTextError("HTML output was empty")
+    if isinstance(html, bytes) and (problem := binary_problem(html)):
+        raise HtmlTextError(f"HTML could not be parsed: {problem}.")
     if isinstance(html, str):  # lxml refuses decoded text that still declares an encoding
         html = _XML_DECLARATION.sub("", html, count=1)
     try:

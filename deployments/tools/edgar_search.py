@@ -20,7 +20,7 @@ from datetime import date
 import httpx
 import numpy as np
 
-from ..edgar.companies import CompanyDirectory, Filing
+from ..edgar.companies import CompanyDirectory, Filing, FilingsUnavailable
 from ..edgar.source import EdgarSource
 from ..edgar.urls import parse_filing_url
 from ..retrieval.bm25 import Bm25Index
@@ -107,7 +107,12 @@ class LocalFullTextIndex:
         documents: list[tuple[Filing, str]] = []
         for ticker in self._tickers:
             company = self._directory.lookup(ticker)
-            for filing in await self._directory.filings(company) if company else []:
+            try:
+                filings = await self._directory.filings(company) if company else []
+            except FilingsUnavailable:
+                log.warning("edgar_search: no submissions data for %s; its filings are not indexed", ticker)
+                continue
+            for filing in filings:
                 url = parse_filing_url(filing.filing_url)
                 html = await self._source.read_archive(url.archive_path) if url else None
                 if html is None:

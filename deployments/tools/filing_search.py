@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from datetime import date
 
-from ..edgar.companies import CompanyDirectory
+from ..edgar.companies import CompanyDirectory, FilingsUnavailable
 from .dates import DateError, date_window
 
 _RESULT_FIELDS = ("ticker", "company_name", "form", "filing_date", "report_date", "accession_number", "filing_url")
@@ -33,7 +32,15 @@ async def sec_filing_search(
             "suggestion": "Use the exact stock ticker symbol (e.g., 'AAPL' for Apple, 'MSFT' for Microsoft). "
             "Note: only companies listed at https://www.sec.gov/files/company_tickers.json are supported.",
         })
-    filings = await directory.filings(company)
+    try:
+        filings = await directory.filings(company)
+    except FilingsUnavailable:  # an outage is not "no filings" (§A.6 step 3 would say so): tell the agent to retry
+        return json.dumps({
+            "error": f"Could not load the filings of '{ticker}' from SEC EDGAR just now: it did not answer, or "
+            "its answer could not be read.",
+            "suggestion": "This is temporary and says nothing about the company: call sec_filing_search again "
+            "shortly.",
+        })
     if form_types:
         filings = [f for f in filings if f.form in form_types]
     filings = sorted(filings, key=lambda f: f.filing_date, reverse=True)  # stable: ties keep their order
@@ -55,4 +62,4 @@ async def sec_filing_search(
             "suggestion": "Try broadening your search: remove form_types filter, widen the date range, "
             "or check the ticker symbol.",
         })
-    return json.dumps([{k: asdict(f)[k] for k in _RESULT_FIELDS} for f in filings], indent=2)
+    return json.dumps([{k: getattr(f, k) for k in _RESULT_FIELDS} for f in filings], indent=2)
