@@ -11,8 +11,10 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e ".[test]"
 	touch $@
 
-demo: $(BIN)/.installed  ## the main job on the embedded default: local Ray + Serve, a few sessions, shutdown
-	$(BIN)/python -m deployments.demo
+DEMO_EPISODES ?= 300
+demo: $(BIN)/.installed  ## the main job on the embedded default: local Ray + Serve, rollouts through both drivers, shutdown
+	$(BIN)/finsec rollouts -n $(DEMO_EPISODES) -c 32 --driver environment-server --driver legacy-agent \
+		--out runs/demo.jsonl --fail-on-masked
 
 test: $(BIN)/.installed  ## unit tests (no Ray) and integration tests (local Ray + Serve over HTTP)
 	$(BIN)/python -m pytest -m "not soak"

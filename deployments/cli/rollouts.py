@@ -143,6 +143,7 @@ def run_rollouts(options: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops a run as Ctrl-C does: with a summary
     try:
         with _server(options) as url:
+            signal.signal(signal.SIGTERM, _interrupt)  # again: ray.init installs its own handler, which aborts
             plan = _plan_from(options, url)
             if options.trace:
                 from ..rollouts.trace import trace_episode
@@ -239,6 +240,7 @@ def _on_workers(options: argparse.Namespace, plan: RunPlan, on_record) -> tuple[
         else:
             start_local_ray()
             started = True
+        signal.signal(signal.SIGTERM, _interrupt)  # ray.init replaced it
     try:
         return run_on_workers(plan, options.workers, on_record)
     finally:

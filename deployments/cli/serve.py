@@ -39,9 +39,15 @@ def run(options: argparse.Namespace) -> int:
     if options.port is not None:
         target = replace(target, port=options.port)
     stop = threading.Event()
+
+    def on_signal(*_: object) -> None:
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, on_signal)
     with running_app(target, address=options.address, ingress=options.ingress) as url:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # again: ray.init installs its own SIGTERM handler (aborts)
+            signal.signal(sig, on_signal)
         options_text = ", ".join(f"{k}={v}" for k, v in target.deployment_options.items()) or "defaults"
         print(f"finsec-serve is up at {url}  (application {target.app_name!r}; FinsecIngress {options_text})")
         print(f"corpus: {describe_corpus(target.settings)}")

@@ -67,8 +67,12 @@ def running_app(target: ServeTarget, *, address: str | None = None, ingress: Ing
             from ray import serve
 
             serve.start(http_options={"host": target.host, "port": target.port})
-            host = "127.0.0.1" if target.host in ("0.0.0.0", "::", "") else target.host
-            base_url = f"http://{host}:{target.port}"
+            # A Serve already running keeps its own HTTP options (serve.start only warns): ask it which.
+            from ray.serve.context import _get_global_client
+
+            http = _get_global_client().http_config
+            host = "127.0.0.1" if http.host in ("0.0.0.0", "::", "", None) else http.host
+            base_url = f"http://{host}:{http.port}"
         url = deploy_application(target.settings, base_url, name=target.app_name, route_prefix=target.route_prefix,
                                  options=target.deployment_options)
     except BaseException:

@@ -1,0 +1,153 @@
+"""`finsec rollouts --url` against the Serve app (2 replicas) over real HTTP: both drivers with the scripted policy,
+the LLM policy against the loopback OpenAI-compatible stub, Ray workers, and the server's session counters
+checked against what the run did. Every session is closed or released at the end: the store holds none."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import httpx
+import pytest
+
+from deployments.cli import main
+from deployments.corpus.generate import questions
+
+from .conftest import deployed_app
+
+TOOLS = ["sec_filing_search", "parse_html_page", "retrieve_information", "submit_final_result"]
+LIFECYCLE = {"environment-server": (["seed_session"], ["verify", "close_session"]),
+             "legacy-agent": (["seed_session"], ["verify"])}
+
+
+@pytest.fixture(scope="module")
+def app(serve_url):
+    yield from deployed_app(serve_url, "it-rollouts", replicas=2)
+
+
+def rollouts(tmp_path, app, *args: str, name: str = "run") -> tuple[int, list[dict], dict]:
+    out = tmp_path / f"{name}.jsonl"
+    status = main(["rollouts", "--url", app.base_url, "--out", str(out), "--quiet", *args])
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    return status, records, json.loads(out.with_suffix(".summary.json").read_text())
+
+
+def counters(app) -> dict[str, int]:
+    return httpx.get(app.base_url + "/session_counters", timeout=30).json()["counters"]
+
+
+def delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {k: after.get(k, 0) - before.get(k, 0) for k in set(before) | set(after)
+            if after.get(k, 0) != before.get(k, 0)}
+
+
+def test_both_drivers_play_every_episode_to_a_verdict_and_leave_no_session(app, tmp_path):
+    status, records, summary = rollouts(tmp_path, app, "-n", "32", "-c", "8", "--driver", "environment-server",
+                                        "--driver", "legacy-agent")
+    assert status == 0
+    assert sorted(r["episode"] for r in records) == list(range(32))
+    for r in records:
+        before, after = LIFECYCLE[r["driver"]]
+        assert r["tools"] == TOOLS
+        assert [c["route"] for c in r["calls"]] == before + TOOLS + after
+        assert all(c["status"] == 200 for c in r["calls"])
+        assert r["outcome"] == "scored" and r["final_answer"]
+    assert {r["driver"] for r in records} == set(LIFECYCLE)
+    assert all(r["closed"] for r in records if r["driver"] == "environment-server")
+    rewards = [r["reward"] for r in records]
+    assert sum(rewards) / len(rewards) >= 0.9  # the scripted policy really reads the passages
+    assert summary["mean_reward"] == pytest.approx(sum(rewards) / len(rewards))
+    stats = app.stats()
+    assert stats["sessions"] == 0 and stats["documents"] == 0  # closed, or released by verify
+
+
+def test_the_session_counters_match_what_the_run_did(app, tmp_path):
+    status, records, summary = rollouts(tmp_path, app, "-n", "12", "-c", "4", "--driver", "environment-server",
+                                        "--driver", "legacy-agent", name="counted")
+    assert status == 0
+    episodes = sum(r["driver"] == "environment-server" for r in records)
+    assert summary["counters"] == {"seeds.episode.created": episodes, "closes": episodes,
+                                   "seeds.agent_run": len(records) - episodes, "verifies.scored": len(records)}
+    # a trace plays one episode, then the promises after close: a cached re-send, a lost session for the
+    # tools, a masked verify and a refused (409) late seed
+    before = counters(app)
+    assert main(["rollouts", "--url", app.base_url, "--trace"]) == 0
+    assert delta(before, counters(app)) == {
+        "seeds.episode.created": 1, "verifies.scored": 1, "verifies.cached": 1, "closes": 1, "session_lost": 1,
+        "verifies.masked.session_lost": 1, "conflicts.fenced": 1}
+    before = counters(app)
+    assert main(["rollouts", "--url", app.base_url, "--trace", "--driver", "legacy-agent"]) == 0
+    assert delta(before, counters(app)) == {"seeds.agent_run": 1, "verifies.scored": 1, "session_lost": 1}
+
+
+def test_workers_run_as_ray_actors_and_their_records_gather_into_one_file(app, tmp_path):
+    status, records, summary = rollouts(tmp_path, app, "-n", "12", "-c", "4", "--workers", "2", name="workers")
+    assert status == 0
+    assert sorted(r["episode"] for r in records) == list(range(12))
+    assert {r["worker"] for r in records} == {0, 1}
+    assert all(r["outcome"] == "scored" for r in records) and summary["dead_workers"] == []
+    assert app.stats()["sessions"] == 0
+
+
+def _answer_from(reply: str) -> str:
+    row = re.search(r"Total net revenues \| (\$[\d,]+)", reply)
+    return f"{row.group(1)} thousand" if row else "unknown"
+
+
+def fake_analyst(body: dict) -> dict:
+    """A model that calls the tools in order: search, parse the newest 10-K, retrieve, submit what it read."""
+    from tests.llm_stub import tool_calls_reply
+
+    messages = body["messages"]
+    tool_results = [m["content"] for m in messages if m["role"] == "tool"]
+    question = next(m["content"] for m in messages if m["role"] == "user")
+    if not tool_results:
+        ticker = re.search(r"\(([A-Z0-9]+)\)", question).group(1)
+        return tool_calls_reply(("sec_filing_search", {"ticker": ticker, "form_types": ["10-K"]}))
+    if len(tool_results) == 1:
+        newest = json.loads(tool_results[0])[0]
+        return tool_calls_reply(("parse_html_page", {"url": newest["filing_url"], "key": "doc"}))
+    if len(tool_results) == 2:
+        return tool_calls_reply(("retrieve_information", {"prompt": question + " {{doc}}"}))
+    return tool_calls_reply(("submit_final_result", {"final_result": _answer_from(tool_results[2])}))
+
+
+def test_the_llm_policy_plays_through_tool_calls_and_is_scored_on_its_submission(app, tmp_path, stub):
+    asked = [q for q in questions() if q["form"] == "10-K" and "total net revenues for fiscal year 2024" in
+             q["question"]][:3]
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(q) + "\n" for q in asked))
+    stub.respond_with(fake_analyst)
+    status, records, _ = rollouts(tmp_path, app, "--policy", "llm", "--model-url", stub.base_url, "--model",
+                                  "fake", "--tasks", str(tasks), "-n", "6", "-c", "3", "--driver",
+                                  "environment-server", "--driver", "legacy-agent", name="llm")
+    assert status == 0
+    for r in records:
+        assert r["policy"] == "llm" and r["tools"] == TOOLS
+        assert r["reward"] == 1.0 and r["final_answer"] == asked[r["task_index"]]["expected_answer"]
+        assert r["usage"]["total_tokens"] == 4 * 18  # four model turns
+    sent = stub.bodies[0]
+    assert sent["model"] == "fake" and {t["function"]["name"] for t in sent["tools"]} >= set(TOOLS)
+    assert app.stats()["sessions"] == 0
+
+
+def test_a_model_that_never_submits_stops_after_its_turns_and_scores_zero(app, tmp_path, stub):
+    from tests.llm_stub import tool_calls_reply
+
+    stub.respond_with(lambda body: tool_calls_reply(("sec_filing_search", {"ticker": "HLXR1"})))
+    status, records, _ = rollouts(tmp_path, app, "--policy", "llm", "--model-url", stub.base_url, "--model", "m",
+                                  "--max-turns", "3", "-n", "2", "-c", "2", name="stubborn")
+    assert status == 0  # completed: scored, by the hard gate
+    for r in records:
+        assert r["tools"] == ["sec_filing_search"] * 3 and r["final_answer"] is None
+        assert r["reward"] == 0.0 and not r["masked"] and r["closed"]
+    assert len(stub.requests) == 6
+
+
+def test_a_model_endpoint_that_fails_fails_its_episodes_and_still_closes_them(app, tmp_path, stub):
+    status, records, summary = rollouts(tmp_path, app, "--policy", "llm", "--model-url", stub.base_url,
+                                        "--model", "m", "-n", "2", name="no-model")  # no replies scripted: 500s
+    assert status == 1
+    assert summary["failed"] == {"model": 2}
+    assert all(r["failure"]["kind"] == "model" and r["closed"] for r in records)
+    assert app.stats()["sessions"] == 0

@@ -1,0 +1,128 @@
+"""`finsec serve CONFIG --address ADDR` joins a running cluster (the test session's), deploys the app from the
+config, serves it, and on SIGTERM removes its application and actors while the cluster stays up."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from deployments.ingress import app_actors
+from deployments.settings import Settings
+
+APP = "it-serve-cli"
+
+
+def config(tmp_path: Path, port: int) -> Path:
+    path = tmp_path / "serve.yaml"
+    path.write_text(f"""
+http_options: {{host: 127.0.0.1, port: {port}}}
+applications:
+  - name: {APP}
+    route_prefix: /
+    import_path: deployments.app:build_app
+    args: {{app_name: {APP}, num_shards: 2, reaper_interval_seconds: 1}}
+    deployments:
+      - name: FinsecIngress
+        num_replicas: 1
+        ray_actor_options: {{num_cpus: 0}}
+""")
+    return path
+
+
+def named_actors(settings: Settings) -> list[str]:
+    import ray
+
+    namespace = app_actors(settings).namespace
+    return [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"] == namespace]
+
+
+@pytest.mark.timeout(240)
+def test_serve_joins_a_cluster_and_stops_without_taking_it_down(serve_url, tmp_path):
+    import ray
+    from ray import serve
+
+    port = int(serve_url.rsplit(":", 1)[1])
+    address = ray.get_runtime_context().gcs_address
+    command = [str(Path(sys.executable).parent / "finsec"), "serve", str(config(tmp_path, port)), "--address", address]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 180
+        while not any("is up at" in line for line in seen):
+            line = process.stdout.readline()
+            assert line or process.poll() is None, "".join(seen)
+            seen.append(line)
+            assert time.monotonic() < deadline, "".join(seen)
+        assert any("corpus: the embedded corpus" in process.stdout.readline() for _ in range(3))
+        with httpx.Client(base_url=serve_url, timeout=30) as client:
+            assert client.post("/seed_session", json={}).status_code == 200
+        assert named_actors(Settings(app_name=APP))  # shards and friends exist while it serves
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(120) == 0, process.stdout.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert APP not in serve.status().applications
+    assert named_actors(Settings(app_name=APP)) == []
+    assert ray.is_initialized() and ray.cluster_resources()  # the cluster is still up
+
+
+def descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def command_name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+@pytest.mark.timeout(240)
+def test_serve_on_its_own_cluster_stops_it_and_its_haproxy(tmp_path):
+    from deployments.local import free_port
+
+    port = free_port()
+    command = [str(Path(sys.executable).parent / "finsec"), "serve", str(config(tmp_path, 8000)), "--port", str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    seen: list[str] = []
+    try:
+        while not any("is up at" in line for line in seen):  # --port overrides the config's 8000
+            line = process.stdout.readline()
+            assert line or process.poll() is None, "".join(seen)
+            seen.append(line)
+        assert f"http://127.0.0.1:{port}" in seen[-1]
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=30).status_code == 200
+        haproxy = {p for p in descendants(process.pid) if command_name(p) == "haproxy"}
+        assert haproxy  # the default ingress
+        cluster = descendants(process.pid)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(120) == 0, process.stdout.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+    alive = {p for p in cluster if Path(f"/proc/{p}").exists() and command_name(p) in ("haproxy", "raylet",
+                                                                                        "gcs_server")}
+    assert not alive
