@@ -29,12 +29,19 @@ class RolloutWorker:
         return ray.get_runtime_context().get_node_id()
 
     async def run(self) -> int:
-        await run_episodes(self._plan, self._indices, self._done.append, worker=self._worker)
+        await run_episodes(self._plan, self._indices, self._finished, worker=self._worker)
         return len(self._indices)
+
+    def _finished(self, record: EpisodeRecord) -> None:
+        self._done.append(record)  # looked up each time: drain swaps the list
 
     async def drain(self) -> list[dict]:
         done, self._done = self._done, []
         return [r.to_json() for r in done]
+
+
+def worker_name(plan: RunPlan, worker: int) -> str:
+    return f"{plan.run_id or 'finsec'}-worker-{worker}"
 
 
 def shares(episodes: int, workers: int) -> list[list[int]]:
@@ -49,11 +56,13 @@ def run_on_workers(plan: RunPlan, workers: int, on_record: Callable[[EpisodeReco
     from ray.exceptions import GetTimeoutError, RayError
 
     workers = max(1, min(workers, plan.episodes))
-    remote = ray.remote(RolloutWorker).options(num_cpus=0, scheduling_strategy="SPREAD", max_restarts=0,
-                                               max_task_retries=0)
+    remote = ray.remote(RolloutWorker)
+    options = dict(num_cpus=0, scheduling_strategy="SPREAD", max_restarts=0, max_task_retries=0)
     per_worker_plan = [replace(plan, concurrency=max(1, plan.concurrency // workers)) for _ in range(workers)]
     dealt = shares(plan.episodes, workers)
-    actors = [remote.remote(per_worker_plan[w], w, dealt[w]) for w in range(workers)]
+    # Named after the run, so an operator can find them (`ray list actors`) while it lasts.
+    actors = [remote.options(name=worker_name(plan, w), **options).remote(per_worker_plan[w], w, dealt[w])
+              for w in range(workers)]
     nodes: set[str] = set()
     for actor in actors:
         try:

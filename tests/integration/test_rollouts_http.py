@@ -151,3 +151,26 @@ def test_a_model_endpoint_that_fails_fails_its_episodes_and_still_closes_them(ap
     assert summary["failed"] == {"model": 2}
     assert all(r["failure"]["kind"] == "model" and r["closed"] for r in records)
     assert app.stats()["sessions"] == 0
+
+
+def test_a_worker_that_dies_is_reported_and_its_episodes_are_not_hidden(app):
+    import ray
+
+    from deployments.rollouts.runner import RunPlan, new_run_id
+    from deployments.rollouts.tasks import embedded_tasks
+    from deployments.rollouts.workers import run_on_workers, worker_name
+
+    plan = RunPlan(app.base_url, tuple(embedded_tasks()), 200, 2, run_id=new_run_id())
+    records = []
+
+    def on_record(record):
+        if record.worker == 1 and not any(r.worker == 1 for r in records):
+            ray.kill(ray.get_actor(worker_name(plan, 1)))  # dies mid-run, with episodes left to play
+        records.append(record)
+
+    dead, nodes = run_on_workers(plan, 2, on_record)
+    assert len(dead) == 1 and dead[0].startswith("worker 1: ") and nodes == 1
+    assert sorted(r.episode for r in records) == list(range(200))  # every episode has its row
+    lost = [r for r in records if r.failure is not None]
+    assert lost and all(r.worker == 1 and r.failure.kind == "worker" for r in lost)
+    assert all(r.outcome == "scored" for r in records if r.worker == 0)
