@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 SUBMIT_TOOL = "submit_final_result"
@@ -10,6 +11,10 @@ HARD_GATE_TEXT = (
     "Hard gate: submit_final_result tool call missing or empty. "
     "The agent must submit its final answer via submit_final_result to be graded."
 )
+# The arguments are JSON inside a JSON string, so the body's repair (strict_json) never saw their escapes: a
+# broken emoji there ("\\ud83d") decodes to an unpaired surrogate, which no UTF-8 encoder (the judge's HTTP
+# client, a log line) can write. It becomes U+FFFD, as the body's own surrogates do.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def question_of(responses_input: Any) -> str:
@@ -29,12 +34,13 @@ def submitted_answer(response: dict[str, Any]) -> str:
         return ""
     for item in reversed(output):
         if isinstance(item, dict) and item.get("type") == "function_call" and item.get("name") == SUBMIT_TOOL:
-            try:
+            try:  # RecursionError: arguments nested thousands deep (the body's depth check never saw inside them)
                 arguments = json.loads(item.get("arguments") or "")
-            except (TypeError, ValueError):
+                if not isinstance(arguments, dict):
+                    return ""
+                answer = arguments.get("final_result", "")
+                answer = answer if isinstance(answer, str) else json.dumps(answer)
+            except (TypeError, ValueError, RecursionError):
                 return ""
-            if not isinstance(arguments, dict):
-                return ""
-            answer = arguments.get("final_result", "")
-            return answer if isinstance(answer, str) else json.dumps(answer)
+            return _SURROGATE.sub("\ufffd", answer)
     return ""

@@ -124,6 +124,8 @@ class LlmJudge:
             raise JudgeError(str(error)) from None
         except httpx.HTTPError as error:
             raise JudgeError(f"{type(error).__name__}: {error}") from None
+        except ValueError as error:  # the body could not be encoded (UnicodeEncodeError, NaN): a masked row, not a 500
+            raise JudgeError(f"the judge request could not be sent: {type(error).__name__}: {error}") from None
 
     async def aclose(self) -> None:
         await self.client.aclose()
