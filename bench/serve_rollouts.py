@@ -1,15 +1,21 @@
-"""Benchmark: rollouts per second through the Serve app against one plain uvicorn process, side by side.
+"""Benchmark: whole rollouts through the Serve app against the same app in one process, side by side.
 
-Both serve the same FastAPI app on the embedded corpus. The baseline is that app in a single uvicorn process
-with the in-process session store (what NeMo Gym's single-process server amounts to); the subject is the Ray
-Serve application (ingress replicas + session-store shard actors). The same load generator drives both with
-the same rollout: seed, sec_filing_search, parse_html_page, retrieve_information, verify, close_session.
+    .venv/bin/pip install -e ".[bench]"
+    .venv/bin/python bench/serve_rollouts.py            # ~12 minutes; --quick for a 3-minute pass
 
-    .venv/bin/python bench/serve_rollouts.py [--rollouts 300] [--concurrency 32] [--replicas 2] [--shards 4]
+Configurations, each started by this script in its own process tree, one after the other:
+- `baseline`: the app in one uvicorn process, sessions in process (deployments/inprocess.py);
+- `serve-haproxy`: the Serve app from configs/serve.yaml (2 replicas, 4 shards) behind Serve's HAProxy ingress,
+  which is how the project ships it;
+- `serve-proxy`: the same behind Serve's default Python proxy;
+- `before-haproxy`: the code of the commit before this work (`--before`, default e66df0b), behind HAProxy, so the
+  change is measured against what it replaced in the same run.
 
-Writes bench/results/serve_rollouts.md (and .json). On a 2-core machine the Serve app cannot win: its proxy,
-replicas, shards and the load generator share two cores, and every session operation is an actor round trip.
-The point of the numbers is the cost of that architecture per request, measured, not a claim of speed-up.
+The load generator (bench/loadgen.py, aiohttp) runs in its own processes and drives 8-request rollouts at each
+concurrency; its CPU share is reported. Then resident memory (all processes of the configuration) at 0, 1,000 and
+10,000 open sessions, and for one session vs a 16-session group parsing one real 10-K; the bytes that cross the
+shard hop per request; and, with `--profile`, py-spy profiles of a replica and a shard under load.
+Writes bench/results/serve_rollouts.{md,json} and serve_rollouts_{throughput,p99}.png.
 """
 
 from __future__ import annotations
@@ -18,169 +24,533 @@ import argparse
 import asyncio
 import json
 import os
+import pickle
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
-import httpx
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+CONFIGS = ("baseline", "serve-haproxy", "serve-proxy", "before-haproxy")
+LEVELS = (1, 16, 64, 256, 1024)
+def biggest_filing() -> str:
+    """The url_path of the largest real filing (a 10-K of ~2.6 MB of HTML)."""
+    from _common import real_filings
 
-from _common import ROOT, machine, table, write_report  # noqa: E402
-
-from deployments.corpus.generate import questions  # noqa: E402
-from deployments.local import deploy, free_port, start_ray_and_serve, undeploy  # noqa: E402
-from deployments.settings import Settings  # noqa: E402
-
-ROUTES = ("seed", "sec_filing_search", "parse_html_page", "retrieve_information", "verify", "close_session")
+    return max(real_filings(), key=lambda f: f.path.stat().st_size).url_path
 
 
-def serve_baseline(port: int) -> None:
-    """The baseline server: run as a subprocess of this script."""
-    import uvicorn
-
-    from deployments.api import create_api
-    from deployments.edgar.limiter import LocalRateLimiter
-    from deployments.services import build_services
-    from session_store.shard import ShardService
-    from session_store.store import LocalSessionStore
-
-    settings = Settings(app_name="bench-baseline")
-    store = LocalSessionStore([ShardService(settings.session_ttl_seconds)])
-    app = create_api(settings, lambda: build_services(settings, store, LocalRateLimiter(10, 1.25)), "bench")
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+# ----- the server side: one configuration per process tree ----------------------------------------------------
 
 
-async def rollout(client: httpx.AsyncClient, task: dict, latencies: dict[str, list[float]]) -> None:
-    sid = f"resources-session-{uuid.uuid4().hex}"
-    episode = {"rollout_id": sid[-12:], "attempt": 0}
-    answer = {"type": "function_call", "name": "submit_final_result", "call_id": "c",
-              "arguments": json.dumps({"final_result": task["expected_answer"]})}
-    steps = (
-        ("seed", "/seed_session", {"resources_session_id": sid, "episode_id": episode,
-                                   "task_id": {"taskset": "bench", "task_id": sid}, "task_data": {}}),
-        ("sec_filing_search", "/sec_filing_search", {"ticker": task["ticker"], "form_types": [task["form"]]}),
-        ("parse_html_page", "/parse_html_page", {"url": task["url"], "key": "filing"}),
-        ("retrieve_information", "/retrieve_information", {"prompt": task["question"] + " {{filing}}"}),
-        ("verify", "/verify", {"responses_create_params": {"input": [{"role": "user", "content": task["question"]}]},
-                               "response": {"output": [answer]}, "question": task["question"],
-                               "expected_answer": task["expected_answer"]}),
-        ("close_session", "/close_session", {"resources_session_id": sid, "episode_id": episode}),
-    )
-    for name, path, body in steps:
-        started = time.perf_counter()
-        response = await client.post(path, json=body)
-        latencies[name].append(time.perf_counter() - started)
-        if response.status_code != 200:
-            raise RuntimeError(f"{path} answered {response.status_code}: {response.text[:200]}")
+def serve(config: str, code_root: Path, port: int, corpus: str | None) -> None:
+    """Run one configuration until stdin closes; print one READY line with its URL first."""
+    sys.path.insert(0, str(code_root))
+    os.chdir(code_root)
+    if corpus:
+        os.environ["FINSEC_CORPUS_DIR"] = corpus
+    import yaml
+
+    args = yaml.safe_load((ROOT / "configs/serve.yaml").read_text())["applications"][0]["args"]
+    from deployments.settings import Settings
+
+    settings = Settings(**{**args, "app_name": f"bench-{uuid.uuid4().hex[:6]}"})
+    if config == "baseline":
+        import uvicorn
+
+        from deployments.inprocess import in_process_app
+
+        api = in_process_app(settings).api
+        server = uvicorn.Server(uvicorn.Config(api, host="127.0.0.1", port=port, log_level="warning"))
+        print("READY " + json.dumps({"url": f"http://127.0.0.1:{port}"}), flush=True)
+        asyncio.run(_until_stdin_closes(server))
+        return
+    os.environ["RAY_SERVE_ENABLE_HA_PROXY"] = "1" if config.endswith("haproxy") else "0"
+    os.environ["PYTHONPATH"] = str(code_root)  # Ray workers import this code, not the installed one
+    from deployments import local
+
+    if "ingress" in local.start_ray_and_serve.__code__.co_varnames:
+        url = local.start_ray_and_serve(port, ingress="haproxy" if config.endswith("haproxy") else "proxy")
+    else:
+        url = local.start_ray_and_serve(port)
+    local.deploy(settings, url, replicas=2)
+    print("READY " + json.dumps({"url": url}), flush=True)
+    sys.stdin.read()
+    local.undeploy(settings)
+    stop = getattr(local, "stop_ray_and_serve", None)
+    if stop:
+        stop()
+    else:
+        import ray
+
+        ray.shutdown()
 
 
-async def drive(base_url: str, rollouts: int, concurrency: int) -> dict:
-    tasks = questions()
-    todo = list(range(rollouts))
-    latencies: dict[str, list[float]] = defaultdict(list)
+async def _until_stdin_closes(server) -> None:
+    task = asyncio.create_task(server.serve())
+    await asyncio.to_thread(sys.stdin.read)
+    server.should_exit = True
+    await task
 
-    async def worker() -> None:
-        async with httpx.AsyncClient(base_url=base_url, timeout=120) as client:
-            while todo:
-                client.cookies.clear()
-                await rollout(client, tasks[todo.pop() % len(tasks)], latencies)
 
-    started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    seconds = time.perf_counter() - started
+class Server:
+    def __init__(self, config: str, code_root: Path, corpus: str | None = None):
+        port = _free_port()
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--serve", config, "--code-root", str(code_root), "--port", str(port),
+             *(["--corpus", corpus] if corpus else [])],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
+        for line in self.process.stdout:
+            if line.startswith("READY "):
+                self.url = json.loads(line[6:])["url"]
+                break
+        else:
+            raise RuntimeError(f"{config} did not start")
+
+    def rss_mb(self) -> float:
+        return sum(_rss_kb(pid) for pid in _tree(self.process.pid)) / 1024
+
+    def pids(self, title: str) -> list[int]:
+        return [pid for pid in _tree(self.process.pid) if title in _cmdline(pid)]
+
+    def stop(self) -> None:
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, 9)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = defaultdict(list)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                children[int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])].append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+# ----- load ----------------------------------------------------------------------------------------------------
+
+
+def load(url: str, concurrency: int, seconds: float, warmup: float) -> dict:
+    """Rollouts at `concurrency`, from 1 load-generator process (2 at 1024, so the client is not the limit)."""
+    processes = 2 if concurrency >= 1024 else 1
+    share = [concurrency // processes + (1 if i < concurrency % processes else 0) for i in range(processes)]
+    runs = [subprocess.Popen([sys.executable, str(ROOT / "bench/loadgen.py"), "--url", url, "--concurrency",
+                              str(c), "--seconds", str(seconds), "--warmup", str(warmup)], stdout=subprocess.PIPE)
+            for c in share]
+    parts = [json.loads(run.communicate()[0]) for run in runs]
+    latencies = defaultdict(list)
+    for part in parts:
+        for route, samples in part["latencies"].items():
+            latencies[route] += samples
+    every = [x for samples in latencies.values() for x in samples]
     return {
-        "seconds": seconds,
-        "rollouts_per_second": rollouts / seconds,
-        "requests_per_second": rollouts * len(ROUTES) / seconds,
-        "p50_ms": {r: 1000 * statistics.median(latencies[r]) for r in ROUTES},
-        "p90_ms": {r: 1000 * statistics.quantiles(latencies[r], n=10)[-1] for r in ROUTES},
+        "concurrency": concurrency,
+        "rollouts_per_s": sum(p["rollouts"] for p in parts) / seconds,
+        "requests_per_s": sum(p["requests"] for p in parts) / seconds,
+        "errors": sum(p["errors"] for p in parts),
+        "error_samples": [e for p in parts for e in p["error_samples"]][:5],
+        "client_cpu_share": sum(p["cpu_seconds"] for p in parts) / (max(p["wall_seconds"] for p in parts)
+                                                                     * os.cpu_count()),
+        "p50_ms": {r: 1e3 * statistics.median(s) for r, s in latencies.items() if s},
+        "p99_ms": {r: 1e3 * _quantile(s, 0.99) for r, s in latencies.items() if s},
+        "all_p50_ms": 1e3 * statistics.median(every) if every else None,
+        "all_p99_ms": 1e3 * _quantile(every, 0.99) if every else None,
     }
 
 
-def wait_for(url: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise TimeoutError(url)
+def _quantile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# ----- memory --------------------------------------------------------------------------------------------------
+
+
+async def open_sessions(url: str, n: int, task_urls: list[str], concurrency: int = 64) -> list[tuple[str, dict]]:
+    """Seed and parse `n` sessions, left open; returns their (id, episode) for closing."""
+    import aiohttp
+
+    opened: list[tuple[str, dict]] = []
+    counter = iter(range(n))
+
+    async def worker():
+        jar = aiohttp.CookieJar(unsafe=True)
+        async with aiohttp.ClientSession(base_url=url, cookie_jar=jar) as session:
+            for i in counter:
+                jar.clear()
+                sid, episode = f"resources-session-{uuid.uuid4().hex}", {"rollout_id": f"m{i}", "attempt": 0}
+                seed = {"resources_session_id": sid, "episode_id": episode,
+                        "task_id": {"taskset": "mem", "task_id": str(i)}, "task_data": {}}
+                async with session.post("/seed_session", json=seed) as r:
+                    assert r.status == 200, await r.text()
+                async with session.post("/parse_html_page", json={"url": task_urls[i % len(task_urls)],
+                                                                  "key": "filing"}) as r:
+                    assert r.status == 200 and "SUCCESS" in (await r.json())["results"], await r.text()
+                async with session.post("/retrieve_information", json={"prompt": "revenue {{filing}}"}) as r:
+                    assert r.status == 200
+                opened.append((sid, episode))
+
+    await asyncio.gather(*(worker() for _ in range(min(concurrency, n))))
+    return opened
+
+
+async def close_sessions(url: str, sessions: list[tuple[str, dict]]) -> None:
+    import aiohttp
+
+    queue = iter(sessions)
+
+    async def worker():
+        async with aiohttp.ClientSession(base_url=url) as session:
+            for sid, episode in queue:
+                async with session.post("/close_session", json={"resources_session_id": sid, "episode_id": episode}):
+                    pass
+
+    await asyncio.gather(*(worker() for _ in range(64)))
+
+
+def settle(server: Server, seconds: float = 3.0) -> float:
+    time.sleep(seconds)
+    return server.rss_mb()
+
+
+def memory_curve(server: Server, counts=(1_000, 10_000)) -> dict:
+    from deployments.corpus.generate import questions
+
+    urls = sorted({q["url"] for q in questions()})
+    out, opened = {"0": settle(server)}, []
+    for n in counts:
+        opened += asyncio.run(open_sessions(server.url, n - len(opened), urls))
+        out[str(n)] = settle(server)
+    asyncio.run(close_sessions(server.url, opened))
+    out["after_close"] = settle(server)
+    return out
+
+
+def group_memory(server: Server) -> dict:
+    """One session parsing a real 10-K, then 15 more on the same filing: RSS growth of each step."""
+    url = "https://www.sec.gov/" + biggest_filing()
+    start = settle(server)
+    one = asyncio.run(open_sessions(server.url, 1, [url], 1))
+    after_one = settle(server)
+    group = asyncio.run(open_sessions(server.url, 15, [url], 15))
+    after_group = settle(server)
+    asyncio.run(close_sessions(server.url, one + group))
+    return {"one_session_mb": after_one - start, "group_of_16_mb": after_group - start,
+            "ratio": (after_group - start) / max(after_one - start, 1e-9)}
+
+
+# ----- bytes across the shard hop ------------------------------------------------------------------------------
+
+
+def hop_bytes(code_root: Path, corpus: str) -> None:
+    """Print the bytes one rollout on a real 10-K moves across the shard hop (and the document-store hop), per
+    request, as Ray would pickle them: run in process, with the store's calls pickled and counted."""
+    sys.path.insert(0, str(code_root))
+    os.environ["FINSEC_CORPUS_DIR"] = corpus
+    import httpx
+
+    from deployments.settings import Settings
+
+    settings = Settings(app_name="bytes", num_shards=1)
+    sizes: Counter[str] = Counter()
+    route = {"name": ""}
+
+    def count(what, value):
+        sizes[f"{route['name']}"] += len(pickle.dumps(value, protocol=5))
+
+    try:  # this code: the batched client
+        from deployments.inprocess import in_process_app
+
+        app = in_process_app(settings)
+        shard = app.store.shards[0]
+        original_run = shard.run
+
+        async def run(ops):
+            count("ops", ops)
+            outcomes = await original_run(ops)
+            count("outcomes", outcomes)
+            return outcomes
+
+        shard.run = run
+        store_methods = app.documents
+        for name in ("put", "touch", "get", "by_url"):
+            method = getattr(store_methods, name)
+
+            def wrapped(*args, _method=method):
+                count("doc-args", args)
+                result = _method(*args)
+                count("doc-result", result)
+                return result
+
+            setattr(store_methods, name, wrapped)
+        api = app.api
+    except ImportError:  # the code before: one call per store method, texts in the shard
+        from deployments.api import create_api
+        from deployments.edgar.limiter import LocalRateLimiter
+        from deployments.services import build_services
+        from session_store.shard import ShardService
+        from session_store.store import LocalSessionStore
+
+        class Counting(LocalSessionStore):
+            async def _call(self, shard, method, *args):
+                count("args", args)
+                result = await super()._call(shard, method, *args)
+                count("result", result)
+                return result
+
+        store = Counting([ShardService(settings.session_ttl_seconds)])
+        api = create_api(settings, lambda: build_services(settings, store, LocalRateLimiter(10, 1.25)), "bytes")
+
+    filing = biggest_filing()
+
+    async def rollout():
+        async with api.router.lifespan_context(api):
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(api), base_url="http://b") as client:
+                sid, episode = "resources-session-bytes", {"rollout_id": "b", "attempt": 0}
+                steps = [("seed_session", {"resources_session_id": sid, "episode_id": episode,
+                                           "task_id": {"taskset": "b", "task_id": "b"}, "task_data": {}}),
+                         ("parse_html_page", {"url": "https://www.sec.gov/" + filing, "key": "filing"}),
+                         ("retrieve_information", {"prompt": "total revenues {{filing}}"}),
+                         ("retrieve_information", {"prompt": "net income {{filing}}"}),
+                         ("verify", {"responses_create_params": {"input": [{"role": "user", "content": "q"}]},
+                                     "response": {"output": []}, "question": "q", "expected_answer": "1"}),
+                         ("close_session", {"resources_session_id": sid, "episode_id": episode})]
+                for i, (path, body) in enumerate(steps):
+                    route["name"] = f"{i + 1}. {path}"
+                    r = await client.post("/" + path, json=body)
+                    assert r.status_code == 200, r.text
+
+    asyncio.run(rollout())
+    print(json.dumps(dict(sizes)))
+
+
+def measure_hop_bytes(code_root: Path, corpus: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--hop-bytes", "--code-root", str(code_root), "--corpus", corpus],
+                         capture_output=True, text=True, cwd=code_root, env={**os.environ, "PYTHONPATH": str(code_root)})
+    return json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else {"error": out.stderr[-500:]}
+
+
+# ----- profiles ------------------------------------------------------------------------------------------------
+
+
+def profile(server: Server, seconds: float, out: Path) -> dict:
+    """py-spy on one replica and one shard while loadgen runs at concurrency 64: their top frames by own time."""
+    targets = {"replica": server.pids("ServeReplica")[:1], "shard": (server.pids("SessionShardActor")
+                                                                     or server.pids("SessionShard"))[:1]}
+    spies = {}
+    for role, pids in targets.items():
+        if pids:
+            path = out.with_name(f"{out.stem}-{role}.txt")
+            spies[role] = (path, subprocess.Popen([str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(pids[0]), "--duration",
+                                                   str(int(seconds)), "--format", "raw", "--output", str(path),
+                                                   "--nonblocking"], stdout=subprocess.DEVNULL,
+                                                  stderr=subprocess.DEVNULL))
+    load(server.url, 64, seconds, 1.0)
+    tops = {}
+    for role, (path, spy) in spies.items():
+        spy.wait(timeout=60)
+        tops[role] = top_frames(path) if path.exists() else []
+    return tops
+
+
+def top_frames(path: Path, n: int = 12) -> list[tuple[str, float]]:
+    own: Counter[str] = Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack:
+            continue
+        frames = stack.split(";")
+        total += int(count)
+        own[frames[-1]] += int(count)
+    return [(frame, round(100 * c / total, 1)) for frame, c in own.most_common(n)]
+
+
+# ----- the run and its report ----------------------------------------------------------------------------------
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rollouts", type=int, default=300)
-    parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--replicas", type=int, default=2)
-    parser.add_argument("--shards", type=int, default=4)
-    parser.add_argument("--haproxy", action="store_true", help="Serve's HAProxy ingress (RAY_SERVE_ENABLE_HA_PROXY)")
-    parser.add_argument("--baseline-server", type=int, help=argparse.SUPPRESS)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--configs", default=",".join(CONFIGS))
+    parser.add_argument("--levels", default=",".join(map(str, LEVELS)))
+    parser.add_argument("--seconds", type=float, default=12.0)
+    parser.add_argument("--before", default="e66df0b", help="the commit to compare with (before-haproxy)")
+    parser.add_argument("--quick", action="store_true", help="fewer levels, shorter runs, no 10,000 sessions")
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--serve", help=argparse.SUPPRESS)
+    parser.add_argument("--code-root", type=Path, default=ROOT, help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--corpus", help=argparse.SUPPRESS)
+    parser.add_argument("--hop-bytes", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
-    if options.baseline_server:
-        serve_baseline(options.baseline_server)
-        return
+    if options.serve:
+        return serve(options.serve, options.code_root, options.port, options.corpus)
+    if options.hop_bytes:
+        return hop_bytes(options.code_root, options.corpus)
 
-    port = free_port()
-    server = subprocess.Popen([sys.executable, __file__, "--baseline-server", str(port)], cwd=ROOT)
+    from _common import DATA, machine, write_report
+
+    levels = [1, 64, 256] if options.quick else [int(x) for x in options.levels.split(",")]
+    seconds = 6.0 if options.quick else options.seconds
+    real = DATA.is_dir()
+    before_root = Path(tempfile.mkdtemp(prefix="finsec-before-"))
+    subprocess.run(["git", "worktree", "add", "--detach", str(before_root), options.before], cwd=ROOT, check=True,
+                   capture_output=True)
+    results: dict = {"machine": machine(), "levels": levels, "seconds": seconds, "configs": {}}
     try:
-        wait_for(f"http://127.0.0.1:{port}")
-        asyncio.run(drive(f"http://127.0.0.1:{port}", 20, 4))  # warm: corpus parsed, indexes built
-        baseline = asyncio.run(drive(f"http://127.0.0.1:{port}", options.rollouts, options.concurrency))
+        for config in options.configs.split(","):
+            root = before_root if config.startswith("before") else ROOT
+            server = Server(config, root)
+            try:
+                row: dict = {"throughput": []}
+                load(server.url, 16, 3.0, 1.0)  # warm every cache the way a first GRPO step would
+                for level in levels:
+                    row["throughput"].append(load(server.url, level, seconds, 2.0))
+                    print(config, level, f"{row['throughput'][-1]['rollouts_per_s']:.1f} rollouts/s",
+                          f"errors={row['throughput'][-1]['errors']}", flush=True)
+                if options.profile and config in ("serve-haproxy", "before-haproxy"):
+                    row["profile"] = profile(server, 10.0, ROOT / f"bench/results/profile-{config}.txt")
+                if config != "serve-proxy":
+                    row["memory_open_sessions_mb"] = memory_curve(server, (1_000,) if options.quick else
+                                                                  (1_000, 10_000))
+            finally:
+                server.stop()
+            if real and config != "serve-proxy":
+                server = Server(config, root, corpus=str(DATA))
+                try:
+                    row["memory_group"] = group_memory(server)
+                finally:
+                    server.stop()
+            results["configs"][config] = row
+        if real:
+            results["hop_bytes"] = {"this": measure_hop_bytes(ROOT, str(DATA)),
+                                    "before": measure_hop_bytes(before_root, str(DATA))}
     finally:
-        server.terminate()
-        server.wait()
+        subprocess.run(["git", "worktree", "remove", "--force", str(before_root)], cwd=ROOT, capture_output=True)
+    (ROOT / "bench/results/serve_rollouts.json").write_text(json.dumps(results, indent=1))
+    write_report("serve_rollouts.md", render(results))
+    plot(results)
+    print(render(results))
 
-    if options.haproxy:
-        os.environ["RAY_SERVE_ENABLE_HA_PROXY"] = "1"
-    base_url = start_ray_and_serve()
-    settings = Settings(app_name="bench-serve", num_shards=options.shards)
-    deploy(settings, base_url, replicas=options.replicas)
-    try:
-        asyncio.run(drive(base_url, 20, 4))
-        served = asyncio.run(drive(base_url, options.rollouts, options.concurrency))
-    finally:
-        undeploy(settings)
 
-    ratio = served["rollouts_per_second"] / baseline["rollouts_per_second"]
-    rows = [[route, f"{baseline['p50_ms'][route]:.1f} ({baseline['p90_ms'][route]:.1f})",
-             f"{served['p50_ms'][route]:.1f} ({served['p90_ms'][route]:.1f})"] for route in ROUTES]
-    markdown = "\n".join([
-        "# Rollouts through the Serve app vs one uvicorn process",
-        "",
-        f"{machine()}. {options.rollouts} rollouts, {options.concurrency} in flight, 6 requests each; Serve: "
-        f"{options.replicas} ingress replicas, {options.shards} shards, "
-        f"{'HAProxy' if options.haproxy else 'the default'} proxy. Load generator: httpx, same process tree.",
-        "",
-        f"- one uvicorn process: **{baseline['rollouts_per_second']:.1f} rollouts/s** "
-        f"({baseline['requests_per_second']:.0f} requests/s)",
-        f"- Serve app: **{served['rollouts_per_second']:.1f} rollouts/s** ({served['requests_per_second']:.0f} "
-        f"requests/s)",
-        f"- ratio Serve / single process: **{ratio:.2f}x**",
-        "",
-        "## Latency per route, ms: p50 (p90)",
-        "",
-        table(["route", "one uvicorn process", "Serve app"], rows),
-        "",
-        "What the ratio means: on one small machine the Serve app pays for its proxy hop and one actor round trip",
-        "per session operation, with every process competing for the same two cores. What it buys is in the",
-        "tests, not here: any replica serves any session, a replica or shard can die without a silent loss, TTL",
-        "holds cluster-wide, and replicas scale out across machines.",
-    ])
-    name = "serve_rollouts_haproxy" if options.haproxy else "serve_rollouts"
-    write_report(f"{name}.md", markdown)
-    (ROOT / f"bench/results/{name}.json").write_text(json.dumps(
-        {"baseline": baseline, "serve": served, "ratio": ratio, "options": vars(options)}, indent=1))
-    print(markdown)
+def render(results: dict) -> str:
+    configs = results["configs"]
+    base = {t["concurrency"]: t["rollouts_per_s"] for t in configs.get("baseline", {}).get("throughput", [])}
+    out = ["# Whole rollouts: the Serve app against one process", "",
+           f"{results['machine']}. Each rollout is 8 requests (episode seed, sec_filing_search, parse_html_page, "
+           "retrieve_information x2, submit_final_result, verify, close_session) on the embedded corpus, with the "
+           f"right answer (a wrong reward counts as an error). {results['seconds']:.0f} s measured per level after a "
+           "warm-up; the load generator (bench/loadgen.py, aiohttp) runs in its own processes. Produced by "
+           "`bench/serve_rollouts.py`.", "",
+           "## Throughput (rollouts/s; ratio to the one-process baseline)", "",
+           "| concurrency | " + " | ".join(configs) + " | load-generator CPU share |",
+           "|---|" + "---|" * (len(configs) + 1)]
+    for i, level in enumerate(results["levels"]):
+        cells, shares = [], []
+        for name, row in configs.items():
+            t = row["throughput"][i]
+            ratio = f" ({t['rollouts_per_s'] / base[level]:.2f}x)" if base.get(level) and name != "baseline" else ""
+            errors = f", {t['errors']} errors" if t["errors"] else ""
+            cells.append(f"{t['rollouts_per_s']:.1f}{ratio}{errors}")
+            shares.append(f"{name[:6]} {100 * t['client_cpu_share']:.0f}%")
+        out.append(f"| {level} | " + " | ".join(cells) + " | " + ", ".join(shares) + " |")
+    out += ["", "## Latency per route at concurrency 1 and 256 (p50 / p99, ms)", ""]
+    for level in (1, 256):
+        if level not in results["levels"]:
+            continue
+        i = results["levels"].index(level)
+        routes = list(next(iter(configs.values()))["throughput"][i]["p50_ms"])
+        out += [f"concurrency {level}:", "", "| route | " + " | ".join(configs) + " |", "|---|" + "---|" * len(configs)]
+        for route in routes:
+            out.append(f"| {route} | " + " | ".join(
+                f"{row['throughput'][i]['p50_ms'].get(route, 0):.1f} / {row['throughput'][i]['p99_ms'].get(route, 0):.1f}"
+                for row in configs.values()) + " |")
+        out.append("")
+    out += ["## Resident memory (MB, every process of the configuration)", "",
+            "| configuration | 0 sessions | 1,000 open | 10,000 open | after closing them | one session on a 10-K "
+            "| 16 sessions on it | ratio |", "|---|---|---|---|---|---|---|---|"]
+    for name, row in configs.items():
+        curve, group = row.get("memory_open_sessions_mb"), row.get("memory_group")
+        if not curve:
+            continue
+        cells = [f"{curve.get(k, 0):.0f}" if k in curve else "-" for k in ("0", "1000", "10000", "after_close")]
+        cells += [f"+{group['one_session_mb']:.1f}", f"+{group['group_of_16_mb']:.1f}", f"{group['ratio']:.2f}x"] \
+            if group else ["-"] * 3
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    if results.get("hop_bytes"):
+        out += ["", "## Bytes across the shard hop (and the document-store hop) per request, one rollout on a "
+                "real 10-K", "", "| request | this code | before |", "|---|---|---|"]
+        this, before = results["hop_bytes"]["this"], results["hop_bytes"]["before"]
+        for route in sorted(set(this) | set(before)):
+            out.append(f"| {route} | {this.get(route, 0):,} | {before.get(route, 0):,} |")
+    for name, row in configs.items():
+        if row.get("profile"):
+            out += ["", f"## Profile of {name} at concurrency 64 (py-spy, own time)", ""]
+            for role, frames in row["profile"].items():
+                out += [f"{role}:", ""] + [f"- {share}% {frame}" for frame, share in frames] + [""]
+    return "\n".join(out) + "\n"
+
+
+def plot(results: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for metric, label, name in (("rollouts_per_s", "rollouts/s", "throughput"), ("all_p99_ms", "p99 ms", "p99")):
+        figure, axes = plt.subplots(figsize=(7, 4))
+        for config, row in results["configs"].items():
+            axes.plot(results["levels"], [t[metric] or 0 for t in row["throughput"]], marker="o", label=config)
+        axes.set_xscale("log")
+        axes.set_xlabel("concurrent rollouts")
+        axes.set_ylabel(label)
+        axes.legend()
+        axes.grid(alpha=0.3)
+        figure.tight_layout()
+        figure.savefig(ROOT / f"bench/results/serve_rollouts_{name}.png", dpi=110)
+        plt.close(figure)
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("RAY_DEDUP_LOGS", "1")
     main()

@@ -49,6 +49,8 @@ def _short_error(error: dict[str, Any]) -> dict[str, Any]:
 
 def _excerpt(value: Any) -> Any:
     """The input as FastAPI would echo it when that is short; a summary otherwise."""
+    if isinstance(value, (bytes, bytearray)):  # a body FastAPI did not parse (not sent as application/json)
+        value = bytes(value).decode("utf-8", "replace")
     if value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, str):

@@ -35,10 +35,10 @@ def destroy_app_actors(settings: Settings) -> int:
     return app_actors(settings).destroy()
 
 
-# Requests spend most of their time awaiting shards and upstream I/O, so one replica takes many at once. With
-# Serve's default of 5 the proxy keeps hitting full replicas and retrying: 32 rollouts in flight on this 2-core
-# machine ran 34 req/s that way and 55 req/s with 64.
-@serve.deployment(name="FinsecIngress", max_ongoing_requests=64)
+# Requests spend most of their time awaiting shards and upstream I/O, so one replica takes many at once: with
+# Serve's default of 5 the ingress keeps hitting full replicas. Many requests in flight also make the shard
+# calls of one replica coalesce into bigger batches (bench/results/serve_rollouts.md).
+@serve.deployment(name="FinsecIngress", max_ongoing_requests=128)
 @serve.ingress()
 class FinsecIngress:
     def __init__(self, settings: Settings, cookie_secret: str):

@@ -65,7 +65,8 @@ def parse_strict(body: bytes, max_depth: int, repair: bool = False) -> Any:
         raise BadJson(f"the body is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
     if isinstance(value, str):
         return _checked_string(value, repair)
-    _check_tree(value, max_depth, repair)
+    if isinstance(value, (dict, list)):
+        _check_tree(value, max_depth, repair)
     return value
 
 

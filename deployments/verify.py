@@ -29,6 +29,7 @@ from session_store import (
     canonical_digest,
 )
 
+from . import offload
 from .contract import VerifyRequest, VerifyResponse
 from .grading.answer import HARD_GATE_TEXT, question_of, submitted_answer
 from .grading.grader import Grader, GradingFailed
@@ -45,11 +46,12 @@ class Verifier:
         self._lease = judge_lease_seconds
         self._judging: dict[tuple[str, str], asyncio.Task[dict[str, Any]]] = {}  # this replica's identical verifies
 
-    async def verify(self, sid: str, claims: Claims, body: VerifyRequest) -> tuple[dict[str, Any], bool]:
-        """The row to answer with, and whether this verify released the cookie's (agent-run) session."""
-        digest = await asyncio.to_thread(lambda: canonical_digest(body.model_dump(mode="json")))
+    async def verify(self, sid: str, claims: Claims, body: VerifyRequest, size: int) -> tuple[dict[str, Any], bool]:
+        """The row to answer with, and whether this verify released the cookie's (agent-run) session. `size` is
+        the body's: big bodies are digested and graded off the event loop."""
+        digest = await offload.run(size, lambda: canonical_digest(body.model_dump(mode="json")))
         if self._deterministic:
-            verdict = await asyncio.to_thread(self._grade_now, body)
+            verdict = await offload.run(size, self._grade_now, body)
             outcome = await self._store.finish_verify(sid, digest, verdict, claims)
             if isinstance(outcome, Masked):
                 return masked_row(body, outcome.failure_kind, outcome.reason), False

@@ -35,11 +35,14 @@ log = logging.getLogger(__name__)
 RAY_ERRORS = (RayError, TimeoutError)  # every way an actor call can fail that is not the actor's own answer
 
 # Detached: an actor owned by a replica dies when the replica is replaced. Restarted forever, with no task
-# retries: a retry could apply a session write twice. No CPU: they only hold state and answer quickly.
+# retries: a retry could apply a session write twice. No CPU: they only hold state and answer quickly. Spread
+# (best effort) over the nodes that may hold them, so losing one node loses only a share of the sessions.
 ACTOR_OPTIONS: dict[str, Any] = {
     "lifetime": "detached", "get_if_exists": True, "max_restarts": -1, "max_task_retries": 0, "num_cpus": 0,
+    "scheduling_strategy": "SPREAD",
 }
 _ACTIVE_KEY = b"active-actors"
+_SECRET_KEY = b"cookie-secret"
 
 
 async def call(ref: Awaitable[Any], *, timeout: float, what: str) -> Any:
@@ -89,6 +92,16 @@ class AppActors:
         _register_for_shutdown(handle)
         return handle
 
+    def shared_secret(self, generate) -> str | None:
+        """The app's secret kept in the cluster's key-value store, created by whoever asks first; None when no
+        cluster is reachable from here."""
+        from ray.experimental import internal_kv
+
+        if not ray.is_initialized():
+            return None
+        internal_kv._internal_kv_put(_SECRET_KEY, generate().encode(), overwrite=False, namespace=self.kv_namespace)
+        return internal_kv._internal_kv_get(_SECRET_KEY, namespace=self.kv_namespace).decode()
+
     # ----- retirement and cleanup -----
 
     async def declare_active(self, names: list[str]) -> None:
@@ -97,14 +110,15 @@ class AppActors:
         await client.async_internal_kv_put(_ACTIVE_KEY, "\n".join(sorted(names)).encode(), True,
                                            self.kv_namespace, timeout=5)
 
-    async def retire_stale(self, names: list[str], serve_app: str | None) -> int:
+    async def retire_stale(self, names: list[str], serve_app: str | None) -> int | None:
         """Kill the namespace's actors that are not `names`, once `names` are the active set and the Serve app
-        runs only replicas that use them. Returns how many were killed."""
+        runs only replicas that use them. Returns how many were killed, or None while `names` are not (yet)
+        the only deployment of the app."""
         active = await _kv().async_internal_kv_get(_ACTIVE_KEY, self.kv_namespace, timeout=5)
         if active is None or set(active.decode().split("\n")) != set(names):
-            return 0
+            return None
         if serve_app is not None and not await asyncio.to_thread(_serve_app_running, serve_app):
-            return 0
+            return None
         stale = [a["name"] for a in await asyncio.to_thread(ray.util.list_named_actors, True)
                  if a["namespace"] == self.namespace and a["name"] not in names]
         for name in stale:

@@ -24,6 +24,9 @@ class MarkStore(Protocol):
     async def write(self, changes: dict[str, Mark | None]) -> set[str]:
         """Apply the changes (None deletes); returns the IDs whose change could not be written."""
 
+    async def scan(self) -> dict[str, Mark]:
+        """Every mark of the application (a shard that settles loads its own from this once)."""
+
     async def sweep(self, now: float) -> int:
         """Delete marks that lapsed before `now` (the orphans of a shard that died holding them)."""
 
@@ -67,6 +70,11 @@ class MemoryMarkStore:
             else:
                 self.marks[sid] = encode(mark)
         return set()
+
+    async def scan(self) -> dict[str, Mark]:
+        if self.failing:
+            raise ConnectionError("mark store unreachable")
+        return await self.read(list(self.marks))
 
     async def sweep(self, now: float) -> int:
         lapsed = [sid for sid, raw in self.marks.items() if (m := decode(raw)) is None or m.drop_at <= now]

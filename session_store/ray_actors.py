@@ -65,38 +65,52 @@ class GcsMarkStore:
         results = await asyncio.gather(*(one(sid, mark) for sid, mark in changes.items()), return_exceptions=True)
         return {sid for sid, result in zip(changes, results) if isinstance(result, BaseException)}
 
-    async def sweep(self, now: float) -> int:
+    async def _all(self) -> dict[bytes, bytes | None]:
         client = self._client()
         keys = await client.async_internal_kv_keys(_MARK, self._namespace, timeout=30)
-        lapsed = 0
+        found: dict[bytes, bytes | None] = {}
         for start in range(0, len(keys), 1000):
-            chunk = keys[start : start + 1000]
-            found = await client.async_internal_kv_multi_get(chunk, self._namespace, timeout=30)
-            for key, raw in found.items():
-                mark = decode(raw) if raw is not None else None
-                if mark is None or mark.drop_at <= now:
-                    await client.async_internal_kv_del(key, False, self._namespace, timeout=self._timeout)
-                    lapsed += 1
+            found.update(await client.async_internal_kv_multi_get(keys[start : start + 1000], self._namespace,
+                                                                 timeout=30))
+        return found
+
+    async def scan(self) -> dict[str, Mark]:
+        marks = {key[len(_MARK):].decode("utf-8", "backslashreplace"): decode(raw)
+                 for key, raw in (await self._all()).items() if raw is not None}
+        return {sid: mark for sid, mark in marks.items() if mark is not None}
+
+    async def sweep(self, now: float) -> int:
+        client = self._client()
+        lapsed = 0
+        for key, raw in (await self._all()).items():
+            mark = decode(raw) if raw is not None else None
+            if mark is None or mark.drop_at <= now:
+                await client.async_internal_kv_del(key, False, self._namespace, timeout=self._timeout)
+                lapsed += 1
         return lapsed
 
     async def clear(self) -> None:
         await self._client().async_internal_kv_del(_MARK, True, self._namespace, timeout=30)
 
 
-class _Process:
+class ActorProcess:
+    """Where an actor runs, for operators and fault-injection tests (they SIGKILL it, or remove its node)."""
+
     async def pid(self) -> int:
-        """This actor's process, for operators and fault-injection tests (they SIGKILL it)."""
         return os.getpid()
 
-
-@ray.remote
-class SessionShardActor(ShardService, _Process):
-    def __init__(self, config: ShardConfig, kv_namespace: bytes):
-        super().__init__(config, GcsMarkStore(kv_namespace))
+    async def node_id(self) -> str:
+        return ray.get_runtime_context().get_node_id()
 
 
 @ray.remote
-class DocumentStoreActor(_Process):
+class SessionShardActor(ShardService, ActorProcess):
+    def __init__(self, config: ShardConfig, kv_namespace: bytes, place: tuple[int, int]):
+        super().__init__(config, GcsMarkStore(kv_namespace), place=place)
+
+
+@ray.remote
+class DocumentStoreActor(ActorProcess):
     def __init__(self, max_bytes: int, grace_seconds: float):
         self._store = DocumentStore(max_bytes=max_bytes, grace_seconds=grace_seconds)
 
@@ -133,7 +147,7 @@ class ActorClient:
 
 
 @ray.remote
-class ReaperActor(_Process):
+class ReaperActor(ActorProcess):
     """Ticks every `interval_seconds`. A restarted reaper (max_restarts=-1) starts its loop again the same way."""
 
     def __init__(self, app: AppActors, shard_names: list[str], document_store: str | None, interval_seconds: float,
@@ -157,6 +171,8 @@ class ReaperActor(_Process):
         evicted, increments = await self._reaper.tick()
         self._metrics.publish(self._reaper.status, increments)
         retired = await self._app.retire_stale(self._active, self._serve_app)
+        if retired == 0:  # the only deployment of the app, with nothing older left to write marks: settle
+            await self._reaper.settle()
         return {"evicted": evicted, "retired": retired}
 
     async def status(self) -> dict[str, Any]:
@@ -190,4 +206,4 @@ class _SessionMetrics:
             self._documents.set(status.documents.bytes, tags=self._tags)
 
 
-__all__ = ["ActorClient", "GcsMarkStore", "SessionShardActor", "DocumentStoreActor", "ReaperActor", "TickReport"]
+__all__ = ["ActorClient", "ActorProcess", "GcsMarkStore", "SessionShardActor", "DocumentStoreActor", "ReaperActor", "TickReport"]

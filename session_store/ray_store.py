@@ -32,7 +32,7 @@ class SessionActors:
     def __init__(self, app: AppActors, spec: SessionActorsSpec):
         self._app, self._spec = app, spec
         self._code = code = code_version(session_store)
-        shard_args = [(spec.shard, app.kv_namespace) for _ in range(spec.num_shards)]
+        shard_args = [(spec.shard, app.kv_namespace, (k, spec.num_shards)) for k in range(spec.num_shards)]
         kinds = [f"shard-{k}-of-{spec.num_shards}" for k in range(spec.num_shards)]
         self.shard_names = [app.name(kind, args, code) for kind, args in zip(kinds, shard_args)]
         self.shards = [app.create(kind, SessionShardActor, args, code=code) for kind, args in zip(kinds, shard_args)]

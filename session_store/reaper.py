@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 class ShardTicks(Protocol):
     async def tick(self) -> TickReport: ...
 
+    async def settle(self) -> int: ...
+
     async def sweep_marks(self) -> int: ...
 
 
@@ -50,6 +52,10 @@ class Reaper:
         self._sweep_marks_every = sweep_marks_every
         self._last: dict[int, TickReport] = {}  # per shard: its report of the previous tick
         self.status = ReaperStatus()
+
+    async def settle(self) -> None:
+        """Tell every shard it may load its marks and trust its memory: no other deployment is writing any."""
+        await asyncio.gather(*(s.settle() for s in self._shards), return_exceptions=True)
 
     async def tick(self) -> tuple[EvictionReport, Counter[str]]:
         """One pass; returns what it evicted and the counters' increments since the previous tick."""
@@ -83,9 +89,12 @@ class Reaper:
 
 
 async def run_every(interval_seconds: float, tick: Callable[[], Awaitable[object]]) -> None:
-    """Tick forever; a failing tick (a shard restarting) is logged and tried again next time."""
+    """Tick forever, the first time soon after start (shards settle then); a failing tick (a shard restarting)
+    is logged and tried again next time."""
+    delay = min(interval_seconds, 2.0)
     while True:
-        await asyncio.sleep(interval_seconds)
+        await asyncio.sleep(delay)
+        delay = interval_seconds
         try:
             await tick()
         except Exception:

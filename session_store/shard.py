@@ -6,7 +6,9 @@ call was in flight (`batching.py`). The core runs them in order, one after the o
 so the operations of one ID are serialized as contract §C.1 asks of its per-ID lock, and a batch gives each
 operation exactly the result it would have had alone. Around the run:
 - before it, the durable marks of IDs the core does not know are read, so a restarted shard still refuses a
-  late seed of an ID it closed in a previous life;
+  late seed of an ID it closed in a previous life. Once the shard has *settled* (`settle`: it loaded every mark
+  of its IDs, at a time no other deployment of the app can still be writing any), its memory is complete and
+  nothing is read on the request path any more;
 - after it, every mark the run changed is written, and only then are the results returned. An operation whose
   mark could not be written answers "unavailable" (503), never a 200 the store could forget.
 """
@@ -20,6 +22,7 @@ from typing import Any
 from .core import EvictionReport, Limits, SessionCore
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreFull, StoreUnavailable
 from .marks import MarkStore, MemoryMarkStore
+from .routing import shard_index
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +33,10 @@ OPERATIONS = frozenset({
     "seed_episode", "seed_agent_run", "close", "retire", "mark_lost", "plan_verify", "record_verdict",
     "finish_verify", "check_open", "started_at", "put_document", "read_documents", "describe",
 })
-# Operations whose answer depends on a fence or expired mark of an ID that is not open.
-_NEEDS_MARKS = frozenset({"seed_episode", "seed_agent_run", "close", "plan_verify", "finish_verify", "describe"})
+# Operations whose answer depends on, or that may write, a fence or expired mark of an ID that is not open
+# (a tool on a lost session fences it: the durable mark must be known first, or it would be overwritten).
+_NEEDS_MARKS = frozenset({"seed_episode", "seed_agent_run", "close", "plan_verify", "finish_verify", "describe",
+                          "check_open", "put_document", "read_documents", "mark_lost"})
 _SESSION_ERRORS = (SessionConflict, SessionLost, DocumentRefused, StoreFull)
 
 
@@ -54,18 +59,24 @@ class TickReport:
 
 
 class ShardService:
-    def __init__(self, config: ShardConfig, marks: MarkStore | None = None, clock=None):
+    def __init__(self, config: ShardConfig, marks: MarkStore | None = None, clock=None,
+                 place: tuple[int, int] = (0, 1)):
         kwargs = {"clock": clock} if clock is not None else {}
         self._core = SessionCore(session_ttl_seconds=config.session_ttl_seconds,
                                  fence_ttl_seconds=config.fence_ttl_seconds, limits=config.limits, **kwargs)
         self._marks = marks if marks is not None else MemoryMarkStore()
         self._unwritten: dict[str, Any] = {}  # mark changes a failed write left behind: retried with the next
+        self._batches = self._operations = 0  # how well the ingress replicas' calls coalesce
+        self._place = place  # (this shard's index, the shard count): which IDs are this shard's
+        self._complete = False  # whether memory holds every durable mark of this shard's IDs
 
     @property
     def incarnation(self) -> str:
         return self._core.incarnation
 
     async def run(self, ops: list[Op]) -> list[Outcome]:
+        self._batches += 1
+        self._operations += len(ops)
         self._core.evict_expired()  # costs what it evicts; keeps expired marks durable between reaper ticks
         unreadable = await self._learn_marks(ops)
         outcomes: list[Outcome] = []
@@ -104,6 +115,8 @@ class ShardService:
             return False, StoreUnavailable(f"The session store failed on {name} ({type(error).__name__}).")
 
     async def _learn_marks(self, ops: list[Op]) -> set[str]:
+        if self._complete:
+            return set()
         wanted = sorted({args[0] for name, args in ops if name in _NEEDS_MARKS and self._core.wants_mark(args[0])})
         if not wanted:
             return set()
@@ -133,9 +146,25 @@ class ShardService:
         return TickReport(evicted, self._core.counts(), self._core.referenced_digests(), dict(self._core.counters),
                           self._core.incarnation)
 
+    async def settle(self) -> int:
+        """Load every durable mark of this shard's IDs; from then on memory is complete. Call it only when no
+        other deployment of the app can still write marks (the reaper does, once the app runs only this one).
+        Returns how many marks were loaded (0 when already settled)."""
+        if self._complete:
+            return 0
+        index, count = self._place
+        found = await self._marks.scan()
+        mine = {sid: mark for sid, mark in found.items() if shard_index(sid, count) == index}
+        for sid, mark in mine.items():
+            self._core.learn_mark(sid, mark)
+        self._complete = True
+        return len(mine)
+
     async def sweep_marks(self) -> int:
         return await self._marks.sweep(self._core.clock())
 
     async def stats(self) -> dict[str, Any]:
-        return {**self._core.stats(), "incarnation": self._core.incarnation, "counters": dict(self._core.counters)}
+        return {**self._core.stats(), "batches": self._batches, "operations": self._operations,
+                "settled": int(self._complete),
+                "incarnation": self._core.incarnation, "counters": dict(self._core.counters)}
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import base64
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
+
+ROOT = Path(__file__).resolve().parents[1]  # the project root
 
 
 def new_session_id() -> str:

@@ -16,6 +16,7 @@ import ray
 
 from session_store import StoreUnavailable
 from session_store.app_actors import call
+from session_store.ray_actors import ActorProcess
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ class PacedSchedule:
 
 
 @ray.remote
-class RateLimiterActor:
+class RateLimiterActor(ActorProcess):
     def __init__(self, limit: int, window_seconds: float):
         self._schedule = PacedSchedule(limit, window_seconds)
 

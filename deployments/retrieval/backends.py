@@ -9,9 +9,13 @@ from typing import Protocol
 
 from session_store.lru import BoundedLru
 
+from .. import offload
 from ..llm.retrieval import LlmRetrieval
 from .passages import Excerpt, IndexedDocument, PassageRetriever
 from .prompt import substitute, without_placeholders
+
+
+SCORE_INLINE_CHARS = 3_000_000
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,10 @@ class PassageBackend:
 
     async def answer(self, prompt: str, documents: dict[str, Selection]) -> str:
         excerpts = {key: Excerpt(await self._index(s), s.start or 0, s.end) for key, s in documents.items()}
-        return await asyncio.to_thread(self._passages.answer, without_placeholders(prompt), excerpts)
+        # Scoring a cached index costs ~0.3 ms a filing; several big filings go to a worker thread.
+        size = sum(len(s.text) for s in documents.values())
+        return await offload.run(size, self._passages.answer, without_placeholders(prompt), excerpts,
+                                 limit=SCORE_INLINE_CHARS)
 
 
 class ModelBackend:

@@ -33,4 +33,5 @@ async def session_counters(request: Request) -> dict:
     """What the shards decided since they started, summed over shards: seeds, 409s, closes, verifies, losses."""
     stats = await services(request).store.stats()
     return {"counters": stats["counters"],
-            "held": {k: stats[k] for k in ("sessions", "documents", "document_chars", "fences", "expired_marks")}}
+            "held": {k: stats[k] for k in ("sessions", "documents", "document_chars", "fences", "expired_marks")},
+            "shard_calls": {k: stats[k] for k in ("batches", "operations")}}  # operations per call: coalescing

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -13,7 +12,7 @@ from pydantic import ValidationError
 
 from session_store import NO_CLAIMS, EpisodeSeed, canonical_digest
 
-from .. import identity
+from .. import identity, offload
 from ..contract import (
     AggregateMetricsRequest,
     CloseSessionRequest,
@@ -29,8 +28,8 @@ from ..strict_json import StrictJsonRoute
 router = APIRouter(route_class=StrictJsonRoute)
 
 
-async def _episode_seed(seed: EpisodeSeedRequest) -> EpisodeSeed:
-    digest = await asyncio.to_thread(canonical_digest, seed.task_data)  # task_data can be a whole dataset row
+async def _episode_seed(seed: EpisodeSeedRequest, size: int) -> EpisodeSeed:
+    digest = await offload.run(size, canonical_digest, seed.task_data)  # task_data can be a whole dataset row
     return EpisodeSeed(seed.episode_id.model_dump(), seed.task_id.model_dump(), digest)
 
 
@@ -50,7 +49,7 @@ async def seed_session(request: Request, body: dict[str, Any] = Body(...)) -> An
         ) from None
     sid = seed.resources_session_id
     claims = identity.claims(request) if identity.session_id(request) == sid else NO_CLAIMS
-    seeded = await store.seed_episode(sid, await _episode_seed(seed), claims)
+    seeded = await store.seed_episode(sid, await _episode_seed(seed, offload.body_size(request)), claims)
     identity.bind(request, sid, seeded, "episode")  # only now: a refused seed never carries this cookie (§C.2)
     return EpisodeSeedResponse(resources_session_id=sid)
 
@@ -66,15 +65,17 @@ async def close_session(request: Request, body: CloseSessionRequest) -> CloseSes
 @router.post("/verify")
 async def verify(request: Request, body: VerifyRequest) -> Response:
     sid = identity.session_id(request)
-    row, released = await services(request).verifier.verify(sid, identity.claims(request), body)
+    size = offload.body_size(request)
+    row, released = await services(request).verifier.verify(sid, identity.claims(request), body, size)
     if released:
         identity.released(request, sid)
-    return await json_response(row)
+    return await json_response(row, size)
 
 
 @router.post("/aggregate_metrics")
-async def aggregate(body: AggregateMetricsRequest) -> Response:
-    return await json_response(await asyncio.to_thread(aggregate_metrics, body.verify_responses))
+async def aggregate(request: Request, body: AggregateMetricsRequest) -> Response:
+    size = offload.body_size(request)
+    return await json_response(await offload.run(size, aggregate_metrics, body.verify_responses), size)
 
 
 @router.get("/reverify_mode")
@@ -82,8 +83,11 @@ async def reverify_mode() -> str:
     return "unknown"
 
 
-async def json_response(content: Any) -> Response:
-    """Rendered in a worker thread: a verify row echoes the whole trajectory, which can be megabytes."""
-    rendered = await asyncio.to_thread(
-        lambda: json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode())
+async def json_response(content: Any, size: int) -> Response:
+    """A verify row echoes the whole trajectory, which can be megabytes: rendered off the loop when it is."""
+    rendered = await offload.run(size, _render, content)
     return Response(rendered, media_type="application/json")
+
+
+def _render(content: Any) -> bytes:
+    return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode()

@@ -192,3 +192,71 @@ def test_a_killed_document_store_loses_no_filing_text(app):
             time.sleep(0.5)
         assert all(r.status_code == 200 and "passages" in r.json()["results"] for r in replies)
         assert client.post("/verify", json=verify_body()).json()["mask_sample"] is False
+
+
+def replica_pids(app_name: str) -> list[int]:
+    from pathlib import Path
+
+    title = f"ServeReplica:{app_name}:FinsecIngress".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(b"ray::" + title):
+                pids.append(int(entry.name))
+        except OSError:
+            pass
+    return pids
+
+
+def test_a_sigkilled_ingress_replica_loses_no_session(app):
+    """Replicas are stateless: killing one mid-run fails its in-flight requests in a way a driver retries (every
+    route is safe to repeat by the contract), and every session carries on with its documents."""
+    import os
+    import signal
+
+    import httpx
+
+    sids = [new_session_id() for _ in range(6)]
+    clients = {sid: app.client() for sid in sids}
+    for sid, client in clients.items():
+        client.post("/seed_session", json=episode_seed(sid))
+        assert client.post("/parse_html_page", json={"url": FILING_URL, "key": "doc"}).status_code == 200
+    statuses: list[int] = []
+
+    async def retrying(client, path, body):
+        for _ in range(60):
+            try:
+                response = await client.post(path, json=body)
+            except httpx.TransportError:
+                statuses.append(0)
+                await asyncio.sleep(0.25)
+                continue
+            statuses.append(response.status_code)
+            if response.status_code < 500:
+                return response
+            await asyncio.sleep(0.25)
+        raise AssertionError(f"{path} never recovered")
+
+    async def scenario():
+        async def session_loop(sid):
+            async with app.async_client(cookies=clients[sid].cookies) as client:
+                for _ in range(12):
+                    r = await retrying(client, "/retrieve_information", {"prompt": "total net revenues {{doc}}"})
+                    assert r.status_code == 200, r.text  # the session never lost its document
+                    await asyncio.sleep(0.1)
+        running = asyncio.gather(*(session_loop(sid) for sid in sids))
+        await asyncio.sleep(0.3)
+        victim = replica_pids(app.settings.app_name)[0]
+        os.kill(victim, signal.SIGKILL)
+        started = time.monotonic()
+        await running
+        return victim, time.monotonic() - started
+
+    victim, _ = asyncio.run(scenario())
+    assert victim not in replica_pids(app.settings.app_name)
+    assert set(statuses) <= {0, 200, 500, 502, 503}
+    for sid, client in clients.items():  # every session, whichever replica held its requests, is intact
+        row = client.post("/verify", json=verify_body()).json()
+        assert (row["mask_sample"], row["reward"]) == (False, 1.0)
+        assert client.post("/close_session", json=close_body(sid)).status_code == 200
+        client.close()

@@ -499,3 +499,25 @@ def test_counters_record_what_the_contract_decided(core: SessionCore) -> None:
     assert {k: v for k, v in core.counters.items()} == {
         "seeds.episode.created": 1, "seeds.episode.retried": 1, "conflicts.seed_mismatch": 1, "closes": 1,
         "verifies.masked.session_lost": 1, "session_lost": 1}
+
+
+# ----- a settled shard: every mark of its IDs in memory, nothing read on the request path -----
+
+
+def test_a_settled_shard_knows_every_mark_of_its_ids_and_reads_no_more() -> None:
+    import asyncio
+
+    from session_store import MemoryMarkStore, ShardConfig, ShardService, shard_index
+
+    clock = Clock()
+    marks = MemoryMarkStore()
+    first = ShardService(ShardConfig(TTL), marks, clock, place=(0, 2))
+    ids = [sid for sid in (f"s{i}" for i in range(40)) if shard_index(sid, 2) == 0][:5]
+    asyncio.run(first.run([("close", (sid, ep())) for sid in ids]))
+    restarted = ShardService(ShardConfig(TTL), marks, clock, place=(0, 2))
+    assert asyncio.run(restarted.settle()) == len(ids)
+    marks.failing = True  # the durable store is unreachable, and a settled shard does not need it
+    outcomes = asyncio.run(restarted.run([("seed_episode", (sid, seed())) for sid in ids] +
+                                         [("seed_episode", ("never-closed", seed()))]))
+    assert [type(v).__name__ for ok, v in outcomes[:-1]] == ["SessionConflict"] * len(ids)
+    assert outcomes[-1][0] is True  # an unknown ID is known to be unfenced without a read

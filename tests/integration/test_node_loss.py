@@ -1,0 +1,37 @@
+"""Lose a node (contract promises across a node failure): a three-node local cluster in its own process
+(tests/fault_scenarios.py), state actors only on the two state nodes, rollouts running while one state node
+holding shards is removed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.bodies import ROOT
+
+
+@pytest.fixture(scope="module")
+def summary() -> dict:
+    run = subprocess.run([sys.executable, "-m", "tests.fault_scenarios", "node-loss", "--seconds", "10"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=400)
+    lines = [line for line in run.stdout.splitlines() if line.startswith("SUMMARY ")]
+    assert run.returncode == 0 and lines, run.stderr[-3000:]
+    return json.loads(lines[-1][len("SUMMARY "):])
+
+
+def test_state_actors_sit_only_on_the_nodes_meant_for_them(summary):
+    assert summary["placement"]["on_head"] == []  # shards, reaper, document store, limiter: off the head
+    assert len(summary["placement"]["state_nodes"]) == 2  # spread over both state nodes
+
+
+def test_losing_a_node_loses_only_its_shards_sessions_loudly(summary):
+    assert 0 < summary["expected_share"] < 1  # some shards were on the lost node, some were not
+    assert summary["unmasked_wrong_rewards"] == 0  # no fault became a training signal
+    assert summary["reached_but_not_exposed"] == 0  # sessions on other shards never noticed
+    assert summary["unexposed_episodes_not_clean"] == 0
+    assert summary["server_errors_500"] == 0 and set(summary["statuses"]) <= {200, 404, 409, 503}
+    assert summary["closed_ids_still_fenced"]
+    assert summary["recovery_seconds"] is not None  # the lost shards came back on the other node and serve
