@@ -73,8 +73,7 @@ def running_app(target: ServeTarget, *, address: str | None = None, ingress: Ing
             http = _get_global_client().http_config
             host = "127.0.0.1" if http.host in ("0.0.0.0", "::", "", None) else http.host
             base_url = f"http://{host}:{http.port}"
-        url = deploy_application(target.settings, base_url, name=target.app_name, route_prefix=target.route_prefix,
-                                 options=target.deployment_options)
+        url = _deploy(target, base_url)
     except BaseException:
         _stop(target, started_cluster, say)
         raise
@@ -82,6 +81,19 @@ def running_app(target: ServeTarget, *, address: str | None = None, ingress: Ing
         yield url
     finally:
         _stop(target, started_cluster, say)
+
+
+def _deploy(target: ServeTarget, base_url: str) -> str:
+    from ray.serve.exceptions import RayServeException
+
+    try:
+        return deploy_application(target.settings, base_url, name=target.app_name, route_prefix=target.route_prefix,
+                                  options=target.deployment_options)
+    except TimeoutError as error:
+        raise UsageError(f"{error}: does the config ask for more CPUs than the cluster has (replicas x "
+                         "ray_actor_options.num_cpus)?") from None
+    except (RayServeException, TypeError, ValueError) as error:
+        raise UsageError(f"Serve refused the application: {_one_line(error)}") from None
 
 
 def _stop(target: ServeTarget, started_cluster: bool, say) -> None:
