@@ -47,7 +47,7 @@ def start_local_ray() -> None:
         os.environ.setdefault(name, value)
     import ray
 
-    ray.init(include_dashboard=False, logging_level="warning")
+    ray.init(address="local", include_dashboard=False, logging_level="warning")
 
 
 @contextmanager
@@ -61,7 +61,9 @@ def running_app(target: ServeTarget, *, address: str | None = None, ingress: Ing
         if started_cluster:
             check_port_free(target.host if target.host in ("127.0.0.1", "localhost") else "127.0.0.1",
                             target.port)
-            base_url = start_ray_and_serve(target.port, ingress=ingress)
+            # address="local": a new cluster, never one another `ray start` left on this machine (ray.init
+            # without an address joins the newest such cluster when it finds one)
+            base_url = start_ray_and_serve(target.port, ingress=ingress, address="local")
         else:
             join_cluster(address)
             from ray import serve

@@ -33,7 +33,8 @@ def check(status: int, records: list[dict], summary: dict) -> list[dict]:
     assert sorted(r["episode"] for r in records) == list(range(EPISODES))  # every episode has its row
     failed = [r for r in records if r["outcome"] == "failed"]
     assert failed and all(r["failure"]["kind"] == "transport" for r in failed)
-    assert all(r["reward"] is None for r in failed)
+    for r in failed:  # no verdict; or, when the server died between verify and close, a close that failed
+        assert r["reward"] is None or (r["failure"]["route"] == "close_session" and r["closed"] is False)
     for r in failed:  # a reply that never came is recorded as such
         assert r["failure"]["route"] is None or any(c["status"] is None for c in r["calls"])
     completed = [r for r in records if r["outcome"] != "failed"]
