@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from datetime import date
 
+from .limits import shown
+
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
@@ -16,7 +18,7 @@ def checked_date(name: str, value: str | None) -> str | None:
     if value is None or value == "":
         return None
     if not _ISO_DATE.match(value):
-        raise DateError(f"Invalid {name} format: '{value}'. Expected YYYY-MM-DD.")
+        raise DateError(f"Invalid {name} format: '{shown(value)}'. Expected YYYY-MM-DD.")
     try:
         date.fromisoformat(value)
     except ValueError:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from dataclasses import dataclass
 from datetime import date
 
@@ -28,8 +29,10 @@ from ..retrieval.passages import cut_passages
 from ..retrieval.tokenize import tokenize
 from ..text.html_to_text import HtmlTextError, html_to_text
 from .dates import DateError, checked_date, clamped
+from .limits import shown
 
 log = logging.getLogger(__name__)
+_CIK = re.compile(r"[0-9]{1,10}")
 PAGE_SIZE = 100  # sec-api pages hold 100 filings; `page` counts in those (contract §A.7)
 METADATA_WEIGHT = 2.0  # a metadata match is worth about two strong passage terms
 
@@ -66,10 +69,10 @@ def normalize_request(
         raise SearchError(f"Parameter start_date '{start}' was set to a date that is later than end_date '{end}'")
     normalized_ciks = None
     if ciks:
-        try:
-            normalized_ciks = [str(int(str(c).strip())) for c in ciks]
-        except ValueError:
-            raise SearchError(f"Every entry of ciks must be a number, got {ciks!r}.") from None
+        texts = [str(c).strip() for c in ciks]
+        if not all(_CIK.fullmatch(t) for t in texts):  # SEC's CIKs have at most 10 digits
+            raise SearchError(f"Every entry of ciks must be a CIK number (1 to 10 digits), got {shown(ciks)}.")
+        normalized_ciks = [str(int(t)) for t in texts]
     return SearchRequest(search_query.strip(), form_types or None, normalized_ciks, start, end, page, top_n_results)
 
 

@@ -7,6 +7,7 @@ from datetime import date
 
 from ..edgar.companies import CompanyDirectory, FilingsUnavailable
 from .dates import DateError, date_window
+from .limits import shown
 
 _RESULT_FIELDS = ("ticker", "company_name", "form", "filing_date", "report_date", "accession_number", "filing_url")
 
@@ -52,7 +53,7 @@ async def sec_filing_search(
     if not filings:
         filters = []
         if form_types:
-            filters.append(f"form types {form_types!r}")
+            filters.append(f"form types {shown(form_types, 500)}")
         if start_date:
             filters.append(f"start_date={start_date}")
         if end_date:

@@ -35,3 +35,10 @@ def too_long(what: str, value: str, limit: int) -> str | None:
     if len(value) > limit:
         return f"ERROR: {what} is {len(value):,} characters long; the limit is {limit:,}."
     return None
+
+
+def shown(value: object, limit: int = 120) -> str:
+    """`value` as an error message quotes it: its repr for non-strings, and at most `limit` characters, so a
+    tool error never echoes a 16 MB argument back to the agent."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"

@@ -385,3 +385,34 @@ def test_an_11_mb_stringified_range_list_is_refused_without_stalling(roomy):
         response = health_while(default_cap, lambda: default_cap.client.post("/retrieve_information", content=body,
                                                                              headers=JSON))
         assert response.status_code == 422
+
+
+# ----- a tool error says what to fix without echoing the argument back -----
+
+HUGE = "9" * 1_000_000
+ECHOES = {
+    "/sec_filing_search start_date": ("/sec_filing_search", {"ticker": "HLXR1", "start_date": HUGE}, "start_date"),
+    "/sec_filing_search form_types": ("/sec_filing_search", {"ticker": "HLXR1", "form_types": ["X" * 100] * 10_000},
+                                      "No filings found"),
+    "/edgar_search end_date": ("/edgar_search", {"search_query": "revenue", "end_date": HUGE}, "end_date"),
+    "/edgar_search ciks": ("/edgar_search", {"search_query": "revenue", "ciks": [HUGE]}, "ciks"),
+    "/edgar_search a 5,000-digit CIK": ("/edgar_search", {"search_query": "revenue", "ciks": ["9" * 5_000]}, "ciks"),
+    "/edgar_search 20-digit CIKs": ("/edgar_search", {"search_query": "revenue", "ciks": ["9" * 20] * 50_000},
+                                    "ciks"),
+    "/web_search start_date": ("/web_search", {"search_query": "revenue", "start_date": HUGE}, "start_date"),
+    "/parse_html_page url": ("/parse_html_page", {"url": "https://www.sec.gov/Archives/edgar/data/" + HUGE,
+                                                  "key": "k"}, "url"),
+    "/parse_html_page key": ("/parse_html_page", {"url": URL, "key": HUGE}, "key"),
+    "/retrieve_information prompt": ("/retrieve_information", {"prompt": HUGE}, "prompt"),
+}
+
+
+@pytest.mark.timeout(60)
+def test_tool_errors_quote_at_most_a_short_excerpt_of_a_huge_argument(stub):
+    """§A.0: a tool error says what to fix. Mutation: quoting the whole argument (a 1 MB date, 50,000 CIKs)
+    in the message sends megabytes back into the agent's context."""
+    with InProcess(tavily_api_key="tvly-test", tavily_base_url=closed_port_url(), retry_backoff_seconds=0.0) as app:
+        seeded(app)
+        for label, (route, body, says) in ECHOES.items():
+            reply = app.post(route, json=body).json()["results"]
+            assert says in reply and len(reply) < 3_000, (label, len(reply), reply[:200])
