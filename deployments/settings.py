@@ -89,8 +89,8 @@ class Settings(BaseSettings):
     large_doc_threshold_chars: int = Field(100_000, ge=1)
     document_store_bytes: int = Field(4_000_000_000, ge=1_000_000, description="the app-wide store of texts")
     document_grace_seconds: float = Field(60.0, gt=0, description="an unreferenced text is kept this long")
-    replica_text_cache_bytes: int = Field(1_000_000_000, ge=0, description="texts each replica keeps, by digest")
-    replica_index_cache_bytes: int = Field(1_000_000_000, ge=0, description="BM25 indexes kept per replica")
+    replica_text_cache_bytes: int = Field(256_000_000, ge=0, description="texts each replica keeps, by digest")
+    replica_index_cache_bytes: int = Field(512_000_000, ge=0, description="BM25 indexes kept per replica")
     retrieval_top_passages: int = Field(24, ge=1, le=100, description="embedded backend: most passages in a reply")
     retrieval_reply_chars: int = Field(7_600, ge=500, description="embedded backend: passages fill this budget")
     retrieval_model: ModelEndpoint | None = None

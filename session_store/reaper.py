@@ -82,7 +82,10 @@ class Reaper:
         # A shard that did not answer may name texts nobody else does: sweep only on a full view.
         if self._documents is not None and len(answered) == len(self._shards):
             referenced = set().union(*(r.referenced_digests for r in answered.values()))
-            status.documents = await self._documents.sweep(referenced)
+            try:
+                status.documents = await self._documents.sweep(referenced)
+            except Exception as error:  # a document store that restarts is swept next tick
+                log.warning("reaper: the document store did not answer its sweep: %r", error)
         if self._shards and status.ticks % self._sweep_marks_every == 0:
             status.durable_marks_swept += await self._shards[0].sweep_marks()
         return evicted, increments

@@ -36,6 +36,7 @@ class Episode:
     ended: float = 0.0
     statuses: list[int] = field(default_factory=list)
     row: dict | None = None
+    retried: int = 0  # requests repeated after a 5xx or a dropped connection
 
     @property
     def clean(self) -> bool:
@@ -71,6 +72,7 @@ async def episode(client: httpx.AsyncClient, retry_5xx: bool) -> Episode:
                 response, status = None, 0
             if status < 500 and status != 0 or not retry_5xx:
                 break
+            record.retried += 1
             await asyncio.sleep(0.25)
         record.statuses.append(status)
         if path == "/verify" and status == 200:
@@ -114,11 +116,13 @@ def summarize(episodes: list[Episode], fault_at: float, hit) -> dict:
     return {
         "episodes": len(episodes),
         "episodes_around_the_fault": len(spanning),
+        "exposed_at_the_fault": sum(1 for e in episodes if e.started <= fault_at <= e.ended and hit(e)),
         "episodes_the_fault_reached": len(reached),
         "reached_but_not_exposed": sum(1 for e in reached if not hit(e)),
         "masked": sum(1 for e in episodes if e.row is not None and e.row["mask_sample"]),
         "unmasked_wrong_rewards": len(wrong),
         "server_errors_500": sum(s == 500 for e in episodes for s in e.statuses),
+        "requests_retried": sum(e.retried for e in episodes),
         "statuses": sorted({s for e in episodes for s in e.statuses}),
         "recovery_seconds": round(after[0].ended - fault_at, 2) if after else None,
     }
