@@ -52,7 +52,7 @@ def sec(sec_server):
 def live(sec: SecServer, **overrides) -> InProcess:
     return InProcess(**{"edgar_source": "live", "sec_www_base_url": sec.url, "sec_data_base_url": sec.url,
                         "fetch_trusted_networks": ["127.0.0.1/32"], "edgar_search_mode": None,
-                        "retry_backoff_seconds": 0.01, "request_timeout": 0.5, "max_retries": ATTEMPTS,
+                        "retry_backoff_seconds": 0.01, "request_timeout": 1.0, "max_retries": ATTEMPTS,
                         "requests_per_second": 10_000, "fetch_max_bytes": CAP, **overrides})
 
 
@@ -78,7 +78,7 @@ FAULTS = {
     "503": (lambda sec, path: sec.script(path, [503] * ATTEMPTS), ATTEMPTS),
     "500": (lambda sec, path: sec.script(path, [500]), 1),
     "404": (lambda sec, path: sec.script(path, [404]), 1),
-    "hangs past request_timeout": (lambda sec, path: sec.hang(path, 3.0), ATTEMPTS),
+    "hangs past request_timeout": (lambda sec, path: sec.hang(path, 4.0), ATTEMPTS),
     "closes mid-body": (lambda sec, path: sec.cut(path, 100), ATTEMPTS),
     "an image content type": (lambda sec, path: sec.serve_as(path, "image/png"), 1),
     "octet-stream": (lambda sec, path: sec.serve_as(path, "application/octet-stream"), 1),
@@ -182,7 +182,7 @@ def test_a_server_that_cannot_load_the_ticker_registry_never_starts(sec):
 
 # ----- the judge (§D.4; A.3's judge_failsafe; Decision 11) -----
 
-JUDGE = {"judge_call_timeout": 0.5, "judge_retry_delays": [0.01, 0.01]}
+JUDGE = {"judge_call_timeout": 1.0, "judge_retry_delays": [0.01, 0.01]}
 
 
 @pytest.fixture
@@ -196,7 +196,7 @@ def judged(stub):
 
 
 UNREACHABLE = {  # no reply to read after every attempt: a masked judge_failed row
-    "times out": lambda stub: [stub.reply(responses_reply("[[2]]"), delay=2.0) for _ in range(ATTEMPTS)],
+    "times out": lambda stub: [stub.reply(responses_reply("[[2]]"), delay=3.0) for _ in range(ATTEMPTS)],
     "HTTP 500": lambda stub: [stub.reply({"error": {"message": "overloaded"}}, status=500) for _ in range(ATTEMPTS)],
     "HTTP 429": lambda stub: [stub.reply("slow down", status=429) for _ in range(ATTEMPTS)],
     "garbage JSON": lambda stub: [stub.reply('{"output": [{"type": "mess', status=200) for _ in range(ATTEMPTS)],
@@ -211,7 +211,7 @@ UNPARSEABLE = {  # the judge answered, never with a verdict: a real 0, flagged j
 }
 
 
-@pytest.mark.timeout(20)  # judge_call_timeout x attempts is 1.5 s: a hang would be far past this
+@pytest.mark.timeout(30)  # judge_call_timeout x attempts is 3 s: a hang would be far past this
 @pytest.mark.parametrize("fault", list(UNREACHABLE))
 def test_a_judge_that_cannot_be_read_gives_a_masked_judge_failed_row(judged, stub, fault):
     """§A.3, Decision 11. Mutation: scoring an unreachable judge as 0 (unmasked), or retrying without bound."""
@@ -241,7 +241,7 @@ def test_a_judge_that_answers_without_a_verdict_gives_a_real_zero_flagged_unpars
 @pytest.mark.timeout(20)
 def test_a_judge_that_recovers_within_its_attempts_grades(judged, stub):
     stub.reply("busy", status=503)
-    stub.reply(responses_reply("[[2]]"), delay=2.0)  # times out
+    stub.reply(responses_reply("[[2]]"), delay=3.0)  # times out
     stub.reply(responses_reply("The rating is: [[2]]"))
     row = judged.post("/verify", json=verify_body()).json()
     assert (row["reward"], row["mask_sample"], row["judge_rating"]) == (1.0, False, 2)
@@ -261,7 +261,7 @@ def test_a_judge_nobody_listens_on_gives_judge_failed(stub):
 
 @pytest.fixture
 def retrieving(stub):
-    model = {"base_url": stub.base_url, "model": "policy", "timeout_seconds": 0.5}
+    model = {"base_url": stub.base_url, "model": "policy", "timeout_seconds": 1.0}
     with InProcess(retrieval_model=model, edgar_search_mode=None) as running:
         running.sid = new_session_id()
         running.post("/seed_session", json=episode_seed(running.sid))
@@ -271,7 +271,7 @@ def retrieving(stub):
 
 RETRIEVAL_FAULTS = {
     "HTTP 500": (lambda stub: stub.reply("upstream exploded", status=500), "ERROR: Retrieval LLM HTTP 500: upstream"),
-    "times out": (lambda stub: stub.reply(responses_reply("late"), delay=2.0), "ERROR: Retrieval LLM call failed"),
+    "times out": (lambda stub: stub.reply(responses_reply("late"), delay=3.0), "ERROR: Retrieval LLM call failed"),
     "garbage JSON": (lambda stub: stub.reply('{"output": [', status=200), "ERROR: Retrieval LLM call failed"),
     "a JSON array": (lambda stub: stub.reply("[1, 2]", status=200), "ERROR: Retrieval LLM call failed"),
     "no output": (lambda stub: stub.reply(responses_reply(None, incomplete="max_output_tokens")),
