@@ -75,7 +75,8 @@ def start_ray_and_serve(port: int | None = None, *, ingress: Ingress = "haproxy"
     import ray
     from ray import serve
 
-    ray.init(include_dashboard=False, logging_level="warning", **ray_init)
+    # address="local": always a new cluster, never one a `ray start` left on this machine.
+    ray.init(**{"address": "local", "include_dashboard": False, "logging_level": "warning", **ray_init})
     port = port or free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     return f"http://127.0.0.1:{port}"

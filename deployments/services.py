@@ -156,6 +156,7 @@ def retrieval_backend(settings: Settings) -> RetrievalBackend:
         system_prompt=settings.retrieval_system_prompt,
         responses_create_params=settings.retrieval_responses_create_params,
         max_output_tokens=settings.retrieval_max_output_tokens,
+        call_timeout=settings.retrieval_call_timeout,
         **options,
     ))
 

@@ -98,6 +98,7 @@ class Settings(BaseSettings):
     retrieval_system_prompt: str | None = None
     retrieval_system_prompt_fpath: Path | None = None
     retrieval_max_output_tokens: int | None = None
+    retrieval_call_timeout: float | None = Field(300.0, gt=0, description="bounds one retrieval model call")
     # grading in /verify: an LLM judge, or (unset) the embedded deterministic grader (§D)
     judge_model: ModelEndpoint | None = None
     judge_responses_create_params: dict | None = None
