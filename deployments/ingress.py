@@ -38,7 +38,7 @@ def destroy_app_actors(settings: Settings) -> int:
 # Requests spend most of their time awaiting shards and upstream I/O, so one replica takes many at once: with
 # Serve's default of 5 the ingress keeps hitting full replicas. Many requests in flight also make the shard
 # calls of one replica coalesce into bigger batches (bench/results/serve_rollouts.md).
-@serve.deployment(name="FinsecIngress", max_ongoing_requests=128)
+@serve.deployment(name="FinsecIngress", max_ongoing_requests=256)
 @serve.ingress()
 class FinsecIngress:
     def __init__(self, settings: Settings, cookie_secret: str):
