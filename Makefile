@@ -22,12 +22,14 @@ test: $(BIN)/.installed  ## unit tests (no Ray) and integration tests (local Ray
 test-unit: $(BIN)/.installed
 	$(BIN)/python -m pytest tests/unit
 
-soak: $(BIN)/.installed  ## long tests kept out of CI: schema fuzzing of every route
-	$(BIN)/pip install --quiet -e ".[fuzz]"
+soak: $(BIN)/.installed  ## kept out of CI: schema fuzzing of every route, the leak soak, the fault scenarios
+	$(BIN)/pip install --quiet -e ".[fuzz,bench]"
 	$(BIN)/python -m pytest -m soak tests/fuzz
+	$(BIN)/python bench/soak.py
+	$(BIN)/python bench/faults.py
 
-serve: $(BIN)/.installed  ## serve the app from its config until Ctrl-C
-	RAY_AUTH_MODE=disabled $(BIN)/serve run configs/serve.yaml
+serve: $(BIN)/.installed  ## serve the app from its config until Ctrl-C (which removes the app and its HAProxy)
+	$(BIN)/finsec serve configs/serve.yaml
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
