@@ -9,7 +9,7 @@ from session_store.ray_actors import ActorClient
 from session_store.ray_store import RaySessionStore, SessionActors, SessionActorsSpec
 from session_store.shard import ShardConfig
 
-from .api import create_api
+from .asgi import create_api
 from .edgar import limiter as limiter_module
 from .edgar.limiter import ClusterRateLimiter, RateLimiterActor
 from .services import build_services

@@ -12,7 +12,7 @@ from fastapi import FastAPI
 
 from session_store import DocumentStore, LocalSessionStore, MemoryMarkStore, Reaper, ShardConfig, ShardService
 
-from .api import create_api
+from .asgi import create_api
 from .document_cache import LocalDocumentStore
 from .edgar.limiter import LocalRateLimiter
 from .services import build_services

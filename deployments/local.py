@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import httpx
 
-from .app import ingress_application
+from .builder import ingress_application
 from .settings import Settings
 
 Ingress = Literal["haproxy", "proxy"]

@@ -19,8 +19,8 @@ from .edgar.live import LiveSource, RateLimiter
 from .edgar.source import EdgarSource, MirrorSource
 from .grading.deterministic import DeterministicGrader
 from .grading.grader import Grader
-from .llm.judge import LlmJudge
-from .llm.retrieval import LlmRetrieval
+from .grading.judge import LlmJudge
+from .retrieval.model import LlmRetrieval
 from .net.policy import FetchPolicy
 from .net.safe_fetch import FetchError
 from .retrieval.backends import ModelBackend, PassageBackend, RetrievalBackend

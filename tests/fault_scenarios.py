@@ -142,7 +142,7 @@ def node_loss(seconds: float = 12.0) -> dict:
     from ray import serve
     from ray.cluster_utils import Cluster
 
-    from deployments.app import ingress_application
+    from deployments.builder import ingress_application
     from deployments.corpus.generate import embedded_corpus_dir
     from deployments.ingress import app_actors
     from deployments.settings import Settings

@@ -48,9 +48,9 @@ def load_serve_config(path: Path) -> ServeTarget:
     app = config.applications[0]
     if app.route_prefix is not None and not app.route_prefix.startswith("/"):
         raise UsageError(f"config {path}: route_prefix {app.route_prefix!r} must start with '/'")
-    if not app.import_path.startswith("deployments.app:"):
+    if not app.import_path.startswith("deployments.builder:"):
         raise UsageError(f"config {path}: import_path {app.import_path!r} is not finsec-serve's "
-                         "(deployments.app:build_app)")
+                         "(deployments.builder:build_app)")
     try:
         settings = Settings(**(app.args or {}))
     except ValidationError as error:

@@ -10,7 +10,7 @@ from typing import Protocol
 from session_store.lru import BoundedLru
 
 from .. import offload
-from ..llm.retrieval import LlmRetrieval
+from .model import LlmRetrieval
 from .passages import Excerpt, IndexedDocument, PassageRetriever
 from .prompt import substitute, without_placeholders
 

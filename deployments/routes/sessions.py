@@ -21,7 +21,7 @@ from ..contract import (
     EpisodeSeedResponse,
     VerifyRequest,
 )
-from ..metrics import aggregate_metrics
+from ..aggregate_metrics import aggregate_metrics
 from ..services import services
 from ..strict_json import StrictJsonRoute
 

@@ -26,7 +26,7 @@ http_options: {{host: 127.0.0.1, port: {port}}}
 applications:
   - name: {APP}
     route_prefix: /
-    import_path: deployments.app:build_app
+    import_path: deployments.builder:build_app
     args: {{app_name: {APP}, num_shards: 2, reaper_interval_seconds: 1}}
     deployments:
       - name: FinsecIngress

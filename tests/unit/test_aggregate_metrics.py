@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from deployments.contract import AggregateMetricsRequest
-from deployments.metrics import aggregate_metrics
+from deployments.aggregate_metrics import aggregate_metrics
 
 
 def strict_json(result) -> dict:

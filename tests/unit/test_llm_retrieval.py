@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from deployments.llm.endpoint import ModelEndpoint
-from deployments.llm.retrieval import LlmRetrieval
+from deployments.retrieval.model import LlmRetrieval
 from deployments.llm.templates import STOCK_DIR, load_prompt
 from tests.llm_stub import LlmStub, chat_reply, closed_port_url, responses_reply
 

@@ -9,7 +9,7 @@ import yaml
 from pydantic import ValidationError
 from ray.serve.schema import ServeDeploySchema
 
-from deployments.app import build_app
+from deployments.builder import build_app
 from deployments.settings import Settings
 
 CONFIGS = sorted((Path(__file__).parents[2] / "configs").glob("*.yaml"))
@@ -19,7 +19,7 @@ CONFIGS = sorted((Path(__file__).parents[2] / "configs").glob("*.yaml"))
 def test_config_is_a_valid_serve_config_for_our_builder(path):
     config = ServeDeploySchema.model_validate(yaml.safe_load(path.read_text()))
     (app,) = config.applications
-    assert app.import_path == "deployments.app:build_app"
+    assert app.import_path == "deployments.builder:build_app"
     Settings(**app.args)  # every arg is a settings field (extra keys are refused)
     assert build_app(app.args) is not None
     assert [d.name for d in app.deployments] == ["FinsecIngress"]

@@ -19,7 +19,7 @@ import pytest
 
 from deployments.corpus.generate import filings, write_corpus
 from deployments.llm.endpoint import ModelEndpoint
-from deployments.llm.retrieval import LlmRetrieval
+from deployments.retrieval.model import LlmRetrieval
 from tests.bodies import close_body, episode_seed, new_session_id, verify_body
 from tests.inprocess import InProcess
 from tests.llm_stub import closed_port_url, responses_reply

@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 import httpx
 
-from ..grading.grader import Grade, GradingFailed
-from .endpoint import ModelClient, ModelEndpoint, ModelHTTPError, ModelReplyError
-from .templates import STOCK_DIR, load_prompt
+from ..llm.endpoint import ModelClient, ModelEndpoint, ModelHTTPError, ModelReplyError
+from ..llm.templates import STOCK_DIR, load_prompt
+from .grader import Grade, GradingFailed
 
 RewardMode = Literal["binary", "scaled"]
 

@@ -1,4 +1,4 @@
-"""The application builder that serve configs name: `import_path: deployments.app:build_app`."""
+"""The application builder that serve configs name: `import_path: deployments.builder:build_app`."""
 
 from __future__ import annotations
 

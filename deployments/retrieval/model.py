@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .endpoint import ModelClient, ModelEndpoint, ModelHTTPError
-from .templates import STOCK_DIR, load_prompt
+from ..llm.endpoint import ModelClient, ModelEndpoint, ModelHTTPError
+from ..llm.templates import STOCK_DIR, load_prompt
 
 STOCK_SYSTEM_PROMPT = STOCK_DIR / "retrieval.yaml"
 _BODY_LIMIT = 500
