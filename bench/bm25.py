@@ -34,9 +34,8 @@ import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine, median, real_filings, table, write_report  # noqa: E402
-
 import numpy as np  # noqa: E402
+from _common import ROOT, machine, median, real_filings, table, write_report  # noqa: E402
 from rank_bm25 import BM25Okapi  # noqa: E402
 
 from deployments.retrieval.bm25 import Bm25Index  # noqa: E402

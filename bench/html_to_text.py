@@ -37,13 +37,11 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, geomean, machine, median, ms, real_filings, table, timed, write_report  # noqa: E402
-
 import lxml.html  # noqa: E402
+from _common import ROOT, geomean, machine, median, ms, real_filings, table, timed, write_report  # noqa: E402
 from bs4 import BeautifulSoup  # noqa: E402
 
 from deployments.text.html_to_text import html_to_text  # noqa: E402
-
 
 # --- the reference of contract §F.6 ----------------------------------------------------------------------------
 

@@ -50,7 +50,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine, real_filings, table, write_report  # noqa: E402
-
 from rank_bm25 import BM25Okapi  # noqa: E402
 
 from deployments.grading.deterministic import compare, required  # noqa: E402

@@ -327,6 +327,7 @@ def hop_bytes(code_root: Path, corpus: str) -> None:
         api = app.api
     except ImportError:  # the code before (its own module names): one call per store method, texts in the shard
         from deployments.api import create_api
+
         from deployments.edgar.limiter import LocalRateLimiter
         from deployments.services import build_services
         from session_store.shard import ShardService

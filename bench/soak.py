@@ -25,7 +25,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import httpx  # noqa: E402
-
 from _common import machine, write_report  # noqa: E402
 from serve_rollouts import _rss_kb, _tree  # noqa: E402
 

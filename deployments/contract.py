@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, field_validator
 
-_ROLLOUT_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+ROLLOUT_ID = "[A-Za-z0-9][A-Za-z0-9._-]*"  # NeMo Gym's rollout ids: episode ids and the /ng-rollout prefix
 _CAPTURE_SUFFIX = re.compile(r"-a[1-9][0-9]*$")
 
 
@@ -37,7 +37,7 @@ def coerce_stringified(value: Any) -> Any:
 
 class EpisodeId(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    rollout_id: str = Field(min_length=1, max_length=MAX_ID_CHARS, pattern=_ROLLOUT_ID)
+    rollout_id: str = Field(min_length=1, max_length=MAX_ID_CHARS, pattern=f"^{ROLLOUT_ID}$")
     attempt: int = Field(0, ge=0)
 
     @field_validator("rollout_id")

@@ -6,7 +6,9 @@ import re
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-_PREFIX = re.compile(r"^/ng-rollout/([A-Za-z0-9][A-Za-z0-9._-]*)(/.*)$")
+from .contract import ROLLOUT_ID
+
+_PREFIX = re.compile(rf"^/ng-rollout/({ROLLOUT_ID})(/.*)$")
 
 
 class RolloutPrefixMiddleware:

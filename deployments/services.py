@@ -20,10 +20,10 @@ from .edgar.source import EdgarSource, MirrorSource
 from .grading.deterministic import DeterministicGrader
 from .grading.grader import Grader
 from .grading.judge import LlmJudge
-from .retrieval.model import LlmRetrieval
 from .net.policy import FetchPolicy
 from .net.safe_fetch import FetchError
 from .retrieval.backends import ModelBackend, PassageBackend, RetrievalBackend
+from .retrieval.model import LlmRetrieval
 from .retrieval.passages import PassageRetriever
 from .settings import Settings
 from .tools.edgar_search import LiveFullTextSearch, LocalFullTextIndex

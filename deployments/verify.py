@@ -22,7 +22,6 @@ from session_store import (
     Masked,
     Pending,
     Score,
-    Scored,
     SessionStore,
     StoreUnavailable,
     Verdict,

@@ -18,7 +18,7 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import httpx
 

@@ -21,9 +21,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import uvicorn
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
+
+from deployments.threaded_server import ThreadedServer
 
 
 @dataclass(frozen=True)
@@ -86,14 +87,9 @@ class LlmStub:
         self.app = FastAPI()
         self.app.post("/v1/responses")(self._serve)
         self.app.post("/v1/chat/completions")(self._serve)
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind(("127.0.0.1", 0))
-        self.port: int = self._sock.getsockname()[1]
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        config = uvicorn.Config(self.app, log_level="warning", timeout_graceful_shutdown=1)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
+        self._server = ThreadedServer(self.app, lifespan="on")
+        self.port: int = self._server.port
+        self.base_url = f"{self._server.url}/v1"
 
     # --- scripting, from the test thread ---
 
@@ -143,16 +139,11 @@ class LlmStub:
         return Response(scripted.body, status_code=scripted.status, media_type="text/plain")
 
     def start(self) -> LlmStub:
-        self._thread.start()
-        for _ in range(500):
-            if self._server.started:
-                return self
-            self._thread.join(0.01)
-        raise RuntimeError("llm_stub did not start")
+        self._server.__enter__()
+        return self
 
     def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(5)
+        self._server.__exit__(None, None, None)
 
 
 def closed_port_url() -> str:

@@ -11,18 +11,17 @@ secret internal server that a redirect must never reach.
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass
 from pathlib import Path
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from deployments.threaded_server import ThreadedServer
 
 
 @dataclass(frozen=True)
@@ -42,25 +41,15 @@ class SecServer:
         self._types: dict[str, str] = {}
         self._bodies: dict[str, bytes] = {}
         self._cuts: dict[str, int] = {}
-        app = Starlette(routes=[Route("/{path:path}", self._serve, methods=["GET"])])
-        with socket.socket() as s:
-            s.bind((host, 0))
-            self.port = s.getsockname()[1]
-        self.url = f"http://{host}:{self.port}"
-        config = uvicorn.Config(app, host=host, port=self.port, log_level="warning", lifespan="off",
-                                timeout_graceful_shutdown=1)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._server = ThreadedServer(Starlette(routes=[Route("/{path:path}", self._serve, methods=["GET"])]), host)
+        self.port, self.url = self._server.port, self._server.url
 
     def __enter__(self) -> "SecServer":
-        self._thread.start()
-        while not self._server.started:
-            time.sleep(0.02)
+        self._server.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
+        self._server.__exit__(*exc)
 
     def reset(self) -> None:
         """Forget requests seen and every scripted behaviour (for a server shared by several tests)."""

@@ -54,7 +54,6 @@ def start_local_ray() -> None:
 def running_app(target: ServeTarget, *, address: str | None = None, ingress: Ingress = "haproxy",
                 say=print) -> Iterator[str]:
     """Deploy `target`; yields the app's URL; undeploys (and stops a cluster it started) on the way out."""
-    import ray
 
     started_cluster = address is None
     try:

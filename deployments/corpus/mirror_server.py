@@ -8,16 +8,14 @@ no listings, no dotfiles, no path that leaves the folder (symlinks included)."""
 from __future__ import annotations
 
 import ipaddress
-import socket
-import threading
-import time
 from pathlib import Path
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Route
+
+from ..threaded_server import ThreadedServer
 
 CONTENT_TYPES = {".json": "application/json", ".htm": "text/html", ".html": "text/html", ".txt": "text/plain",
                  ".xml": "application/xml", ".xsd": "application/xml", ".css": "text/css", ".js": "text/javascript",
@@ -69,33 +67,9 @@ def check_loopback(host: str) -> str:
     return "127.0.0.1" if host == "localhost" else host
 
 
-class MirrorServer:
+class MirrorServer(ThreadedServer):
     """`with MirrorServer(folder) as server:` serves it at `server.url` from a background thread."""
 
     def __init__(self, root: Path, host: str = "127.0.0.1", port: int = 0):
         self.root = check_mirror(root)
-        self.host = check_loopback(host)
-        self._sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind((self.host, port))
-        self.port = self._sock.getsockname()[1]
-        shown = f"[{self.host}]" if ":" in self.host else self.host
-        self.url = f"http://{shown}:{self.port}"
-        config = uvicorn.Config(mirror_app(self.root), log_level="warning", lifespan="off",
-                                timeout_graceful_shutdown=1)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
-
-    def __enter__(self) -> "MirrorServer":
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"the mirror server did not start on {self.url}")
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-        self._sock.close()
+        super().__init__(mirror_app(self.root), check_loopback(host), port)

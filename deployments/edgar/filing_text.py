@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Awaitable, Callable
 
 from ..text.html_to_text import HtmlTextError, html_to_text
+from ..tool_error import ToolError
 from .cache import DiskCache
 from .companies import CompanyDirectory
 from .source import EdgarSource
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 PageFetcher = Callable[[str], Awaitable[bytes]]  # raises DocumentUnavailable with a message the agent can read
 
 
-class DocumentUnavailable(Exception):
+class DocumentUnavailable(ToolError):
     """A tool-level failure: its text is the tool's result (contract §A.8 step 6)."""
 
 

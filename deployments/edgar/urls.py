@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote_to_bytes
 
+from ..tool_error import ToolError
+
 MAX_URL_CHARS = 2048
 MAX_SEGMENT_CHARS = 255  # a file name on every file system we run on
 # Contract §F.1's pattern, widened to catch near misses (a port, a trailing dot, a look-alike host) so they
@@ -35,7 +37,7 @@ _EDGAR_PATHS = re.compile(
 )
 
 
-class InvalidFilingUrl(ValueError):
+class InvalidFilingUrl(ToolError):
     """A URL that names SEC's filing archive but breaks one of its rules; the message is for the agent."""
 
 

@@ -14,7 +14,6 @@ from .model import LlmRetrieval
 from .passages import Excerpt, IndexedDocument, PassageRetriever
 from .prompt import substitute, without_placeholders
 
-
 SCORE_INLINE_CHARS = 3_000_000
 
 

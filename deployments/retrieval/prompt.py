@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..tool_error import ToolError
+
 _PLACEHOLDER = re.compile(r"\{\{([^{}]+)\}\}")
 
 NO_PLACEHOLDER = (
@@ -13,7 +15,7 @@ NO_PLACEHOLDER = (
 )
 
 
-class PromptError(ValueError):
+class PromptError(ToolError):
     """A tool-level error: its text is the tool's result."""
 
 
@@ -46,10 +48,6 @@ def character_ranges(ranges: list[Any] | None) -> dict[str, tuple[int | None, in
             )
         out[str(entry["key"])] = bounds
     return out
-
-
-def sliced(text: str, bounds: tuple[int | None, int | None] | None) -> str:
-    return text if bounds is None else text[bounds[0] : bounds[1]]
 
 
 def substitute(prompt: str, contents: dict[str, str]) -> str:

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from session_store import NO_CLAIMS, EpisodeSeed, canonical_digest
 
 from .. import identity, offload
+from ..aggregate_metrics import aggregate_metrics
 from ..contract import (
     AggregateMetricsRequest,
     CloseSessionRequest,
@@ -21,7 +22,6 @@ from ..contract import (
     EpisodeSeedResponse,
     VerifyRequest,
 )
-from ..aggregate_metrics import aggregate_metrics
 from ..services import services
 from ..strict_json import StrictJsonRoute
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from datetime import date
 
+from ..tool_error import ToolError
 from .limits import shown
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-class DateError(ValueError):
+class DateError(ToolError):
     """A tool-level error: its text goes back to the agent."""
 
 

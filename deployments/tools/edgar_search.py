@@ -28,6 +28,7 @@ from ..retrieval.bm25 import Bm25Index
 from ..retrieval.passages import cut_passages
 from ..retrieval.tokenize import tokenize
 from ..text.html_to_text import HtmlTextError, html_to_text
+from ..tool_error import ToolError
 from .dates import DateError, checked_date, clamped
 from .limits import shown
 
@@ -37,7 +38,7 @@ PAGE_SIZE = 100  # sec-api pages hold 100 filings; `page` counts in those (contr
 METADATA_WEIGHT = 2.0  # a metadata match is worth about two strong passage terms
 
 
-class SearchError(ValueError):
+class SearchError(ToolError):
     """A tool-level error: the agent reads its text."""
 
 

@@ -3,7 +3,6 @@ loopback (contract §D.4, §E.3, Decisions 7 and 11)."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from deployments.corpus.generate import filings

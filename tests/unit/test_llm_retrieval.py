@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from deployments.llm.endpoint import ModelEndpoint
-from deployments.retrieval.model import LlmRetrieval
 from deployments.llm.templates import STOCK_DIR, load_prompt
+from deployments.retrieval.model import LlmRetrieval
 from tests.llm_stub import LlmStub, chat_reply, closed_port_url, responses_reply
 
 SYSTEM = "Answer from the document only."

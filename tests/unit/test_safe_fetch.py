@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,7 +17,6 @@ from ipaddress import IPv4Address, IPv6Address, ip_address
 
 import httpx
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
@@ -34,6 +32,7 @@ from deployments.net.safe_fetch import (
     default_is_forbidden,
     default_resolve,
 )
+from deployments.threaded_server import ThreadedServer
 
 MAX_BYTES = 4096
 STREAM_CHUNK = 64 * 1024
@@ -140,20 +139,8 @@ def build_app(seen: Seen):
 @pytest.fixture(scope="module")
 def server() -> Iterator[tuple[int, Seen]]:
     seen = Seen()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(build_app(seen), log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
-    uv = uvicorn.Server(config)
-    thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not uv.started:
-        assert time.monotonic() < deadline, "test server did not start"
-        time.sleep(0.01)
-    yield sock.getsockname()[1], seen
-    uv.should_exit = True
-    thread.join(timeout=5)
-    sock.close()
+    with ThreadedServer(build_app(seen)) as server:
+        yield server.port, seen
 
 
 @pytest.fixture

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
-import time
 from collections import deque
 from datetime import date
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from deployments.threaded_server import ThreadedServer
 from deployments.tools.edgar_search import LiveFullTextSearch, edgar_search
 from deployments.tools.web_search import UNAVAILABLE, TavilySearch, web_search
 
@@ -28,13 +25,8 @@ class ProviderStub:
         self.statuses: deque[int] = deque()
         app = Starlette(routes=[Route("/full-text-search", self._serve, methods=["POST"]),
                                 Route("/search", self._serve, methods=["POST"])])
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.url = f"http://127.0.0.1:{s.getsockname()[1]}"
-        port = int(self.url.rsplit(":", 1)[1])
-        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                                     lifespan="off"))
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._server = ThreadedServer(app)
+        self.url = self._server.url
 
     async def _serve(self, request: Request):
         body = await request.json()
@@ -46,14 +38,11 @@ class ProviderStub:
         return JSONResponse({"total": {"value": 2}, "filings": [{"accessionNo": "a1"}, {"accessionNo": "a2"}]})
 
     def __enter__(self):
-        self._thread.start()
-        while not self._server.started:
-            time.sleep(0.02)
+        self._server.__enter__()
         return self
 
     def __exit__(self, *exc):
-        self._server.should_exit = True
-        self._thread.join(5)
+        self._server.__exit__(*exc)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .passages import Clause, Reading, Row, read_reply
+from .passages import Clause, Reading, read_reply
 from .question import Question, stems
 
 _YEAR_OR_DATE = re.compile(r"\b(\d{4})(?:-\d{2}-\d{2})?\b")
