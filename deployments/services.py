@@ -51,20 +51,24 @@ class Services:
             await client.aclose()
 
 
+def fetch_policy(settings: Settings, limiter: RateLimiter) -> FetchPolicy:
+    """The one fetch policy (deployments/net/policy.py), from the settings."""
+    return FetchPolicy(
+        sec_base_urls=(settings.sec_www_base_url, settings.sec_data_base_url),
+        page_hosts=settings.fetch_allowed_hosts,
+        trusted_networks=settings.fetch_trusted_networks,
+        max_bytes=settings.fetch_max_bytes,
+        timeout_seconds=settings.request_timeout,
+        user_agent=settings.user_agent,
+        limiter=limiter,
+    )
+
+
 def edgar_source(settings: Settings, limiter: RateLimiter) -> EdgarSource:
-    """Live SEC through the guarded SEC fetcher (deployments/net/policy.py), or a mirror folder; both under
-    the same byte cap."""
+    """Live SEC through the guarded SEC fetcher, or a mirror folder; both under the same byte cap."""
     if settings.edgar_source == "live":
-        policy = FetchPolicy(
-            sec_base_urls=(settings.sec_www_base_url, settings.sec_data_base_url),
-            trusted_networks=settings.fetch_trusted_networks,
-            max_bytes=settings.fetch_max_bytes,
-            timeout_seconds=settings.request_timeout,
-            user_agent=settings.user_agent,
-            limiter=limiter,
-        )
         return LiveSource(
-            fetcher=policy.sec_fetcher(),
+            fetcher=fetch_policy(settings, limiter).sec_fetcher(),
             www_base_url=settings.sec_www_base_url,
             data_base_url=settings.sec_data_base_url,
             limiter=limiter,
@@ -127,15 +131,7 @@ async def build_services(
 def page_fetcher(settings: Settings, limiter: RateLimiter) -> PageFetcher:
     """parse_html_page on a URL that is not a filing document: SEC hosts and the configured allowlist only,
     never a private address (the guarded fetcher checks every hop); SEC hops count against the rate limit."""
-    fetcher = FetchPolicy(
-        sec_base_urls=(settings.sec_www_base_url, settings.sec_data_base_url),
-        page_hosts=settings.fetch_allowed_hosts,
-        trusted_networks=settings.fetch_trusted_networks,
-        max_bytes=settings.fetch_max_bytes,
-        timeout_seconds=settings.request_timeout,
-        user_agent=settings.user_agent,
-        limiter=limiter,
-    ).page_fetcher()
+    fetcher = fetch_policy(settings, limiter).page_fetcher()
 
     async def fetch(url: str) -> bytes:
         try:

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from pathlib import Path
 
 import pytest
 
 from deployments.corpus.generate import filings as corpus_filings
-from deployments.corpus.generate import write_corpus
 from deployments.edgar.filing_text import DocumentUnavailable
 from deployments.edgar.live import LiveSource
 from deployments.edgar.source import MirrorSource
@@ -39,28 +37,11 @@ def run(coroutine):
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    return write_corpus(tmp_path_factory.mktemp("corpus") / "mirror")
-
-
-@pytest.fixture(scope="module")
-def sec_server(corpus):
-    with SecServer(corpus) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
 def secret_server(tmp_path_factory):
     root = tmp_path_factory.mktemp("internal")
     (root / "secret.htm").write_text("<html><body>internal secret</body></html>")
     with SecServer(root, host="127.0.0.2") as running:
         yield running
-
-
-@pytest.fixture
-def sec(sec_server):
-    sec_server.reset()
-    return sec_server
 
 
 @pytest.fixture

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
-from deployments.corpus.generate import filings, write_corpus
+from deployments.corpus.generate import filings
 from deployments.llm.endpoint import ModelEndpoint
 from deployments.retrieval.model import LlmRetrieval
 from tests.bodies import close_body, episode_seed, new_session_id, verify_body
@@ -30,23 +29,6 @@ SUBMISSIONS = f"submissions/CIK{FIRST.issuer.cik:010d}.json"
 CAP = 100_000  # fetch_max_bytes here: every corpus file is a few KB
 ATTEMPTS = 3  # max_retries, and the judge's attempts (two retry delays)
 GARBAGE = os.urandom(4096) + bytes(range(32)) * 8
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    return write_corpus(tmp_path_factory.mktemp("faults") / "mirror")
-
-
-@pytest.fixture(scope="module")
-def sec_server(corpus):
-    with SecServer(corpus) as running:
-        yield running
-
-
-@pytest.fixture
-def sec(sec_server):
-    sec_server.reset()
-    return sec_server
 
 
 def live(sec: SecServer, **overrides) -> InProcess:
