@@ -15,10 +15,14 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import socket
+import subprocess
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 
@@ -133,8 +137,10 @@ def summarize(episodes: list[Episode], fault_at: float, hit) -> dict:
 
 def node_loss(seconds: float = 12.0) -> dict:
     """Head node (controller, HAProxy, ingress replicas) plus two state nodes (shards, reaper, document store,
-    limiter: the `finsec_state` resource). Rollouts run; one state node holding shards is removed."""
-    from deployments.local import LOCAL_RAY_ENV, QUIET_LOGS, ingress_env, stop_haproxy, wait_until_serving
+    limiter: the `finsec_state` resource). The app is deployed from a serve config by `finsec serve --address`,
+    as on a real cluster. Rollouts run; one state node holding shards is removed; then `finsec serve` is
+    stopped, which must remove the app's actors and leave the cluster up."""
+    from deployments.local import LOCAL_RAY_ENV, ingress_env, stop_haproxy
 
     os.environ.update(LOCAL_RAY_ENV)
     os.environ.update(ingress_env("haproxy"))
@@ -142,7 +148,6 @@ def node_loss(seconds: float = 12.0) -> dict:
     from ray import serve
     from ray.cluster_utils import Cluster
 
-    from deployments.builder import ingress_application
     from deployments.corpus.generate import embedded_corpus_dir
     from deployments.ingress import app_actors
     from deployments.settings import Settings
@@ -150,18 +155,20 @@ def node_loss(seconds: float = 12.0) -> dict:
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "gcs_server_port": _free_port(),
                                                             "resources": {"finsec_ingress": 10}})
     state = [cluster.add_node(num_cpus=0, resources={"finsec_state": 10}) for _ in range(2)]
+    server = None
     try:
         ray.init(address=cluster.address, logging_level="warning")
         port = _free_port()
+        # One HAProxy, on the head: the three "nodes" share this machine's ports.
         serve.start(http_options={"host": "127.0.0.1", "port": port}, proxy_location="HeadOnly")
-        settings = Settings(app_name="node-loss", num_shards=4, corpus_dir=embedded_corpus_dir(),
-                            reaper_interval_seconds=0.5, state_actor_resources={"finsec_state": 0.01},
-                            store_call_timeout_seconds=5.0)
-        application = ingress_application(settings, num_replicas=2, logging_config=QUIET_LOGS,
-                                          ray_actor_options={"num_cpus": 0, "resources": {"finsec_ingress": 0.01}})
-        serve.run(application, name=settings.app_name, route_prefix="/", blocking=False)
-        url = f"http://127.0.0.1:{port}"
-        wait_until_serving(url)
+        args = {"app_name": "node-loss", "num_shards": 4, "corpus_dir": str(embedded_corpus_dir()),
+                "reaper_interval_seconds": 0.5, "state_actor_resources": {"finsec_state": 0.01},
+                "store_call_timeout_seconds": 5.0}
+        config = _serve_config(args, port)
+        server = subprocess.Popen([sys.executable, "-m", "deployments.cli", "serve", str(config), "--address",
+                                   cluster.address], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        url = _wait_for_url(server)
+        settings = Settings(**args)
         app = app_actors(settings)
         nodes = _actor_nodes(app)
         head = cluster.head_node.node_id
@@ -186,11 +193,43 @@ def node_loss(seconds: float = 12.0) -> dict:
                         "exposed_episodes_not_clean": sum(1 for e in episodes if exposed(e) and not e.clean),
                         "unexposed_episodes_not_clean": sum(1 for e in episodes if not exposed(e) and not e.clean
                                                             and e.started > fault_at + 30)})
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=120)
+        summary["actors_left_after_stop"] = len(_actor_nodes(app))
+        summary["cluster_up_after_stop"] = ray.is_initialized() and len(ray.nodes()) > 0
         return summary
     finally:
+        if server is not None and server.poll() is None:
+            server.kill()
         ray.shutdown()
         cluster.shutdown()
         stop_haproxy()
+
+
+def _serve_config(args: dict, port: int) -> Path:
+    import tempfile
+
+    import yaml
+
+    config = {"proxy_location": "HeadOnly", "http_options": {"host": "127.0.0.1", "port": port},
+              "applications": [{"name": args["app_name"], "route_prefix": "/",
+                                "import_path": "deployments.builder:build_app", "args": args,
+                                "deployments": [{"name": "FinsecIngress", "num_replicas": 2,
+                                                 "ray_actor_options": {"num_cpus": 0,
+                                                                       "resources": {"finsec_ingress": 0.01}}}]}]}
+    path = Path(tempfile.mkdtemp(prefix="node-loss-")) / "serve.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _wait_for_url(server: subprocess.Popen, timeout: float = 180.0) -> str:
+    deadline = time.monotonic() + timeout
+    for line in server.stdout:
+        if "is up at " in line:
+            return line.split("is up at ", 1)[1].split()[0]
+        if time.monotonic() > deadline:
+            break
+    raise RuntimeError(f"finsec serve did not come up (exit {server.poll()})")
 
 
 def _actor_nodes(app) -> dict[str, str]:

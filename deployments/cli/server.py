@@ -23,12 +23,12 @@ from ..settings import Settings
 from .errors import UsageError, check_port_free
 from .serve_config import ServeTarget
 
-# Like configs/serve.yaml: two ingress replicas, four shards, sized for a 2-core machine.
-DEFAULT_OPTIONS = {"num_replicas": 2, "max_ongoing_requests": 64, "ray_actor_options": {"num_cpus": 0.5}}
+# Like configs/serve.yaml: two ingress replicas, two shards, sized for a 2-core machine.
+DEFAULT_OPTIONS = {"num_replicas": 2, "max_ongoing_requests": 256, "ray_actor_options": {"num_cpus": 0.5}}
 
 
 def default_target(port: int) -> ServeTarget:
-    return ServeTarget(Settings(app_name="finsec", num_shards=4), "finsec", "/", dict(DEFAULT_OPTIONS),
+    return ServeTarget(Settings(app_name="finsec", num_shards=2), "finsec", "/", dict(DEFAULT_OPTIONS),
                        "127.0.0.1", port)
 
 

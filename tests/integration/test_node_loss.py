@@ -35,3 +35,10 @@ def test_losing_a_node_loses_only_its_shards_sessions_loudly(summary):
     assert summary["server_errors_500"] == 0 and set(summary["statuses"]) <= {200, 404, 409, 503}
     assert summary["closed_ids_still_fenced"]
     assert summary["recovery_seconds"] is not None  # the lost shards came back on the other node and serve
+
+
+def test_finsec_serve_deployed_it_and_its_stop_removes_the_apps_actors_not_the_cluster(summary):
+    """`finsec serve CONFIG --address` on a running multi-node cluster; SIGTERM undeploys and removes the app's
+    detached actors (they outlive `serve delete` otherwise), and leaves the cluster up."""
+    assert summary["actors_left_after_stop"] == 0
+    assert summary["cluster_up_after_stop"]
