@@ -7,6 +7,7 @@ fault turned into a training signal), and the recovery time (from the fault to t
 needed what was killed).
 
     python -m tests.fault_scenarios node-loss [--seconds 12]    # prints the summary as JSON
+    python -m tests.fault_scenarios serve-shutdown
 """
 
 from __future__ import annotations
@@ -206,6 +207,32 @@ def node_loss(seconds: float = 12.0) -> dict:
         stop_haproxy()
 
 
+def serve_shutdown() -> dict:
+    """Detached actors outlive `serve delete`; the app registers them with Serve's controller, which kills
+    registered actors on `serve shutdown` (as it does Ray Serve's own per-app actors)."""
+    import ray
+    from ray import serve
+
+    from deployments.corpus.generate import embedded_corpus_dir
+    from deployments.ingress import app_actors
+    from deployments.local import deploy, start_ray_and_serve, stop_ray_and_serve
+    from deployments.settings import Settings
+
+    url = start_ray_and_serve()
+    settings = Settings(app_name="shutdown", num_shards=2, corpus_dir=embedded_corpus_dir())
+    try:
+        deploy(settings, url, replicas=1)
+        app = app_actors(settings)
+        before = len(_actor_nodes(app))
+        serve.shutdown()
+        deadline = time.monotonic() + 60
+        while (after := len(_actor_nodes(app))) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        return {"actors_before": before, "actors_after_serve_shutdown": after, "ray_up": ray.is_initialized()}
+    finally:
+        stop_ray_and_serve()
+
+
 def _serve_config(args: dict, port: int) -> Path:
     import tempfile
 
@@ -239,8 +266,11 @@ def _actor_nodes(app) -> dict[str, str]:
     found = {}
     for entry in ray.util.list_named_actors(all_namespaces=True):
         if entry["namespace"] == app.namespace:
-            handle = ray.get_actor(entry["name"], namespace=app.namespace)
-            found[entry["name"]] = ray.get(handle.node_id.remote(), timeout=30)
+            try:
+                handle = ray.get_actor(entry["name"], namespace=app.namespace)
+                found[entry["name"]] = ray.get(handle.node_id.remote(), timeout=30)
+            except (ValueError, ray.exceptions.RayError):  # killed meanwhile
+                pass
     return found
 
 
@@ -267,10 +297,11 @@ def _free_port() -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("scenario", choices=["node-loss"])
+    parser.add_argument("scenario", choices=["node-loss", "serve-shutdown"])
     parser.add_argument("--seconds", type=float, default=12.0)
     options = parser.parse_args()
-    print("SUMMARY " + json.dumps(node_loss(options.seconds)))
+    summary = node_loss(options.seconds) if options.scenario == "node-loss" else serve_shutdown()
+    print("SUMMARY " + json.dumps(summary))
 
 
 if __name__ == "__main__":

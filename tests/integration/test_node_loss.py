@@ -42,3 +42,13 @@ def test_finsec_serve_deployed_it_and_its_stop_removes_the_apps_actors_not_the_c
     detached actors (they outlive `serve delete` otherwise), and leaves the cluster up."""
     assert summary["actors_left_after_stop"] == 0
     assert summary["cluster_up_after_stop"]
+
+
+def test_serve_shutdown_removes_the_apps_detached_actors():
+    """They are registered with Serve's controller, which kills registered actors on `serve shutdown`."""
+    run = subprocess.run([sys.executable, "-m", "tests.fault_scenarios", "serve-shutdown"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    lines = [line for line in run.stdout.splitlines() if line.startswith("SUMMARY ")]
+    assert run.returncode == 0 and lines, run.stderr[-3000:]
+    summary = json.loads(lines[-1][len("SUMMARY "):])
+    assert summary["actors_before"] >= 5 and summary["actors_after_serve_shutdown"] == 0
