@@ -488,6 +488,36 @@ def rollouts_per_s(t: dict) -> float:
     return t["requests_per_s"] / 8
 
 
+# What the profiles above led to, and what they say still limits the Serve path. Written by hand from the
+# profiles and ../shared/ray-notes.md; the figures each line leans on are in the tables this report renders.
+FINDINGS = [
+    "## What changed against `before`, and what still limits it", "",
+    "Changed (each from a profile of the run before it):", "",
+    "- HAProxy ingress with user code on the replica's own loop (`RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD=0`): "
+    "the `before` profile spends ~18% of the replica hopping between the Serve loop and the user-code loop "
+    "(`_run_user_code_event_loop`, `concurrent/futures` workers).",
+    "- Shard calls coalesced into one batch per shard in flight (`session_store/batching.py`): "
+    "`ActorHandle._actor_method_call` falls from ~17% to ~8% of the replica.",
+    "- The budget rides in the signed session cookie; the shard is asked only when it is spent.",
+    "- Documents are stored once per app by digest and cached in the replica, so `retrieve_information` moves a "
+    "few hundred bytes across the hop instead of the document (the bytes table).",
+    "- Fences and expired marks are read from GCS once at settle, not per request; they are written before the "
+    "reply only on close and expiry (`GcsMarkStore.write`, ~12% of the shard).",
+    "",
+    "Still limiting:", "",
+    "- At 1024, HAProxy holds one backend connection per request in flight and Serve 2.60 sets no per-server "
+    "`maxconn`, so the replicas take every request at once and queue them on their loops; p99 grows and the "
+    "rate falls. A connection cap on the backend (not configurable through Serve 2.60) would remove it.",
+    "- At 64, Serve's own per-request work (proxy routing, `Replica._wrap_request`, request-id middleware, uvicorn "
+    "send) is the largest share of the replica's time left; two cores hold the replicas, the shards, GCS, the raylet and "
+    "HAProxy together, so the ratio is bounded by the machine before the app.",
+    "- At 1, a stateful route pays one actor round trip (~1.3 ms here) over `submit_final_result`; "
+    "`close_session` also waits for its fence's GCS KV write, which is the promise that it survives a shard's "
+    "SIGKILL.",
+    "",
+]
+
+
 def render(results: dict) -> str:
     configs = results["configs"]
     base = {t["concurrency"]: rollouts_per_s(t) for t in configs.get("baseline", {}).get("throughput", [])}
@@ -542,6 +572,7 @@ def render(results: dict) -> str:
         for route in sorted(set(this) | set(before)):
             out.append(f"| {route} | {this.get(route, 0):,} | {before.get(route, 0):,} |")
     out += targets(results)
+    out += [""] + FINDINGS
     for name, row in configs.items():
         if row.get("profile"):
             out += ["", f"## Profile of {name} at concurrency 64 (py-spy, own time)", ""]
