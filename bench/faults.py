@@ -109,8 +109,9 @@ def render(results: dict) -> str:
                    f"{r['server_errors_500']} | {r.get('requests_retried', 0)} | {r['recovery_seconds']} |")
     out += ["", "- *reached by the fault*: episodes with a 404 session_lost, a 503, a transport error or a masked "
             "verify. *Open on what died*: episodes whose session was open on the killed shard or node at the "
-            "instant of the fault, the ones expected to be reached. Episodes seeded while a shard restarts wait "
-            "for it (Ray holds the call) and start on the new incarnation, unharmed.",
+            "instant of the fault. Reached can exceed it: an episode that starts on the shard while it restarts, or "
+            "while the node is being removed, can get a 503 (the store is unavailable; retry) before the new "
+            "incarnation answers. None of them gets an unmasked reward.",
             "- *recovery*: from the fault to the end of the first clean episode that needed what was killed.",
             "- A killed ingress replica loses no session (its state is in the shards); its in-flight requests get a "
             "5xx or a dropped connection, which the driver retries.",
