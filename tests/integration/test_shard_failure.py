@@ -111,8 +111,11 @@ def test_a_sigkilled_shard_loses_only_its_sessions_loudly(app):
         if row["row"] is not None:
             if faulted:  # the fault reached this episode: its reward is not a measurement
                 assert row["row"]["mask_sample"] is True, row
+            elif row["row"]["mask_sample"]:  # the kill landed between its last tool call and its verify
+                assert shard_index(row["sid"], k) == victim, row
+                assert row["row"]["failure_kind"] == "session_lost", row
             else:
-                assert (row["row"]["mask_sample"], row["row"]["reward"]) == (False, 1.0), row
+                assert row["row"]["reward"] == 1.0, row
     on_victim = [r for r in log if shard_index(r["sid"], k) == victim]
     assert any(r["steps"] == [200, 200, 200, 200] for r in on_victim[-3:]), "restarted shard serves again"
     assert all(r["steps"] == [200, 200, 200, 200] for r in log if shard_index(r["sid"], k) != victim
