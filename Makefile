@@ -5,16 +5,16 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test test-unit soak serve clean
 
-$(BIN)/.installed: pyproject.toml
+$(BIN)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[test]"
+	$(BIN)/pip install --quiet -e ".[test,bench]"
 	touch $@
 
 DEMO_EPISODES ?= 300
 demo: $(BIN)/.installed  ## the main job on the embedded default: local Ray + Serve, rollouts through both drivers, shutdown
 	$(BIN)/finsec rollouts -n $(DEMO_EPISODES) -c 32 --driver environment-server --driver legacy-agent \
-		--out runs/demo.jsonl --fail-on-masked
+		--out runs/demo.jsonl --plot runs/demo-plots --fail-on-masked
 
 test: $(BIN)/.installed  ## unit tests (no Ray) and integration tests (local Ray + Serve over HTTP)
 	$(BIN)/python -m pytest -m "not soak"
@@ -23,7 +23,7 @@ test-unit: $(BIN)/.installed
 	$(BIN)/python -m pytest tests/unit
 
 soak: $(BIN)/.installed  ## kept out of CI: schema fuzzing of every route, the leak soak, the fault scenarios
-	$(BIN)/pip install --quiet -e ".[fuzz,bench]"
+	$(BIN)/pip install --quiet -e ".[fuzz]"
 	$(BIN)/python -m pytest -m soak tests/fuzz
 	$(BIN)/python bench/soak.py
 	$(BIN)/python bench/faults.py
