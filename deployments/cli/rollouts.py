@@ -38,7 +38,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     target = parser.add_argument_group("server")
     target.add_argument("--url", help="a running finsec server (default: start one in process)")
     target.add_argument("--config", type=Path, help="serve config for the in-process server (default: "
-                        "2 replicas, 4 shards, the embedded corpus; FINSEC_<FIELD> overrides)")
+                        "configs/serve.yaml's 2 replicas and 2 shards, the embedded corpus; FINSEC_<FIELD> overrides)")
     target.add_argument("--address", help="a running Ray cluster for the in-process server and the workers")
     target.add_argument("--ingress", choices=("haproxy", "proxy"), default="haproxy",
                         help="the in-process server's ingress (default haproxy)")

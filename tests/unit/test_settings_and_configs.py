@@ -72,3 +72,17 @@ def test_the_rayservice_keeps_state_off_the_head_and_runs_behind_haproxy():
         assert {"name": "RAY_SERVE_ENABLE_HA_PROXY", "value": "1"} in container["env"]
         assert container["resources"]["limits"] and ":latest" not in container["image"]
         assert group["template"]["metadata"]["annotations"]["prometheus.io/scrape"] == "true"
+
+
+def test_haproxy_is_the_ingress_where_a_binary_exists_and_the_proxy_where_none_does(monkeypatch, tmp_path, capsys):
+    """Ray bundles HAProxy on Linux only: a laptop without it must still start, on Serve's default proxy."""
+    from deployments import local
+
+    if local.haproxy_binary() is None:
+        pytest.skip("no HAProxy on this machine to start from")
+    assert local.available_ingress("haproxy") == "haproxy"
+    assert local.available_ingress("proxy") == "proxy"
+    monkeypatch.setenv("RAY_SERVE_HAPROXY_BINARY_PATH", str(tmp_path / "missing"))  # as on a machine without one
+    assert local.haproxy_binary() is None
+    assert local.available_ingress("haproxy") == "proxy"
+    assert "default proxy" in capsys.readouterr().err
