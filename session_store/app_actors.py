@@ -26,13 +26,15 @@ from types import ModuleType
 from typing import Any, Awaitable
 
 import ray
-from ray.exceptions import RayError
+from ray.exceptions import RayError, RayTaskError
 
-from .errors import StoreUnavailable
+from .errors import DocumentRefused, SessionConflict, SessionLost, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
 RAY_ERRORS = (RayError, TimeoutError)  # every way an actor call can fail that is not the actor's own answer
+# What an actor may raise on purpose (a full store, say): the caller gets it as if the call were local.
+_OWN_ERRORS = (SessionConflict, SessionLost, DocumentRefused, StoreUnavailable)
 
 # Detached: an actor owned by a replica dies when the replica is replaced. Restarted forever, with no task
 # retries: a retry could apply a session write twice. No CPU: they only hold state and answer quickly. Spread
@@ -46,13 +48,21 @@ _SECRET_KEY = b"cookie-secret"
 
 
 async def call(ref: Awaitable[Any], *, timeout: float, what: str) -> Any:
-    """Await an actor call; every Ray failure and a timeout become StoreUnavailable (503)."""
+    """Await an actor call; the actor's own errors pass through, every Ray failure and a timeout become
+    StoreUnavailable (503)."""
     try:
         return await asyncio.wait_for(ref, timeout)
+    except RayTaskError as error:
+        if isinstance(error.cause, _OWN_ERRORS):
+            raise error.cause from None
+        raise _unavailable(what, error) from error
     except RAY_ERRORS as error:
-        raise StoreUnavailable(
-            f"{what} did not answer ({type(error).__name__}); it may be restarting. Retry the request shortly."
-        ) from error
+        raise _unavailable(what, error) from error
+
+
+def _unavailable(what: str, error: BaseException) -> StoreUnavailable:
+    return StoreUnavailable(
+        f"{what} did not answer ({type(error).__name__}); it may be restarting. Retry the request shortly.")
 
 
 def code_version(*modules: ModuleType) -> str:

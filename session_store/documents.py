@@ -126,7 +126,7 @@ class DocumentStore:
             self._drop(digest)  # least recently used first: an unreferenced filing kept as cache
         if self.bytes + size > self.max_bytes:
             raise StoreFull(
-                f"The document store is full ({self.bytes:,} of max_document_store_bytes={self.max_bytes:,} bytes "
+                f"The document store is full ({self.bytes:,} of document_store_bytes={self.max_bytes:,} bytes "
                 "held for open sessions); retry after sessions close, or raise the limit."
             )
 

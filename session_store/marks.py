@@ -77,6 +77,8 @@ class MemoryMarkStore:
         return await self.read(list(self.marks))
 
     async def sweep(self, now: float) -> int:
+        if self.failing:
+            raise ConnectionError("mark store unreachable")
         lapsed = [sid for sid, raw in self.marks.items() if (m := decode(raw)) is None or m.drop_at <= now]
         for sid in lapsed:
             del self.marks[sid]

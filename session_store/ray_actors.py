@@ -179,7 +179,8 @@ class ReaperActor(ActorProcess):
         status = self._reaper.status
         return {"ticks": status.ticks, "evicted": status.evicted, "held": status.held,
                 "counters": dict(status.counters), "documents": status.documents,
-                "shards_unreachable": status.shards_unreachable, "interval_seconds": self._interval}
+                "shards_unreachable": status.shards_unreachable, "durable_marks_swept": status.durable_marks_swept,
+                "interval_seconds": self._interval}
 
 
 class _SessionMetrics:

@@ -87,7 +87,10 @@ class Reaper:
             except Exception as error:  # a document store that restarts is swept next tick
                 log.warning("reaper: the document store did not answer its sweep: %r", error)
         if self._shards and status.ticks % self._sweep_marks_every == 0:
-            status.durable_marks_swept += await self._shards[0].sweep_marks()
+            try:
+                status.durable_marks_swept += await self._shards[0].sweep_marks()
+            except Exception as error:  # not worth failing the tick for: orphaned marks only take room
+                log.warning("reaper: sweeping lapsed durable marks failed: %r", error)
         return evicted, increments
 
 

@@ -521,3 +521,26 @@ def test_a_settled_shard_knows_every_mark_of_its_ids_and_reads_no_more() -> None
                                          [("seed_episode", ("never-closed", seed()))]))
     assert [type(v).__name__ for ok, v in outcomes[:-1]] == ["SessionConflict"] * len(ids)
     assert outcomes[-1][0] is True  # an unknown ID is known to be unfenced without a read
+
+
+def test_the_reaper_sweeps_lapsed_durable_marks_and_a_failed_sweep_spares_its_tick() -> None:
+    """A shard that dies holding a fence leaves its durable mark behind; the reaper deletes it once it lapses."""
+    import asyncio
+
+    from session_store import MemoryMarkStore, Reaper, ShardConfig, ShardService
+    from session_store.core import Mark
+    from session_store.marks import encode
+
+    clock, marks = Clock(), MemoryMarkStore()
+    shard = ShardService(ShardConfig(TTL), marks, clock, place=(0, 1))
+    marks.marks["lapsed"] = encode(Mark(fence_until=clock.now - 1, cause="closed"))
+    marks.marks["live"] = encode(Mark(fence_until=clock.now + 60, cause="closed"))
+    reaper = Reaper([shard], sweep_marks_every=2)
+    asyncio.run(reaper.tick())
+    assert set(marks.marks) == {"lapsed", "live"}  # not every tick: a sweep reads every mark
+    asyncio.run(reaper.tick())
+    assert set(marks.marks) == {"live"} and reaper.status.durable_marks_swept == 1
+    marks.failing = True
+    asyncio.run(reaper.tick())
+    asyncio.run(reaper.tick())  # the sweep fails; the tick still completes
+    assert reaper.status.ticks == 4

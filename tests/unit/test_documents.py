@@ -52,7 +52,7 @@ def test_a_full_store_evicts_cache_before_refusing(clock):
     store.put("new", "z" * 1_000, None)  # room is made by dropping the unreferenced filing
     assert set(store.get(["old-filing", "held", "new"])) == {"held", "new"}
     assert store.by_url("https://www.sec.gov/a") is None
-    with pytest.raises(StoreFull, match="max_document_store_bytes"):
+    with pytest.raises(StoreFull, match="document_store_bytes"):
         store.put("too-much", "w" * 2_000, None)  # what is left is all needed by sessions
 
 
