@@ -19,6 +19,6 @@ class RolloutPrefixMiddleware:
         if scope["type"] == "http":
             match = _PREFIX.match(scope["path"])
             if match:
-                rollout_id, path = match.groups()
-                scope = {**scope, "path": path, "raw_path": path.encode(), "ng_rollout_id": rollout_id}
+                path = match.group(2)
+                scope = {**scope, "path": path, "raw_path": path.encode()}
         await self.app(scope, receive, send)

@@ -9,7 +9,7 @@ Where each rule lives:
 |---------------------------------------------------|-------------------------------------------------|
 | episode seed, retried seed, conflicts (§C.2, D4)  | `seed_episode`                                  |
 | agent-run seed (§C.3)                             | `seed_agent_run`                                |
-| close and its fence (§C.4, Decisions 2, 3)        | `close`, `_fence_for_close`                     |
+| close and its fence (§C.4, Decisions 2, 3)        | `close`, `_fence`, `_set_mark`                  |
 | retire (§C.8, Decision 8)                         | `retire`                                        |
 | masked verify, verdict cache (§C.5, D6, D7)       | `plan_verify`, `finish_verify`, `record_verdict`|
 | stateful tools on a session not open (§C.6)       | `put_document`, `read_documents`, `check_open`  |

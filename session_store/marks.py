@@ -1,9 +1,10 @@
 """Where fences and expired marks are kept durably, so they outlive a shard's process (contract §C.4, §C.9).
 
-A shard writes every changed mark here before it answers the requests that changed it, and reads the mark of an
-ID it does not know before it decides a seed, a close or a verify for it. `MemoryMarkStore` is the Ray-free
+A shard writes every changed mark here before it answers the requests that changed it. Until it has settled
+(loaded every mark of its IDs, `ShardService.settle`) it reads the mark of an ID it does not know before it
+decides a seed, a close or a verify for it; after that, its memory is complete and it reads nothing. `MemoryMarkStore` is the Ray-free
 store of the unit tests and the single-process baseline; the cluster's store is Ray's GCS key-value store
-(`ray_store.GcsMarkStore`), measured at ~0.1-0.35 ms a write from a shard on this machine.
+(`ray_actors.GcsMarkStore`), measured at ~0.1-0.35 ms a write from a shard on this machine.
 """
 
 from __future__ import annotations
@@ -29,9 +30,6 @@ class MarkStore(Protocol):
 
     async def sweep(self, now: float) -> int:
         """Delete marks that lapsed before `now` (the orphans of a shard that died holding them)."""
-
-    async def clear(self) -> None:
-        """Delete every mark: the application is being torn down."""
 
 
 def encode(mark: Mark) -> bytes:
@@ -83,6 +81,3 @@ class MemoryMarkStore:
         for sid in lapsed:
             del self.marks[sid]
         return len(lapsed)
-
-    async def clear(self) -> None:
-        self.marks.clear()

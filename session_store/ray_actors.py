@@ -23,7 +23,7 @@ from .core import Mark
 from .documents import DocumentStore, SweepReport
 from .marks import decode, encode
 from .reaper import Reaper, run_every
-from .shard import ShardConfig, ShardService, TickReport
+from .shard import ShardConfig, ShardService
 
 log = logging.getLogger(__name__)
 _MARK = b"mark:"
@@ -89,9 +89,6 @@ class GcsMarkStore:
                 lapsed += 1
         return lapsed
 
-    async def clear(self) -> None:
-        await self._client().async_internal_kv_del(_MARK, True, self._namespace, timeout=30)
-
 
 class ActorProcess:
     """Where an actor runs, for operators and fault-injection tests (they SIGKILL it, or remove its node)."""
@@ -129,9 +126,6 @@ class DocumentStoreActor(ActorProcess):
     async def sweep(self, referenced: set[str]) -> SweepReport:
         return self._store.sweep(referenced)
 
-    async def stats(self) -> dict[str, int]:
-        return self._store.stats()
-
 
 class ActorClient:
     """An actor handle seen through `call`: its methods are awaited under one timeout and one error mapping."""
@@ -150,17 +144,17 @@ class ActorClient:
 class ReaperActor(ActorProcess):
     """Ticks every `interval_seconds`. A restarted reaper (max_restarts=-1) starts its loop again the same way."""
 
-    def __init__(self, app: AppActors, shard_names: list[str], document_store: str | None, interval_seconds: float,
+    def __init__(self, app: AppActors, shard_names: list[str], document_store: str, interval_seconds: float,
                  other_actors: list[str], serve_app: str | None, timeout_seconds: float = 30.0):
         shards = [ActorClient(ray.get_actor(n, namespace=app.namespace), f"shard {n}", timeout_seconds)
                   for n in shard_names]
-        documents = (ActorClient(ray.get_actor(document_store, namespace=app.namespace), "document store",
-                             timeout_seconds) if document_store else None)
+        documents = ActorClient(ray.get_actor(document_store, namespace=app.namespace), "document store",
+                                timeout_seconds)
         self._reaper = Reaper(shards, documents, sweep_marks_every=max(1, int(3600 / interval_seconds)))
         self._app = app
         self._serve_app = serve_app
         me = ray.get_runtime_context().get_actor_name()
-        self._active = [*shard_names, *([document_store] if document_store else []), *other_actors, me]
+        self._active = [*shard_names, document_store, *other_actors, me]
         self._interval = interval_seconds
         tags = {"app": app.app_name}
         self._metrics = _SessionMetrics(tags)
@@ -207,4 +201,4 @@ class _SessionMetrics:
             self._documents.set(status.documents.bytes, tags=self._tags)
 
 
-__all__ = ["ActorClient", "ActorProcess", "GcsMarkStore", "SessionShardActor", "DocumentStoreActor", "ReaperActor", "TickReport"]
+__all__ = ["ActorClient", "ActorProcess", "GcsMarkStore", "SessionShardActor", "DocumentStoreActor", "ReaperActor"]

@@ -1,5 +1,5 @@
 """One shard's service: the pure core run a batch at a time, with its marks kept durably. Ray-free; the
-shard actor (`ray_store.py`) is this class with a GCS-backed mark store.
+shard actor (`ray_actors.SessionShardActor`) is this class with a GCS-backed mark store.
 
 A batch is the operations that concurrent requests of one ingress replica sent to this shard while its previous
 call was in flight (`batching.py`). The core runs them in order, one after the other, with no await in between,

@@ -107,13 +107,6 @@ def _reach(expected: Quantity) -> float:
     return max(tolerance, expected.precision / 2)
 
 
-def _near(expected: Quantity, offered: Quantity) -> bool:
-    if expected.kind == "date":
-        return True
-    low, high = sorted((abs(expected.value), abs(offered.value)))
-    return low > 0 and high / low <= NEAR_FACTOR
-
-
 def _as_number(year: Quantity) -> Quantity:
     """A bare year read back as the integer it is written as, for an expected count such as "2,000 stores"."""
     value = year.value // 10000
@@ -169,10 +162,6 @@ class _Offered:
                 pairs += [(i, _as_number(self.offered[i])) for i in self._window("year number", low, high)]
         self.comparisons += len(pairs)
         return [i for i, q in pairs if compatible(expected, q) and agrees(expected, q)]
-
-
-class _TooMuchWork(Exception):
-    pass
 
 
 def compare(expected_answer: str, answer: str) -> tuple[bool, str]:
@@ -296,7 +285,7 @@ class _Nearby:
         self._columns = {key: sorted(values) for key, values in columns.items()}
 
     def has_rival(self, offered: Quantity) -> bool:
-        """Is there an expected quantity that `offered` is compatible with and near (`compatible`, `_near`)?"""
+        """Is there an expected quantity that `offered` is compatible with and within NEAR_FACTOR of?"""
         if offered.kind == "date":
             return self._dates["year"] or (self._dates["any"] and not offered.is_year)
         size = abs(offered.value)

@@ -15,13 +15,11 @@ from typing import Any, TextIO
 
 from .client import Call
 
-OUTCOMES = ("scored", "masked", "failed")
-FAILURE_KINDS = ("transport", "http", "protocol", "model", "policy", "worker")
 
 
 @dataclass
 class Failure:
-    kind: str  # one of FAILURE_KINDS
+    kind: str  # "transport", "http", "protocol", "model", "policy" or "worker"
     route: str | None
     detail: str
 

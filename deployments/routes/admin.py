@@ -1,6 +1,6 @@
 """Internal routes for operators: retire_session_state (contract §C.8, Decision 8) and the session counters.
 
-The retire route exists only when `admin_token` is configured, and answers only to `Authorization: Bearer
+The retire route answers 404 unless `admin_token` is configured, and then only to `Authorization: Bearer
 <admin_token>`: it releases another session's state, so the agent must never reach it."""
 
 from __future__ import annotations
