@@ -55,26 +55,44 @@ def rollout_steps(task: dict, n: int) -> list[tuple[str, dict]]:
 
 
 async def run(url: str, concurrency: int, seconds: float, warmup: float) -> dict:
+    """Drive `concurrency` rollout loops; measure the `seconds` after the warm-up.
+
+    The window opens once `warmup` has passed and every loop has finished one rollout, so it sees steady state
+    even at 1024 in flight, where one rollout lasts several seconds. Inside it, every request and rollout that
+    *ends* there counts, whenever it began: counting only rollouts that begin inside the window drops the
+    work in flight at its edges, which at high concurrency is most of it.
+    """
     tasks = questions()
     latencies: dict[str, list[float]] = defaultdict(list)
     errors: list[str] = []
     counts = {"rollouts": 0, "requests": 0}
     start = time.monotonic()
-    measure_from, stop_at = start + warmup, start + warmup + seconds
+    window = [float("inf"), float("inf")]  # [opens, closes], set by open_window
+    cycled = 0
+    everyone_cycled = asyncio.Event()
     connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, force_close=False)
     timeout = aiohttp.ClientTimeout(total=600)
     sequence = 0
 
+    def inside(moment: float) -> bool:
+        return window[0] <= moment <= window[1]
+
+    async def open_window() -> None:
+        await asyncio.sleep(warmup)
+        await everyone_cycled.wait()
+        window[0] = time.monotonic()
+        window[1] = window[0] + seconds
+
     async def worker(w: int) -> None:
-        nonlocal sequence
+        nonlocal sequence, cycled
         jar = aiohttp.CookieJar(unsafe=True)  # unsafe: keep cookies for an IP-address host
         async with aiohttp.ClientSession(base_url=url, connector=connector, connector_owner=False, cookie_jar=jar,
                                          timeout=timeout) as session:
-            while time.monotonic() < stop_at:
+            first = True
+            while time.monotonic() < window[1]:
                 sequence += 1
                 jar.clear()
                 steps = rollout_steps(tasks[sequence % len(tasks)], sequence)
-                began = time.monotonic()
                 ok = True
                 for route, body in steps:
                     sent = time.perf_counter()
@@ -88,18 +106,24 @@ async def run(url: str, concurrency: int, seconds: float, warmup: float) -> dict
                     if status != 200 or (route == "verify" and json.loads(payload).get("reward") != 1.0):
                         ok = False
                         errors.append(f"{route} {status} {payload[:160]!r}")
-                    if began >= measure_from and time.monotonic() <= stop_at:
+                    if inside(time.monotonic()):
                         latencies[route].append(elapsed)
                         counts["requests"] += 1
-                if ok and began >= measure_from and time.monotonic() <= stop_at:
+                if ok and inside(time.monotonic()):
                     counts["rollouts"] += 1
+                if first:
+                    first, cycled = False, cycled + 1
+                    if cycled == concurrency:
+                        everyone_cycled.set()
 
+    opener = asyncio.create_task(open_window())
     await asyncio.gather(*(worker(w) for w in range(concurrency)))
+    await opener
     await connector.close()
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {"concurrency": concurrency, "seconds": seconds, **counts, "errors": len(errors),
             "error_samples": errors[:5], "latencies": latencies, "cpu_seconds": usage.ru_utime + usage.ru_stime,
-            "wall_seconds": time.monotonic() - start, "pid": os.getpid()}
+            "wall_seconds": time.monotonic() - start, "warmup_seconds": window[0] - start, "pid": os.getpid()}
 
 
 def main() -> None:

@@ -37,6 +37,14 @@ LOCAL_RAY_ENV = {
     "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
 }
 _HAPROXY_FOLDER_ENV = "FINSEC_HAPROXY_DIR"
+# Measured at concurrency 64-256 on 2 cores (bench/results/serve_rollouts.md); the environment overrides both.
+HAPROXY_TUNING = {
+    # Serve turns each request's HAProxy log line into its serve_num_http_* metrics in an actor: ~7% of this
+    # machine at 1,500 requests/s. HAProxy's own exporter (per-backend rates, latencies, statuses) stays on.
+    "RAY_SERVE_HAPROXY_METRICS_ENABLED": "0",
+    # Serve starts 4 HAProxy threads; on a small machine they fight the replicas for cores.
+    "RAY_SERVE_HAPROXY_NBTHREAD": str(min(4, max(1, (os.cpu_count() or 1) // 4))),
+}
 # Serve writes an access-log line per request by default: ~2% of a replica's CPU at RL request rates.
 QUIET_LOGS = {"enable_access_log": False, "log_level": "WARNING"}
 
@@ -67,6 +75,7 @@ def ingress_env(ingress: Ingress) -> dict[str, str]:
         "RAY_SERVE_HAPROXY_METRICS_SOCKET_PATH": f"{folder}/metrics.sock",
         "RAY_SERVE_HAPROXY_STATS_PORT": str(free_port()),
         "RAY_SERVE_HAPROXY_METRICS_PORT": str(free_port()),
+        **{name: os.environ.get(name, value) for name, value in HAPROXY_TUNING.items()},
     }
 
 

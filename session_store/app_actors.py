@@ -38,10 +38,11 @@ _OWN_ERRORS = (SessionConflict, SessionLost, DocumentRefused, StoreUnavailable)
 
 # Detached: an actor owned by a replica dies when the replica is replaced. Restarted forever, with no task
 # retries: a retry could apply a session write twice. No CPU: they only hold state and answer quickly. Spread
-# (best effort) over the nodes that may hold them, so losing one node loses only a share of the sessions.
+# (best effort) over the nodes that may hold them, so losing one node loses only a share of the sessions. No task
+# events, as Serve does for its own actors: every shard call would otherwise report itself to the GCS.
 ACTOR_OPTIONS: dict[str, Any] = {
     "lifetime": "detached", "get_if_exists": True, "max_restarts": -1, "max_task_retries": 0, "num_cpus": 0,
-    "scheduling_strategy": "SPREAD",
+    "scheduling_strategy": "SPREAD", "enable_task_events": False,
 }
 _ACTIVE_KEY = b"active-actors"
 _SECRET_KEY = b"cookie-secret"

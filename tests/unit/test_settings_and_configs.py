@@ -70,6 +70,7 @@ def test_the_rayservice_keeps_state_off_the_head_and_runs_behind_haproxy():
     for group in [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]]:
         (container,) = group["template"]["spec"]["containers"]
         assert {"name": "RAY_SERVE_ENABLE_HA_PROXY", "value": "1"} in container["env"]
+        assert {"name": "RAY_SERVE_HAPROXY_METRICS_ENABLED", "value": "0"} in container["env"]
         assert container["resources"]["limits"] and ":latest" not in container["image"]
         assert group["template"]["metadata"]["annotations"]["prometheus.io/scrape"] == "true"
 
@@ -86,3 +87,20 @@ def test_haproxy_is_the_ingress_where_a_binary_exists_and_the_proxy_where_none_d
     assert local.haproxy_binary() is None
     assert local.available_ingress("haproxy") == "proxy"
     assert "default proxy" in capsys.readouterr().err
+
+
+def test_haproxy_runs_tuned_unless_the_environment_says_otherwise(monkeypatch):
+    """Serve's per-request HAProxy metrics are off and its thread count fits the machine by default; an operator's
+    own setting of either wins."""
+    from deployments import local
+
+    monkeypatch.delenv("RAY_SERVE_HAPROXY_METRICS_ENABLED", raising=False)
+    monkeypatch.delenv("RAY_SERVE_HAPROXY_NBTHREAD", raising=False)
+    env = local.ingress_env("haproxy")
+    assert env["RAY_SERVE_HAPROXY_METRICS_ENABLED"] == "0"
+    assert 1 <= int(env["RAY_SERVE_HAPROXY_NBTHREAD"]) <= 4
+    monkeypatch.setenv("RAY_SERVE_HAPROXY_METRICS_ENABLED", "1")
+    monkeypatch.setenv("RAY_SERVE_HAPROXY_NBTHREAD", "8")
+    env = local.ingress_env("haproxy")
+    assert (env["RAY_SERVE_HAPROXY_METRICS_ENABLED"], env["RAY_SERVE_HAPROXY_NBTHREAD"]) == ("1", "8")
+    assert "RAY_SERVE_HAPROXY_NBTHREAD" not in local.ingress_env("proxy")
