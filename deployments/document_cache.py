@@ -76,25 +76,3 @@ class DocumentCache:
         self._texts.put(digest, text)
         if url is not None:
             self._filings.put(url, digest)
-
-
-class LocalDocumentStore:
-    """The document store in this process, behind the client's async interface (tests, the baseline)."""
-
-    def __init__(self, store):
-        self.store = store
-
-    async def put(self, digest: str, text: str, url: str | None, cacheable: bool) -> None:
-        self.store.put(digest, text, url, cacheable)
-
-    async def touch(self, digests: list[str]) -> list[str]:
-        return self.store.touch(digests)
-
-    async def get(self, digests: list[str]) -> dict[str, str]:
-        return self.store.get(digests)
-
-    async def by_url(self, url: str) -> tuple[str, str] | None:
-        return self.store.by_url(url)
-
-    async def sweep(self, referenced: set[str]):
-        return self.store.sweep(referenced)

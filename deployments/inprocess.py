@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 from fastapi import FastAPI
 
-from session_store import DocumentStore, LocalSessionStore, MemoryMarkStore, Reaper, ShardConfig, ShardService
+from session_store import (DocumentStore, DocumentStoreService, LocalSessionStore, MemoryMarkStore, Reaper, ShardConfig,
+                           ShardService)
 
 from .asgi import create_api
-from .document_cache import LocalDocumentStore
 from .edgar.limiter import LocalRateLimiter
 from .services import build_services
 from .settings import Settings
@@ -37,6 +37,6 @@ def in_process_app(settings: Settings, cookie_secret: str = "in-process-secret",
     documents = DocumentStore(max_bytes=settings.document_store_bytes, grace_seconds=settings.document_grace_seconds,
                               **({"clock": clock} if clock else {}))
     limiter = LocalRateLimiter(settings.requests_per_second, settings.rate_limit_window_seconds)
-    api = create_api(settings, lambda: build_services(settings, store, limiter, LocalDocumentStore(documents),
+    api = create_api(settings, lambda: build_services(settings, store, limiter, DocumentStoreService(documents),
                                                       **({"clock": clock} if clock else {})), cookie_secret)
-    return InProcessApp(api, store, documents, marks, Reaper(store.shards, LocalDocumentStore(documents)), settings)
+    return InProcessApp(api, store, documents, marks, Reaper(store.shards, DocumentStoreService(documents)), settings)

@@ -105,17 +105,23 @@ def start_ray_and_serve(port: int | None = None, *, ingress: Ingress = "haproxy"
     """Start a local Ray cluster and Serve's ingress on 127.0.0.1; returns the base URL.
 
     The environment must be set before Ray starts: the controller and proxy processes inherit it."""
-    for name, value in LOCAL_RAY_ENV.items():
-        os.environ.setdefault(name, value)
     os.environ.update(ingress_env(available_ingress(ingress)))
-    import ray
+    start_ray(**ray_init)
     from ray import serve
 
-    # address="local": always a new cluster, never one a `ray start` left on this machine.
-    ray.init(**{"address": "local", "include_dashboard": False, "logging_level": "warning", **ray_init})
     port = port or free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     return f"http://127.0.0.1:{port}"
+
+
+def start_ray(**ray_init: Any) -> None:
+    """Start a new local Ray cluster (no Serve) in this environment; `address="local"` means never one a
+    `ray start` left on this machine."""
+    for name, value in LOCAL_RAY_ENV.items():
+        os.environ.setdefault(name, value)
+    import ray
+
+    ray.init(**{"address": "local", "include_dashboard": False, "logging_level": "warning", **ray_init})
 
 
 def stop_ray_and_serve() -> None:
@@ -164,13 +170,8 @@ def _pids_using(folder: str) -> list[int]:
 
 def deploy(settings: Settings, base_url: str, *, replicas: int = 1, timeout: float = 120.0) -> None:
     """Deploy the app at route prefix "/" and wait until a real route answers (ray-notes: "Path not found")."""
-    from ray import serve
-
-    application = ingress_application(
-        settings, num_replicas=replicas, ray_actor_options={"num_cpus": 0}, logging_config=QUIET_LOGS
-    )
-    serve.run(application, name=settings.app_name, route_prefix="/", blocking=False)
-    wait_until_serving(base_url, timeout)
+    deploy_application(settings, base_url, name=settings.app_name, timeout=timeout, options={
+        "num_replicas": replicas, "ray_actor_options": {"num_cpus": 0}, "logging_config": QUIET_LOGS})
 
 
 def wait_until_serving(base_url: str, timeout: float = 120.0) -> None:
@@ -188,12 +189,7 @@ def wait_until_serving(base_url: str, timeout: float = 120.0) -> None:
 
 def undeploy(settings: Settings) -> None:
     """Delete the app and its detached actors (they outlive `serve delete` otherwise)."""
-    from ray import serve
-
-    from .ingress import destroy_app_actors
-
-    serve.delete(settings.app_name)
-    destroy_app_actors(settings)
+    undeploy_application(settings, settings.app_name)
 
 
 def deploy_application(settings: Settings, base_url: str, *, name: str, route_prefix: str = "/",
@@ -211,10 +207,7 @@ def deploy_application(settings: Settings, base_url: str, *, name: str, route_pr
 
 
 def undeploy_application(settings: Settings, name: str) -> None:
-    """`undeploy` for an application whose Serve name is not `settings.app_name`."""
-    if name == settings.app_name:
-        undeploy(settings)
-        return
+    """`undeploy` for an application whose Serve name may not be `settings.app_name`."""
     from ray import serve
 
     from .ingress import destroy_app_actors

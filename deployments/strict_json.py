@@ -15,7 +15,6 @@ Only the named JSON routes are checked: the catch-all tool route never reads its
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from typing import Any, Callable
@@ -25,8 +24,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from . import offload
+
 PARSED = "finsec.json"  # the scope key that carries the parsed body
-_THREAD_BYTES = 64 * 1024  # smaller bodies parse faster than a thread hop costs
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _MAX_INT_DIGITS = 400
 
@@ -134,10 +134,7 @@ class StrictJsonMiddleware:
         if body:
             repair = self.repairs(scope["path"])
             try:
-                if len(body) > _THREAD_BYTES:
-                    parsed = await asyncio.to_thread(parse_strict, body, self.max_depth, repair)
-                else:
-                    parsed = parse_strict(body, self.max_depth, repair)
+                parsed = await offload.run(len(body), parse_strict, body, self.max_depth, repair)
             except BadJson as error:
                 response = JSONResponse({"detail": [{"type": "json_invalid", "loc": ["body"], "msg": str(error),
                                                      "input": None}]}, status_code=422)

@@ -29,6 +29,7 @@ from session_store import (
 )
 
 from . import offload
+from .single_flight import SingleFlight
 from .contract import VerifyRequest, VerifyResponse
 from .grading.answer import HARD_GATE_TEXT, question_of, submitted_answer
 from .grading.grader import Grader, GradingFailed
@@ -43,7 +44,7 @@ class Verifier:
         self._grader = grader
         self._deterministic = bool(getattr(grader, "deterministic", False))
         self._lease = judge_lease_seconds
-        self._judging: dict[tuple[str, str], asyncio.Task[dict[str, Any]]] = {}  # this replica's identical verifies
+        self._judging: SingleFlight[tuple[str, str], tuple[dict, bool]] = SingleFlight()  # identical verifies
 
     async def verify(self, sid: str, claims: Claims, body: VerifyRequest, size: int) -> tuple[dict[str, Any], bool]:
         """The row to answer with, and whether this verify released the cookie's (agent-run) session. `size` is
@@ -57,11 +58,7 @@ class Verifier:
             if isinstance(outcome, Cached):
                 return verdict_row(body, outcome.verdict), False
             return verdict_row(body, outcome.verdict), outcome.released
-        task = self._judging.get((sid, digest))
-        if task is None:  # identical verifies on this replica share one task
-            task = self._judging[(sid, digest)] = asyncio.create_task(self._judged(sid, claims, digest, body))
-            task.add_done_callback(lambda _: self._judging.pop((sid, digest), None))
-        return await asyncio.shield(task)
+        return await self._judging.run((sid, digest), lambda: self._judged(sid, claims, digest, body))
 
     def _grade_now(self, body: VerifyRequest) -> Verdict:
         answer = submitted_answer(body.response)

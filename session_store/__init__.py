@@ -24,7 +24,7 @@ from .core import (
     VerifyPlan,
     canonical_digest,
 )
-from .documents import DocumentStore
+from .documents import DocumentStore, DocumentStoreService
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreFull, StoreUnavailable
 from .lru import BoundedLru
 from .marks import MemoryMarkStore
@@ -41,6 +41,7 @@ __all__ = [
     "DocumentRef",
     "DocumentRefused",
     "DocumentStore",
+    "DocumentStoreService",
     "DocumentsView",
     "EpisodeSeed",
     "Limits",

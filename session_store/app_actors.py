@@ -117,7 +117,7 @@ class AppActors:
 
     async def declare_active(self, names: list[str]) -> None:
         """Called by each new ingress replica: the actors the deployment now uses (the newest replica wins)."""
-        client = _kv()
+        client = gcs_kv()
         await client.async_internal_kv_put(_ACTIVE_KEY, "\n".join(sorted(names)).encode(), True,
                                            self.kv_namespace, timeout=5)
 
@@ -125,7 +125,7 @@ class AppActors:
         """Kill the namespace's actors that are not `names`, once `names` are the active set and the Serve app
         runs only replicas that use them. Returns how many were killed, or None while `names` are not (yet)
         the only deployment of the app."""
-        active = await _kv().async_internal_kv_get(_ACTIVE_KEY, self.kv_namespace, timeout=5)
+        active = await gcs_kv().async_internal_kv_get(_ACTIVE_KEY, self.kv_namespace, timeout=5)
         if active is None or set(active.decode().split("\n")) != set(names):
             return None
         if serve_app is not None and not await asyncio.to_thread(_serve_app_running, serve_app):
@@ -150,7 +150,8 @@ class AppActors:
         return killed
 
 
-def _kv():
+def gcs_kv():
+    """This process's client of the GCS key-value store: async calls, each with its own timeout."""
     from ray.experimental.internal_kv import internal_kv_get_gcs_client
 
     return internal_kv_get_gcs_client()

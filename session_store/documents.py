@@ -135,3 +135,26 @@ class DocumentStore:
         self.bytes -= entry.bytes
         if entry.url is not None and self._by_url.get(entry.url) == digest:
             del self._by_url[entry.url]
+
+
+class DocumentStoreService:
+    """A DocumentStore behind the async interface its callers use, whether it runs in their process (tests, the
+    one-process baseline) or in the app's document-store actor (`ray_actors.DocumentStoreActor`)."""
+
+    def __init__(self, store: DocumentStore):
+        self.store = store
+
+    async def put(self, digest: str, text: str, url: str | None, cacheable: bool) -> None:
+        self.store.put(digest, text, url, cacheable)
+
+    async def touch(self, digests: list[str]) -> list[str]:
+        return self.store.touch(digests)
+
+    async def get(self, digests: list[str]) -> dict[str, str]:
+        return self.store.get(digests)
+
+    async def by_url(self, url: str) -> tuple[str, str] | None:
+        return self.store.by_url(url)
+
+    async def sweep(self, referenced: set[str]) -> SweepReport:
+        return self.store.sweep(referenced)

@@ -18,9 +18,9 @@ from typing import Any
 import ray
 from ray.util.metrics import Counter, Gauge
 
-from .app_actors import AppActors, call
+from .app_actors import AppActors, call, gcs_kv
 from .core import Mark
-from .documents import DocumentStore, SweepReport
+from .documents import DocumentStore, DocumentStoreService
 from .marks import decode, encode
 from .reaper import Reaper, run_every
 from .shard import ShardConfig, ShardService
@@ -41,19 +41,14 @@ class GcsMarkStore:
     def _key(sid: str) -> bytes:
         return _MARK + sid.encode("utf-8", "backslashreplace")
 
-    def _client(self):
-        from ray.experimental.internal_kv import internal_kv_get_gcs_client
-
-        return internal_kv_get_gcs_client()
-
     async def read(self, sids: list[str]) -> dict[str, Mark]:
         keys = {self._key(sid): sid for sid in sids}
-        found = await self._client().async_internal_kv_multi_get(list(keys), self._namespace, timeout=self._timeout)
+        found = await gcs_kv().async_internal_kv_multi_get(list(keys), self._namespace, timeout=self._timeout)
         marks = {keys[key]: decode(raw) for key, raw in found.items() if raw is not None}
         return {sid: mark for sid, mark in marks.items() if mark is not None}
 
     async def write(self, changes: dict[str, Mark | None]) -> set[str]:
-        client = self._client()
+        client = gcs_kv()
 
         async def one(sid: str, mark: Mark | None) -> None:
             if mark is None:
@@ -66,7 +61,7 @@ class GcsMarkStore:
         return {sid for sid, result in zip(changes, results) if isinstance(result, BaseException)}
 
     async def _all(self) -> dict[bytes, bytes | None]:
-        client = self._client()
+        client = gcs_kv()
         keys = await client.async_internal_kv_keys(_MARK, self._namespace, timeout=30)
         found: dict[bytes, bytes | None] = {}
         for start in range(0, len(keys), 1000):
@@ -80,7 +75,7 @@ class GcsMarkStore:
         return {sid: mark for sid, mark in marks.items() if mark is not None}
 
     async def sweep(self, now: float) -> int:
-        client = self._client()
+        client = gcs_kv()
         lapsed = 0
         for key, raw in (await self._all()).items():
             mark = decode(raw) if raw is not None else None
@@ -107,24 +102,9 @@ class SessionShardActor(ShardService, ActorProcess):
 
 
 @ray.remote
-class DocumentStoreActor(ActorProcess):
+class DocumentStoreActor(DocumentStoreService, ActorProcess):
     def __init__(self, max_bytes: int, grace_seconds: float):
-        self._store = DocumentStore(max_bytes=max_bytes, grace_seconds=grace_seconds)
-
-    async def put(self, digest: str, text: str, url: str | None, cacheable: bool) -> None:
-        self._store.put(digest, text, url, cacheable)
-
-    async def touch(self, digests: list[str]) -> list[str]:
-        return self._store.touch(digests)
-
-    async def get(self, digests: list[str]) -> dict[str, str]:
-        return self._store.get(digests)
-
-    async def by_url(self, url: str) -> tuple[str, str] | None:
-        return self._store.by_url(url)
-
-    async def sweep(self, referenced: set[str]) -> SweepReport:
-        return self._store.sweep(referenced)
+        super().__init__(DocumentStore(max_bytes=max_bytes, grace_seconds=grace_seconds))
 
 
 class ActorClient:

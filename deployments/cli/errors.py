@@ -14,6 +14,12 @@ class UsageError(Exception):
     """Something the user can fix: a bad URL, a server that is not up, a bad config, a port in use."""
 
 
+def one_line(error: BaseException | str) -> str:
+    """An error (or its text) as a usage message quotes it: one line of at most 300 characters."""
+    text = " ".join(str(error).split())
+    return (text or type(error).__name__)[:300]
+
+
 def check_url(url: str, what: str = "--url") -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
+from ..local import start_ray
 from ..rollouts.drivers import DRIVERS
 from ..rollouts.policies.llm import ModelSpec
 from ..rollouts.progress import Progress
@@ -24,7 +25,7 @@ from ..rollouts.summary import render, summarize
 from ..rollouts.tasks import TaskFileError, embedded_tasks, load_tasks
 from .errors import EXIT_FAILED, EXIT_OK, UsageError, check_server_up, check_url
 from .serve_config import describe_corpus, load_serve_config
-from .server import default_target, join_cluster, running_app, start_local_ray
+from .server import default_target, join_cluster, running_app
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -238,7 +239,7 @@ def _on_workers(options: argparse.Namespace, plan: RunPlan, on_record) -> tuple[
         if options.address:
             join_cluster(options.address)
         else:
-            start_local_ray()
+            start_ray()  # Ray alone, no Serve
             started = True
         signal.signal(signal.SIGTERM, _interrupt)  # ray.init replaced it
     try:

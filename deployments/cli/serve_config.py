@@ -12,7 +12,7 @@ import yaml
 from pydantic import ValidationError
 
 from ..settings import Settings
-from .errors import UsageError
+from .errors import UsageError, one_line
 
 INGRESS_DEPLOYMENT = "FinsecIngress"
 
@@ -36,7 +36,7 @@ def load_serve_config(path: Path) -> ServeTarget:
     try:
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as error:
-        raise UsageError(f"config {path} is not YAML: {_one_line(str(error))}") from None
+        raise UsageError(f"config {path} is not YAML: {one_line(str(error))}") from None
     if not isinstance(raw, dict):
         raise UsageError(f"config {path} is not a serve config (a mapping with `applications:`)")
     try:
@@ -69,11 +69,7 @@ def _first_error(error: ValidationError) -> str:
     first = error.errors()[0]
     where = ".".join(str(p) for p in first.get("loc", ())) or "config"
     more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
-    return _one_line(f"{where}: {first.get('msg', '')}{more}")
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())[:300]
+    return one_line(f"{where}: {first.get('msg', '')}{more}")
 
 
 def describe_corpus(settings: Settings) -> str:

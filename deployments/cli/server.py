@@ -6,21 +6,13 @@ serve.start/serve.run and, on stop, deletes only its application and actors: the
 
 from __future__ import annotations
 
-import os
 import sys
 from contextlib import contextmanager
 from typing import Iterator
 
-from ..local import (
-    LOCAL_RAY_ENV,
-    Ingress,
-    deploy_application,
-    start_ray_and_serve,
-    stop_ray_and_serve,
-    undeploy_application,
-)
+from ..local import Ingress, deploy_application, start_ray_and_serve, stop_ray_and_serve, undeploy_application
 from ..settings import Settings
-from .errors import UsageError, check_port_free
+from .errors import UsageError, check_port_free, one_line
 from .serve_config import ServeTarget
 
 # Like configs/serve.yaml: two ingress replicas, two shards, sized for a 2-core machine.
@@ -38,16 +30,7 @@ def join_cluster(address: str) -> None:
     try:
         ray.init(address=address, logging_level="warning")
     except (ConnectionError, RuntimeError, ValueError) as error:
-        raise UsageError(f"cannot join the Ray cluster at {address}: {_one_line(error)}") from None
-
-
-def start_local_ray() -> None:
-    """Ray alone (no Serve), for rollout workers when the server runs elsewhere."""
-    for name, value in LOCAL_RAY_ENV.items():
-        os.environ.setdefault(name, value)
-    import ray
-
-    ray.init(address="local", include_dashboard=False, logging_level="warning")
+        raise UsageError(f"cannot join the Ray cluster at {address}: {one_line(error)}") from None
 
 
 @contextmanager
@@ -94,7 +77,7 @@ def _deploy(target: ServeTarget, base_url: str) -> str:
         raise UsageError(f"{error}: does the config ask for more CPUs than the cluster has (replicas x "
                          "ray_actor_options.num_cpus)?") from None
     except (RayServeException, TypeError, ValueError) as error:
-        raise UsageError(f"Serve refused the application: {_one_line(error)}") from None
+        raise UsageError(f"Serve refused the application: {one_line(error)}") from None
 
 
 def _stop(target: ServeTarget, started_cluster: bool, say) -> None:
@@ -107,13 +90,10 @@ def _stop(target: ServeTarget, started_cluster: bool, say) -> None:
     try:
         undeploy_application(target.settings, target.app_name)
     except Exception as error:  # still stop the cluster; say what was left behind
-        print(f"finsec: warning: could not remove the application cleanly: {_one_line(error)}", file=sys.stderr)
+        print(f"finsec: warning: could not remove the application cleanly: {one_line(error)}", file=sys.stderr)
     if started_cluster:
         stop_ray_and_serve()
     else:
         ray.shutdown()
 
 
-def _one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    return (text or type(error).__name__)[:300]

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..single_flight import SingleFlight
 from .cache import DiskCache
 from .source import TICKERS_PATH, EdgarSource, submissions_path
 from .urls import InvalidFilingUrl, dashed_accession, is_edgar_path, parse_filing_url
@@ -144,7 +145,7 @@ class CompanyDirectory:
         self._supplementary = supplementary_tickers
         self._companies: dict[str, Company] = {}
         self._filings: dict[str, list[Filing]] = {}  # by CIK: process-wide, never released (contract §C.1)
-        self._loading: dict[str, asyncio.Task[list[Filing]]] = {}  # by CIK: the one load in flight
+        self._loading: SingleFlight[str, list[Filing]] = SingleFlight()  # by CIK: the one load in flight
 
     async def load(self, attempts: int = 5, backoff_seconds: float = 1.0) -> None:
         """Load the ticker registry; the server cannot start without it (contract §F.2)."""
@@ -191,11 +192,7 @@ class CompanyDirectory:
         outage is never remembered as "this company has no filings"."""
         if company.cik in self._filings:
             return self._filings[company.cik]
-        task = self._loading.get(company.cik)
-        if task is None:
-            task = self._loading[company.cik] = asyncio.create_task(self._load_and_keep(company))
-            task.add_done_callback(lambda _: self._loading.pop(company.cik, None))
-        return await asyncio.shield(task)
+        return await self._loading.run(company.cik, lambda: self._load_and_keep(company))
 
     async def _load_and_keep(self, company: Company) -> list[Filing]:
         filings, complete = await self._load_filings(company)

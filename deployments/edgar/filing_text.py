@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Awaitable, Callable
 
+from ..single_flight import SingleFlight
 from ..text.html_to_text import HtmlTextError, html_to_text
 from ..tool_error import ToolError
 from .cache import DiskCache
@@ -65,16 +66,12 @@ class FilingTexts:
         self._cache = cache
         self._dump = Path(dump_root).resolve() if dump_root else None
         self._fetch_page = fetch_page
-        self._in_flight: dict[str, asyncio.Task[ParsedText]] = {}
+        self._in_flight: SingleFlight[str, ParsedText] = SingleFlight()
         self.reads_by_source: Counter[str] = Counter()
 
     async def parse(self, url: str) -> ParsedText:
         """The text of `url` and its digest; raises DocumentUnavailable with the agent's message."""
-        task = self._in_flight.get(url)
-        if task is None:
-            task = self._in_flight[url] = asyncio.create_task(self._load(url))
-            task.add_done_callback(lambda _: self._in_flight.pop(url, None))
-        return await asyncio.shield(task)
+        return await self._in_flight.run(url, lambda: self._load(url))
 
     async def _load(self, url: str) -> ParsedText:
         filing = filing_of(url)

@@ -12,9 +12,10 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote_to_bytes
 
+from ..net.hosts import MAX_URL_CHARS
+from ..quoting import shown
 from ..tool_error import ToolError
 
-MAX_URL_CHARS = 2048
 MAX_SEGMENT_CHARS = 255  # a file name on every file system we run on
 # Contract §F.1's pattern, widened to catch near misses (a port, a trailing dot, a look-alike host) so they
 # get the rules' message rather than the generic fetch: "sec.gov", then anything but a path, then the archive.
@@ -27,7 +28,6 @@ _ACCESSION = re.compile(r"(?:[0-9]{18}|[0-9]{10}-[0-9]{2}-[0-9]{6})\Z")
 _HOST_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\Z")
 _FORBIDDEN_CHARS = re.compile(r"[\x00-\x20\x7f-\x9f\\]")  # controls, whitespace, backslash
 _SHAPE = "https://www.sec.gov/Archives/edgar/data/<CIK>/<18-digit accession>/<document>"
-_SHOWN_CHARS = 160
 
 # Paths below a mirror root (and below the SEC base URLs) that hold EDGAR data, and nothing else.
 _EDGAR_PATHS = re.compile(
@@ -93,7 +93,7 @@ def document_problem(document: str) -> str | None:
         if len(segment) > MAX_SEGMENT_CHARS:
             return f"a document path segment is {len(segment)} characters long; the limit is {MAX_SEGMENT_CHARS}"
         if not _SAFE_SEGMENT.match(segment):
-            return (f"document path segment {_shown(segment)!r} is not allowed: segments use letters, digits, "
+            return (f"document path segment {shown(segment)!r} is not allowed: segments use letters, digits, "
                     "'.', '_' and '-', and start with a letter or digit")
     return None
 
@@ -123,13 +123,13 @@ def _check_authority(url: str, authority: str) -> None:
         raise _invalid(url, "credentials (user@host) are not allowed; drop the part before '@'")
     host, colon, port = authority.partition(":")
     if colon and not (port.isdigit() and len(port) <= 5 and 1 <= int(port) <= 65535):
-        raise _invalid(url, f"port {_shown(port)!r} is not a port number")
+        raise _invalid(url, f"port {shown(port)!r} is not a port number")
     host = host.lower().rstrip(".")
     if host != "sec.gov" and not host.endswith(".sec.gov"):
-        raise _invalid(url, f"the host must be sec.gov or one of its subdomains, not {_shown(host)!r}")
+        raise _invalid(url, f"the host must be sec.gov or one of its subdomains, not {shown(host)!r}")
     for label in host.split("."):
         if not _HOST_LABEL.match(label):
-            raise _invalid(url, f"host label {_shown(label)!r} is not a valid DNS label (1-63 letters, digits, "
+            raise _invalid(url, f"host label {shown(label)!r} is not a valid DNS label (1-63 letters, digits, "
                                 "inner hyphens)")
 
 
@@ -150,12 +150,12 @@ def _split_archive_path(url: str, path: str) -> tuple[str, str, str]:
     parts = path[len(_ARCHIVES_PREFIX):].split("/", 2)
     cik = parts[0]
     if not _CIK.match(cik):
-        raise _invalid(url, f"the CIK must be 1 to 10 digits, not {_shown(cik)!r}")
+        raise _invalid(url, f"the CIK must be 1 to 10 digits, not {shown(cik)!r}")
     if len(parts) < 2 or not parts[1]:
         raise _invalid(url, "it names no accession folder after the CIK")
     accession = parts[1]
     if not _ACCESSION.match(accession):
-        raise _invalid(url, f"the accession number must be 18 digits (or 10-2-6 with dashes), not {_shown(accession)!r}")
+        raise _invalid(url, f"the accession number must be 18 digits (or 10-2-6 with dashes), not {shown(accession)!r}")
     document = parts[2].strip("/") if len(parts) > 2 else ""
     if document and (problem := document_problem(document)):
         raise _invalid(url, problem)
@@ -163,14 +163,8 @@ def _split_archive_path(url: str, path: str) -> tuple[str, str, str]:
 
 
 def _invalid(url: str, why: str) -> InvalidFilingUrl:
-    return InvalidFilingUrl(f"Invalid SEC URL format: {_shown(url)}: {why}. A filing URL looks like {_SHAPE}.")
+    return InvalidFilingUrl(f"Invalid SEC URL format: {shown(url)}: {why}. A filing URL looks like {_SHAPE}.")
 
 
 def _char(char: str) -> str:
     return "a backslash" if char == "\\" else f"the control or space character {char!r}"
-
-
-def _shown(text: str) -> str:
-    """Printable and bounded: messages quote agent text, never a 500 KB or NUL-laden copy of it."""
-    text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text[: _SHOWN_CHARS + 1])
-    return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}..."

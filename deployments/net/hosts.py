@@ -1,4 +1,5 @@
-"""Host names and addresses as the fetch guard judges them: normal form, DNS name rules, IP spellings, allowlists.
+"""Host names and addresses as the fetch guard judges them: normal form, DNS name rules, IP spellings, allowlists;
+and the URL limits every part of the project applies.
 
 Everything here is pure and checked before any resolution: `getaddrinfo` IDNA-encodes a name first and raises
 UnicodeError on a label over 63 characters, and the C resolver accepts legacy IPv4 spellings (`2130706433`,
@@ -11,9 +12,13 @@ import re
 from collections.abc import Collection
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address, ip_network
 
+from ..quoting import shown
+
 IPAddress = IPv4Address | IPv6Address
 IPNetwork = IPv4Network | IPv6Network
 
+MAX_URL_CHARS = 2048  # what browsers and CDNs reliably carry; longer is an attack or a mistake
+DEFAULT_PORTS = {"http": 80, "https": 443}
 MAX_HOST_CHARS = 253  # RFC 1035, without the trailing dot
 MAX_LABEL_CHARS = 63
 _LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\Z")  # LDH; IDNA names arrive as xn-- A-labels
@@ -80,9 +85,9 @@ def host_name_problem(host: str) -> str | None:
         if not label:
             return f"host {host!r} has an empty label (two dots in a row)."
         if len(label) > MAX_LABEL_CHARS:
-            return f"host {_shorten(host)!r} has a label of {len(label)} characters; DNS allows at most {MAX_LABEL_CHARS}."
+            return f"host {shown(host, 80)!r} has a label of {len(label)} characters; DNS allows at most {MAX_LABEL_CHARS}."
         if not _LABEL.match(label):
-            return (f"host {_shorten(host)!r} is not a valid host name: labels use letters, digits and inner hyphens "
+            return (f"host {shown(host, 80)!r} is not a valid host name: labels use letters, digits and inner hyphens "
                     "only.")
     return None
 
@@ -115,7 +120,3 @@ def in_networks(ip: IPAddress, networks: Collection[IPNetwork]) -> bool:
     if isinstance(ip, IPv6Address) and ip.ipv4_mapped:
         forms.append(ip.ipv4_mapped)
     return any(form in network for form in forms for network in networks if form.version == network.version)
-
-
-def _shorten(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}..."

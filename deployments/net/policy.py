@@ -17,7 +17,7 @@ from typing import Protocol
 
 import httpx
 
-from .hosts import host_matches, normalize_host
+from .hosts import DEFAULT_PORTS, host_matches, normalize_host
 from .safe_fetch import DEFAULT_CONTENT_TYPES, Resolver, SafeFetcher, default_resolve
 
 SEC_DOMAINS = ("sec.gov", "*.sec.gov")
@@ -47,8 +47,6 @@ def sec_hosts(base_urls: Iterable[str]) -> frozenset[str]:
     return frozenset(hosts)
 
 
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
 
 def mirror_ports(base_urls: Iterable[str]) -> dict[str, frozenset[int]]:
     """host -> ports, for the configured SEC base URLs whose host is not sec.gov's own: a private mirror (or a
@@ -59,7 +57,7 @@ def mirror_ports(base_urls: Iterable[str]) -> dict[str, frozenset[int]]:
         url = httpx.URL(base)
         host = normalize_host(url.host)
         if not host_matches(host, SEC_DOMAINS):
-            ports.setdefault(host, set()).add(url.port or _DEFAULT_PORTS.get(url.scheme, 0))
+            ports.setdefault(host, set()).add(url.port or DEFAULT_PORTS.get(url.scheme, 0))
     return {host: frozenset(found) for host, found in ports.items()}
 
 

@@ -20,7 +20,9 @@ from ipaddress import IPv4Address, IPv6Address, ip_network
 
 import httpx
 
-from .hosts import IPAddress, host_matches, host_name_problem, in_networks, normalize_host, parse_ip, parse_networks
+from ..quoting import shown
+from .hosts import (DEFAULT_PORTS, MAX_URL_CHARS, IPAddress, host_matches, host_name_problem, in_networks,
+                    normalize_host, parse_ip, parse_networks)
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +32,8 @@ BeforeHop = Callable[[str, int], Awaitable[None]]  # (host, hop number: 0 is the
 DEFAULT_CONTENT_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/plain", "application/xml", "text/xml"})
 _HINT = "parse_html_page only fetches SEC filings and allowlisted hosts."
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-MAX_URL_CHARS = 2048  # what browsers and CDNs reliably carry; longer is an attack or a mistake
 _SHOWN_URL_CHARS = 200  # messages quote at most this much of a URL
 _CGNAT = ip_network("100.64.0.0/10")  # not in ipaddress.is_private on 3.11
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class FetchError(Exception):
@@ -139,7 +139,7 @@ class SafeFetcher:
 
     async def fetch(self, url: str) -> FetchedPage:
         """The page at `url`; raises FetchRefused or FetchFailed, never anything else."""
-        first = hop = _Hop(url, _shown(url))
+        first = hop = _Hop(url, _quoted(url))
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.timeout_seconds) as deadline:  # DNS, every hop and the body
@@ -154,14 +154,14 @@ class SafeFetcher:
                     result = await self._get(hop, target, host, addresses)
                     if isinstance(result, FetchedPage):
                         return result
-                    hop = _Hop(result, f"{_shown(result)} (redirected from {_shown(hop.url)})")
+                    hop = _Hop(result, f"{_quoted(result)} (redirected from {_quoted(hop.url)})")
         except FetchError:
             raise
         except TimeoutError:
             raise hop.failed(f"no complete response within {self.timeout_seconds:g} seconds.") from None
         except Exception as error:  # a bug or a library corner we did not foresee: still the agent's tool error
             log.warning("unexpected error fetching %s", hop.label, exc_info=True)
-            raise hop.failed(f"unexpected {type(error).__name__} ({_shown(str(error))}).") from None
+            raise hop.failed(f"unexpected {type(error).__name__} ({_quoted(str(error))}).") from None
         raise first.refused(f"it redirected more than {self.max_redirects} times.")
 
     def _check_url(self, hop: _Hop) -> tuple[httpx.URL, str]:
@@ -172,7 +172,7 @@ class SafeFetcher:
             raw_host = target.raw_host.decode("ascii")
             port = target.port
         except (httpx.InvalidURL, TypeError, ValueError) as error:  # UnicodeError (bad IDNA) is a ValueError
-            raise hop.refused(f"not a valid URL ({_shown(str(error))}).") from None
+            raise hop.refused(f"not a valid URL ({_quoted(str(error))}).") from None
         if target.scheme not in ("http", "https"):
             raise hop.refused(f"scheme {target.scheme!r} is not allowed; only http and https URLs can be fetched.")
         if target.userinfo:
@@ -189,7 +189,7 @@ class SafeFetcher:
             allowed = ", ".join(sorted(self.allowed_hosts))
             raise hop.refused(f"host {host!r} is not on the allowlist ({allowed}); {_HINT}")
         ports = self.host_ports.get(host)
-        if ports is not None and (port or _DEFAULT_PORTS[target.scheme]) not in ports:
+        if ports is not None and (port or DEFAULT_PORTS[target.scheme]) not in ports:
             listed = ", ".join(str(p) for p in sorted(ports))
             raise hop.refused(f"{host} may only be contacted on port {listed}, not {port}; {_HINT}")
         return target, host
@@ -248,12 +248,12 @@ class SafeFetcher:
             # server's final answer. A refusal, so the live source does not retry what would answer the same.
             except httpx.RemoteProtocolError as error:
                 if "location header" not in str(error).lower():
-                    raise hop.failed(f"{type(error).__name__}: {_shown(str(error))}.") from None
-                raise hop.refused(f"it redirected to a URL that cannot be used ({_shown(str(error))}).") from None
+                    raise hop.failed(f"{type(error).__name__}: {_quoted(str(error))}.") from None
+                raise hop.refused(f"it redirected to a URL that cannot be used ({_quoted(str(error))}).") from None
             except (httpx.HTTPError, httpx.InvalidURL) as error:  # InvalidURL is not an HTTPError
-                raise hop.failed(f"{type(error).__name__}: {_shown(str(error))}.") from None
+                raise hop.failed(f"{type(error).__name__}: {_quoted(str(error))}.") from None
             except ValueError as error:
-                raise hop.refused(f"the server's response could not be used ({_shown(str(error))}).") from None
+                raise hop.refused(f"the server's response could not be used ({_quoted(str(error))}).") from None
         raise hop.failed(f"could not connect ({last_error}).")
 
     async def _read(self, hop: _Hop, target: httpx.URL, response: httpx.Response) -> FetchedPage | str:
@@ -297,10 +297,8 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()  # shared: loading the CA bundle costs ~0.1 s per client
 
 
-def _shown(text: str) -> str:
-    """A URL (or error text) as a message quotes it: printable, and at most _SHOWN_URL_CHARS long."""
-    text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text[: _SHOWN_URL_CHARS + 1])
-    return text if len(text) <= _SHOWN_URL_CHARS else f"{text[:_SHOWN_URL_CHARS]}..."
+def _quoted(text: str) -> str:
+    return shown(text, _SHOWN_URL_CHARS)
 
 
 def _show(ip: IPAddress) -> str:

@@ -10,6 +10,7 @@ from typing import Protocol
 from session_store.lru import BoundedLru
 
 from .. import offload
+from ..single_flight import SingleFlight
 from .model import LlmRetrieval
 from .passages import Excerpt, IndexedDocument, PassageRetriever
 from .prompt import substitute, without_placeholders
@@ -41,18 +42,13 @@ class PassageBackend:
     def __init__(self, passages: PassageRetriever, index_cache_bytes: int):
         self._passages = passages
         self._indexes: BoundedLru[str, IndexedDocument] = BoundedLru(index_cache_bytes, lambda d: d.nbytes)
-        self._building: dict[str, asyncio.Task[IndexedDocument]] = {}
+        self._building: SingleFlight[str, IndexedDocument] = SingleFlight()  # first calls for one text: one build
 
     async def _index(self, selection: Selection) -> IndexedDocument:
         index = self._indexes.get(selection.digest)
         if index is not None:
             return index
-        task = self._building.get(selection.digest)
-        if task is None:  # concurrent first calls for one text share one build
-            task = self._building[selection.digest] = asyncio.create_task(
-                asyncio.to_thread(IndexedDocument, selection.text))
-            task.add_done_callback(lambda _: self._building.pop(selection.digest, None))
-        index = await asyncio.shield(task)
+        index = await self._building.run(selection.digest, lambda: asyncio.to_thread(IndexedDocument, selection.text))
         self._indexes.put(selection.digest, index)
         return index
 

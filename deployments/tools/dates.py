@@ -6,7 +6,7 @@ import re
 from datetime import date
 
 from ..tool_error import ToolError
-from .limits import shown
+from ..quoting import shown
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 

@@ -30,7 +30,7 @@ from ..retrieval.tokenize import tokenize
 from ..text.html_to_text import HtmlTextError, html_to_text
 from ..tool_error import ToolError
 from .dates import DateError, checked_date, clamped
-from .limits import shown
+from ..quoting import shown
 
 log = logging.getLogger(__name__)
 _CIK = re.compile(r"[0-9]{1,10}")

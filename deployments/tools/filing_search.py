@@ -7,7 +7,7 @@ from datetime import date
 
 from ..edgar.companies import CompanyDirectory, FilingsUnavailable
 from .dates import DateError, date_window
-from .limits import shown
+from ..quoting import shown
 
 _RESULT_FIELDS = ("ticker", "company_name", "form", "filing_date", "report_date", "accession_number", "filing_url")
 

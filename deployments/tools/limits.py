@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 
+from ..net.hosts import MAX_URL_CHARS
+
 MAX_KEY_CHARS = 256
-MAX_URL_CHARS = 2048
 MAX_PROMPT_CHARS = 50_000
 MAX_FINAL_RESULT_CHARS = 100_000
 MAX_QUERY_CHARS = 2_000
@@ -35,10 +36,3 @@ def too_long(what: str, value: str, limit: int) -> str | None:
     if len(value) > limit:
         return f"ERROR: {what} is {len(value):,} characters long; the limit is {limit:,}."
     return None
-
-
-def shown(value: object, limit: int = 120) -> str:
-    """`value` as an error message quotes it: its repr for non-strings, and at most `limit` characters, so a
-    tool error never echoes a 16 MB argument back to the agent."""
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"

@@ -7,12 +7,12 @@ a filing, which yields the same text; otherwise the session's state is gone, and
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from session_store import Claims, DocumentRef, SessionLost, SessionStore
 
+from .. import offload
 from ..document_cache import DocumentCache
 from ..edgar.filing_text import DocumentUnavailable, FilingTexts, filing_of
 from ..retrieval.backends import RetrievalBackend, Selection
@@ -39,8 +39,7 @@ class Retriever:
             if key not in view.documents:
                 return missing_key_error(key, view.keys)
         try:  # a list of 200,000 ranges is a 100 ms walk: off the event loop when it is long
-            bounds = (await asyncio.to_thread(character_ranges, ranges) if ranges and len(ranges) > _INLINE_RANGES
-                      else character_ranges(ranges))
+            bounds = await offload.run(len(ranges or ()), character_ranges, ranges, limit=_INLINE_RANGES)
         except PromptError as error:
             return str(error)
         refs = view.documents

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from deployments.document_cache import DocumentCache, LocalDocumentStore
-from session_store import DocumentStore, StoreFull
+from deployments.document_cache import DocumentCache
+from session_store import DocumentStore, DocumentStoreService, StoreFull
 
 
 class Clock:
@@ -60,7 +60,7 @@ def test_the_replica_cache_confirms_texts_once_per_half_window(clock):
     store = DocumentStore(max_bytes=10_000_000, grace_seconds=60, clock=clock)
     calls = []
 
-    class Counting(LocalDocumentStore):
+    class Counting(DocumentStoreService):
         async def put(self, *args):
             calls.append("put")
             await super().put(*args)
@@ -89,7 +89,7 @@ def test_the_replica_cache_confirms_texts_once_per_half_window(clock):
 def test_the_replica_cache_reads_a_text_once_from_the_store(clock):
     store = DocumentStore(max_bytes=10_000_000, clock=clock)
     store.put("d", "text", "https://www.sec.gov/f", cacheable=True)
-    cache = DocumentCache(LocalDocumentStore(store), max_bytes=10_000_000, grace_seconds=60, clock=clock)
+    cache = DocumentCache(DocumentStoreService(store), max_bytes=10_000_000, grace_seconds=60, clock=clock)
     assert asyncio.run(cache.texts(["d", "missing"])) == {"d": "text"}
     assert asyncio.run(cache.texts(["d"])) == {"d": "text"} and store.stats()["hits"] == 1
     assert asyncio.run(cache.filing("https://www.sec.gov/f")) == ("d", "text")

@@ -3,9 +3,9 @@
 import session_store
 
 PUBLIC = {
-    "NO_CLAIMS", "BoundedLru", "Cached", "Claims", "DocumentRef", "DocumentRefused", "DocumentStore", "DocumentsView",
-    "EpisodeSeed", "Limits", "LocalSessionStore", "Masked", "MemoryMarkStore", "Pending", "Reaper", "Score",
-    "Scored", "Seeded", "SessionConflict", "SessionLost", "SessionStore", "ShardConfig", "ShardService",
+    "NO_CLAIMS", "BoundedLru", "Cached", "Claims", "DocumentRef", "DocumentRefused", "DocumentStore",
+    "DocumentStoreService", "DocumentsView", "EpisodeSeed", "Limits", "LocalSessionStore", "Masked",
+    "MemoryMarkStore", "Pending", "Reaper", "Score", "Scored", "Seeded", "SessionConflict", "SessionLost", "SessionStore", "ShardConfig", "ShardService",
     "StoreFull", "StoreUnavailable", "StoredDocument", "Verdict", "VerifyOutcome", "VerifyPlan",
     "canonical_digest", "shard_index",
 }
