@@ -32,6 +32,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,6 +40,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 CONFIGS = ("baseline", "serve-haproxy", "serve-proxy", "before-haproxy")
 LEVELS = (1, 16, 64, 256, 1024)
+CPU_LEVEL = 64
 def biggest_filing() -> str:
     """The url_path of the largest real filing (a 10-K of ~2.6 MB of HTML)."""
     from _common import real_filings
@@ -159,6 +161,39 @@ def _rss_kb(pid: int) -> int:
     except OSError:
         pass
     return 0
+
+
+# Which part of the configuration a process is, by its command line (Ray sets actor processes' titles).
+ROLES = (("ServeReplica", "ingress replicas"), ("SessionShard", "session shards"), ("DocumentStore", "document store"),
+         ("Reaper", "reaper"), ("haproxy", "HAProxy"), ("HAProxyManager", "Serve's HAProxy manager"),
+         ("gcs_server", "GCS"), ("raylet", "raylet"), ("ServeController", "Serve controller"),
+         ("ProxyActor", "Serve proxy actor"), ("--serve", "the script's server process"))
+
+
+def _role(pid: int) -> str:
+    line = _cmdline(pid)
+    return next((role for mark, role in ROLES if mark in line), "other Ray processes")
+
+
+def _cpu_ticks(pid: int) -> int:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def cpu_by_role(server: Server, after: float, seconds: float) -> dict[str, float]:
+    """Each role's CPU over `seconds`, starting `after` seconds from now, as a share of the whole machine."""
+    time.sleep(after)
+    pids = _tree(server.process.pid)
+    first, began = {pid: _cpu_ticks(pid) for pid in pids}, time.monotonic()
+    time.sleep(seconds)
+    spent: dict[str, float] = defaultdict(float)
+    for pid in pids:
+        spent[_role(pid)] += (_cpu_ticks(pid) - first[pid]) / os.sysconf("SC_CLK_TCK")
+    wall = time.monotonic() - began
+    return {role: used / (wall * os.cpu_count()) for role, used in sorted(spent.items(), key=lambda kv: -kv[1])}
 
 
 def _cmdline(pid: int) -> str:
@@ -454,7 +489,11 @@ def main() -> None:
                 row: dict = {"throughput": []}
                 load(server.url, 16, 3.0, 1.0)  # warm every cache the way a first GRPO step would
                 for level in levels:
+                    if level == CPU_LEVEL:  # where the machine's two cores go, sampled inside the window
+                        sampler = ThreadPoolExecutor(1).submit(cpu_by_role, server, 4.0, max(1.0, seconds - 3))
                     row["throughput"].append(load(server.url, level, seconds, 2.0))
+                    if level == CPU_LEVEL:
+                        row["cpu_share_at_64"] = sampler.result()
                     print(config, level, f"{row['throughput'][-1]['rollouts_per_s']:.1f} rollouts/s",
                           f"errors={row['throughput'][-1]['errors']}", flush=True)
                 if options.profile and config in ("serve-haproxy", "before-haproxy"):
@@ -483,8 +522,7 @@ def main() -> None:
 
 
 def rollouts_per_s(t: dict) -> float:
-    """Steady-state rollouts/s: requests/s over the 8 requests of a rollout. (Counting only rollouts that start and
-    end inside the window undercounts at high concurrency, where one rollout outlasts the window.)"""
+    """Steady-state rollouts/s: the requests that ended inside the window, over the 8 requests of a rollout."""
     return t["requests_per_s"] / 8
 
 
@@ -503,17 +541,26 @@ FINDINGS = [
     "few hundred bytes across the hop instead of the document (the bytes table).",
     "- Fences and expired marks are read from GCS once at settle, not per request; they are written before the "
     "reply only on close and expiry (`GcsMarkStore.write`, ~12% of the shard).",
+    "- HAProxy without Serve's per-request metrics (`RAY_SERVE_HAPROXY_METRICS_ENABLED=0`: Serve's HAProxy manager "
+    "parsed one log line per request, ~7% of a core at concurrency 64) and with threads fitted to the machine "
+    "(`RAY_SERVE_HAPROXY_NBTHREAD`, 1 here instead of 4); shard actors send no Ray task events.",
+    "- Measurement: the load generator's window opens once every rollout loop has finished one rollout, and "
+    "counts every request that ends inside it. It used to count only rollouts that began inside the window, "
+    "which at 1024 in flight (a rollout then lasts ~6 s) dropped most of the work and read as a collapse.",
     "",
     "Still limiting:", "",
-    "- At 1024, HAProxy holds one backend connection per request in flight and Serve 2.60 sets no per-server "
-    "`maxconn`, so the replicas take every request at once and queue them on their loops; p99 grows and the "
-    "rate falls. A connection cap on the backend (not configurable through Serve 2.60) would remove it.",
-    "- At 64, Serve's own per-request work (proxy routing, `Replica._wrap_request`, request-id middleware, uvicorn "
-    "send) is the largest share of the replica's time left; two cores hold the replicas, the shards, GCS, the raylet and "
-    "HAProxy together, so the ratio is bounded by the machine before the app.",
-    "- At 1, a stateful route pays one actor round trip (~1.3 ms here) over `submit_final_result`; "
-    "`close_session` also waits for its fence's GCS KV write, which is the promise that it survives a shard's "
-    "SIGKILL.",
+    "- At 64 the machine is full: the CPU table shows the Serve configuration using both cores (replicas about "
+    "half of them, then the shards, HAProxy, GCS and the load generator) where the baseline's one process uses "
+    "one. Per request a replica spends about twice the baseline's CPU: the HAProxy-to-replica HTTP hop, Serve's "
+    "request wrapper and metrics (`Replica._direct_ingress_asgi`, `RequestIdMiddleware`), and submitting and "
+    "receiving shard calls (`ActorHandle._actor_method_call`, `Worker.main_loop`, ~18% of the replica). More "
+    "cores, or a shard hop cheaper than a Ray actor call, would lift it; one shard instead of two measured the "
+    "same within noise (two side-by-side runs at 64: 202 and 186 rollouts/s against 187 and 186).",
+    "- At 1, a stateful route pays one actor round trip over `submit_final_result`: 1.0 ms p50 alone "
+    "(bench/results/actor_hop.md), plus the replica's share of it; `close_session` also waits ~0.4 ms for its "
+    "fence's GCS KV write, the promise that the fence survives a shard's SIGKILL. A threaded shard actor would "
+    "take ~0.2 ms off the hop (actor_hop.md); keeping sessions in the replica that serves them would remove "
+    "it, but Serve's replica affinity is soft (ray-notes), so state cannot live there.",
     "",
 ]
 
@@ -524,8 +571,8 @@ def render(results: dict) -> str:
     out = ["# Whole rollouts: the Serve app against one process", "",
            f"{results['machine']}. Each rollout is 8 requests (episode seed, sec_filing_search, parse_html_page, "
            "retrieve_information x2, submit_final_result, verify, close_session) on the embedded corpus, with the "
-           f"right answer (a wrong reward counts as an error). {results['seconds']:.0f} s measured per level after a "
-           "warm-up; the load generator (bench/loadgen.py, aiohttp) runs in its own processes. Produced by "
+           f"right answer (a wrong reward counts as an error). {results['seconds']:.0f} s measured per level, from "
+           "when every rollout loop has finished one rollout; the load generator (bench/loadgen.py, aiohttp) runs in its own processes. Produced by "
            "`bench/serve_rollouts.py`.", "",
            "## Throughput (rollouts/s; ratio to the one-process baseline)", "",
            "| concurrency | " + " | ".join(configs) + " | load-generator CPU share |",
@@ -539,6 +586,7 @@ def render(results: dict) -> str:
             cells.append(f"{rollouts_per_s(t):.1f}{ratio}{errors}")
             shares.append(f"{name[:6]} {100 * t['client_cpu_share']:.0f}%")
         out.append(f"| {level} | " + " | ".join(cells) + " | " + ", ".join(shares) + " |")
+    out += cpu_table(results)
     out += ["", "## Latency per route at concurrency 1 and 256 (p50 / p99, ms)", ""]
     for level in (1, 256):
         if level not in results["levels"]:
@@ -579,6 +627,25 @@ def render(results: dict) -> str:
             for role, frames in row["profile"].items():
                 out += [f"{role}:", ""] + [f"- {share}% {frame}" for frame, share in frames] + [""]
     return "\n".join(out) + "\n"
+
+
+def cpu_table(results: dict) -> list[str]:
+    configs = {name: row for name, row in results["configs"].items() if row.get("cpu_share_at_64")}
+    if not configs or CPU_LEVEL not in results["levels"]:
+        return []
+    i = results["levels"].index(CPU_LEVEL)
+    roles = sorted({role for row in configs.values() for role in row["cpu_share_at_64"]},
+                   key=lambda role: -max(row["cpu_share_at_64"].get(role, 0) for row in configs.values()))
+    out = ["", f"## Where the machine's CPU goes at concurrency {CPU_LEVEL} (share of both cores)", "",
+           "| process | " + " | ".join(configs) + " |", "|---|" + "---|" * len(configs)]
+    for role in [*roles, "load generator"]:
+        cells = [row["throughput"][i]["client_cpu_share"] if role == "load generator"
+                 else row["cpu_share_at_64"].get(role, 0) for row in configs.values()]
+        if max(cells) >= 0.005:
+            out.append(f"| {role} | " + " | ".join(f"{100 * c:.0f}%" for c in cells) + " |")
+    totals = [sum(row["cpu_share_at_64"].values()) + row["throughput"][i]["client_cpu_share"] for row in configs.values()]
+    out.append("| **all** | " + " | ".join(f"{100 * t:.0f}%" for t in totals) + " |")
+    return out
 
 
 def targets(results: dict) -> list[str]:
