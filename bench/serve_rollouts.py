@@ -164,8 +164,8 @@ def _rss_kb(pid: int) -> int:
 
 
 # Which part of the configuration a process is, by its command line (Ray sets actor processes' titles).
-ROLES = (("ServeReplica", "ingress replicas"), ("SessionShard", "session shards"), ("DocumentStore", "document store"),
-         ("Reaper", "reaper"), ("haproxy", "HAProxy"), ("HAProxyManager", "Serve's HAProxy manager"),
+ROLES = (("ServeReplica", "ingress replicas"), ("SessionShard", "session shards"), ("ShardService", "session shards"),
+         ("DocumentStore", "document store"), ("TextCache", "document store"), ("Reaper", "reaper"), ("haproxy", "HAProxy"), ("HAProxyManager", "Serve's HAProxy manager"),
          ("gcs_server", "GCS"), ("raylet", "raylet"), ("ServeController", "Serve controller"),
          ("ProxyActor", "Serve proxy actor"), ("--serve", "the script's server process"))
 
