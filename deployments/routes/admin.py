@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hmac
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 
 from ..contract import RetireRequest
 from ..services import services
@@ -16,14 +16,18 @@ from ..strict_json import StrictJsonRoute
 router = APIRouter(route_class=StrictJsonRoute)
 
 
-@router.post("/admin/retire_session_state")
-async def retire_session_state(request: Request, body: RetireRequest) -> dict[str, str]:
+def _operator(request: Request) -> None:
+    """A dependency, so it answers before the body is validated: without a token the route does not exist."""
     token = services(request).settings.admin_token
     if token is None:
-        raise HTTPException(404, "Not Found")  # as if the route did not exist
+        raise HTTPException(404, "Not Found")
     offered = request.headers.get("authorization", "")
     if not hmac.compare_digest(offered.encode(), f"Bearer {token.get_secret_value()}".encode()):
         raise HTTPException(401, "retire_session_state needs Authorization: Bearer <admin_token>.")
+
+
+@router.post("/admin/retire_session_state", dependencies=[Depends(_operator)])
+async def retire_session_state(request: Request, body: RetireRequest) -> dict[str, str]:
     await services(request).store.retire(body.session_id)
     return {"session_id": body.session_id, "retired": "ok"}
 

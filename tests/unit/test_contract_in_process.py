@@ -268,6 +268,15 @@ def test_without_an_admin_token_the_retire_route_does_not_exist():
     with InProcess() as app:
         assert app.post("/admin/retire_session_state", json={"session_id": "x"},
                         headers={"Authorization": "Bearer "}).status_code == 404
+        # not even its body's rules show through: a bad body is a 404 too, not a 422 naming the fields
+        assert app.post("/admin/retire_session_state", json={"wrong": 1}).status_code == 404
+
+
+def test_the_retire_route_refuses_a_caller_without_the_token_before_reading_its_body(app):
+    assert app.post("/admin/retire_session_state", json={"wrong": 1}).status_code == 401
+    response = app.post("/admin/retire_session_state", json={"wrong": 1},
+                        headers={"Authorization": "Bearer operator-secret"})
+    assert response.status_code == 422 and "session_id" in response.text
 
 
 def test_session_counters_count_what_happened(app):
