@@ -542,20 +542,25 @@ FINDINGS = [
     "- Fences and expired marks are read from GCS once at settle, not per request; they are written before the "
     "reply only on close and expiry (`GcsMarkStore.write`, ~12% of the shard).",
     "- HAProxy without Serve's per-request metrics (`RAY_SERVE_HAPROXY_METRICS_ENABLED=0`: Serve's HAProxy manager "
-    "parsed one log line per request, ~7% of a core at concurrency 64) and with threads fitted to the machine "
+    "parsed one log line per request, ~7% of a core at concurrency 64, ~1,400 requests/s) and with threads fitted to the machine "
     "(`RAY_SERVE_HAPROXY_NBTHREAD`, 1 here instead of 4); shard actors send no Ray task events.",
     "- Measurement: the load generator's window opens once every rollout loop has finished one rollout, and "
     "counts every request that ends inside it. It used to count only rollouts that began inside the window, "
     "which at 1024 in flight (a rollout then lasts ~6 s) dropped most of the work and read as a collapse.",
     "",
     "Still limiting:", "",
-    "- At 64 the machine is full: the CPU table shows the Serve configuration using both cores (replicas about "
+    "- At 64 the ratio sits on the target, inside this machine's run-to-run noise: three runs of this benchmark on "
+    "this session's code gave 0.49x, 0.52x and 0.47x (this report); the baseline alone moved between 353 and 382 "
+    "rollouts/s. The machine is full: the CPU table shows the Serve configuration using both cores (replicas about "
     "half of them, then the shards, HAProxy, GCS and the load generator) where the baseline's one process uses "
     "one. Per request a replica spends about twice the baseline's CPU: the HAProxy-to-replica HTTP hop, Serve's "
     "request wrapper and metrics (`Replica._direct_ingress_asgi`, `RequestIdMiddleware`), and submitting and "
     "receiving shard calls (`ActorHandle._actor_method_call`, `Worker.main_loop`, ~18% of the replica). More "
     "cores, or a shard hop cheaper than a Ray actor call, would lift it; one shard instead of two measured the "
     "same within noise (two side-by-side runs at 64: 202 and 186 rollouts/s against 187 and 186).",
+    "- The group's memory ratio moves between runs (1.7x to 2.0x in four runs this session): each replica keeps "
+    "its own copy of a text and its index, so it depends on whether the single session's requests already reached "
+    "both replicas, and the allocators of every Ray process are counted too.",
     "- At 1, a stateful route pays one actor round trip over `submit_final_result`: 1.0 ms p50 alone "
     "(bench/results/actor_hop.md), plus the replica's share of it; `close_session` also waits ~0.4 ms for its "
     "fence's GCS KV write, the promise that the fence survives a shard's SIGKILL. A threaded shard actor would "

@@ -39,8 +39,8 @@ LOCAL_RAY_ENV = {
 _HAPROXY_FOLDER_ENV = "FINSEC_HAPROXY_DIR"
 # Measured at concurrency 64-256 on 2 cores (bench/results/serve_rollouts.md); the environment overrides both.
 HAPROXY_TUNING = {
-    # Serve turns each request's HAProxy log line into its serve_num_http_* metrics in an actor: ~7% of this
-    # machine at 1,500 requests/s. HAProxy's own exporter (per-backend rates, latencies, statuses) stays on.
+    # Serve turns each request's HAProxy log line into its serve_num_http_* metrics in an actor: ~7% of a core
+    # at 1,400 requests/s. HAProxy's own exporter (per-backend rates, latencies, statuses) stays on.
     "RAY_SERVE_HAPROXY_METRICS_ENABLED": "0",
     # Serve starts 4 HAProxy threads; on a small machine they fight the replicas for cores.
     "RAY_SERVE_HAPROXY_NBTHREAD": str(min(4, max(1, (os.cpu_count() or 1) // 4))),
