@@ -47,7 +47,6 @@ def sec_hosts(base_urls: Iterable[str]) -> frozenset[str]:
     return frozenset(hosts)
 
 
-
 def mirror_ports(base_urls: Iterable[str]) -> dict[str, frozenset[int]]:
     """host -> ports, for the configured SEC base URLs whose host is not sec.gov's own: a private mirror (or a
     test's server) is one service on its machine, and trusting its address must not open every other port of
