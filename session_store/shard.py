@@ -11,6 +11,10 @@ operation exactly the result it would have had alone. Around the run:
   nothing is read on the request path any more;
 - after it, every mark the run changed is written, and only then are the results returned. An operation whose
   mark could not be written answers "unavailable" (503), never a 200 the store could forget.
+Batches of several replicas (and the reaper's tick) run concurrently on the actor's loop, so a mark change stays
+*pending* until a write of it succeeds: an operation on an ID with a pending change (its own, an earlier batch's
+still in flight, or one whose write failed) answers only once that change is durable. Writes go one at a time,
+each taking every pending change, so an ID's last write is its newest mark.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from typing import Any
+
+import asyncio
 
 from .core import EvictionReport, Limits, SessionCore
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreFull, StoreUnavailable
@@ -38,6 +44,7 @@ OPERATIONS = frozenset({
 _NEEDS_MARKS = frozenset({"seed_episode", "seed_agent_run", "close", "plan_verify", "finish_verify", "describe",
                           "check_open", "put_document", "read_documents", "mark_lost"})
 _SESSION_ERRORS = (SessionConflict, SessionLost, DocumentRefused, StoreFull)
+_ABSENT = object()
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,8 @@ class ShardService:
         self._core = SessionCore(session_ttl_seconds=config.session_ttl_seconds,
                                  fence_ttl_seconds=config.fence_ttl_seconds, limits=config.limits, **kwargs)
         self._marks = marks if marks is not None else MemoryMarkStore()
-        self._unwritten: dict[str, Any] = {}  # mark changes a failed write left behind: retried with the next
+        self._pending: dict[str, Any] = {}  # mark changes not yet known durable (None deletes), by ID
+        self._write_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._batches = self._operations = 0  # how well the ingress replicas' calls coalesce
         self._place = place  # (this shard's index, the shard count): which IDs are this shard's
         self._complete = False  # whether memory holds every durable mark of this shard's IDs
@@ -78,11 +86,10 @@ class ShardService:
         self._batches += 1
         self._operations += len(ops)
         self._core.evict_expired()  # costs what it evicts; keeps expired marks durable between reaper ticks
+        self._pending.update(self._core.take_mark_writes())
         unreadable = await self._learn_marks(ops)
         outcomes: list[Outcome] = []
         depends: list[set[str]] = []  # per operation: the IDs whose durable write its answer relies on
-        writes = self._unwritten
-        self._unwritten = {}
         for name, args in ops:
             sid = args[0] if args else None
             if name not in OPERATIONS:
@@ -93,16 +100,13 @@ class ShardService:
             else:
                 outcomes.append(self._apply(name, args))
             changed = self._core.take_mark_writes()
-            writes.update(changed)
-            depends.append(set(changed) | ({sid} if sid in writes else set()))
-        if writes:
-            failed = await self._write(writes)
-            if failed:
-                self._unwritten = {sid: writes[sid] for sid in failed}
-                for i, ids in enumerate(depends):
-                    if ids & failed:
-                        outcomes[i] = (False, StoreUnavailable(
-                            "The session store could not record this durably; retry the request shortly."))
+            self._pending.update(changed)
+            depends.append(set(changed) | ({sid} if sid in self._pending else set()))
+        failed = await self._make_durable(set().union(*depends))
+        for i, ids in enumerate(depends):
+            if ids & failed:
+                outcomes[i] = (False, StoreUnavailable(
+                    "The session store could not record this durably; retry the request shortly."))
         return outcomes
 
     def _apply(self, name: str, args: tuple) -> Outcome:
@@ -129,20 +133,37 @@ class ShardService:
             self._core.learn_mark(sid, mark)
         return set()
 
-    async def _write(self, writes: dict[str, Any]) -> set[str]:
-        try:
-            return await self._marks.write(writes)
-        except Exception:
-            log.warning("could not write %d durable marks", len(writes), exc_info=True)
-            return set(writes)
+    async def _make_durable(self, ids: set[str]) -> set[str]:
+        """Write the pending mark changes if any of `ids` has one; returns those of `ids` still not durable."""
+        if not ids & self._pending.keys():
+            return set()
+        async with self._lock():
+            wanted = ids & self._pending.keys()  # the previous holder may have written them
+            if not wanted:
+                return set()
+            writes = dict(self._pending)
+            try:
+                failed = await self._marks.write(writes)
+            except Exception:
+                log.warning("could not write %d durable marks", len(writes), exc_info=True)
+                failed = set(writes)
+            for sid in writes.keys() - failed:
+                if self._pending.get(sid, _ABSENT) is writes[sid]:  # not changed again meanwhile
+                    del self._pending[sid]
+            return wanted & failed
+
+    def _lock(self) -> asyncio.Lock:
+        """The mark-write lock of the running loop (an actor has one loop; tests run several in turn)."""
+        loop = asyncio.get_running_loop()
+        if self._write_lock is None or self._write_lock[0] is not loop:
+            self._write_lock = (loop, asyncio.Lock())
+        return self._write_lock[1]
 
     async def tick(self) -> TickReport:
         """One reaper tick: evict what outlived its TTL, drop lapsed marks, report what is held."""
         evicted = self._core.evict_expired()
-        changed = {**self._unwritten, **self._core.take_mark_writes()}
-        if changed:
-            failed = await self._write(changed)
-            self._unwritten = {sid: changed[sid] for sid in failed}
+        self._pending.update(self._core.take_mark_writes())
+        await self._make_durable(set(self._pending))  # also retries what failed before
         return TickReport(evicted, self._core.counts(), self._core.referenced_digests(), dict(self._core.counters),
                           self._core.incarnation)
 
@@ -155,7 +176,7 @@ class ShardService:
         index, count = self._place
         found = await self._marks.scan()
         mine = {sid: mark for sid, mark in found.items() if shard_index(sid, count) == index}
-        for sid, mark in mine.items():
+        for sid, mark in sorted(mine.items(), key=lambda item: item[1].drop_at):  # the core drops marks in order
             self._core.learn_mark(sid, mark)
         self._complete = True
         return len(mine)
