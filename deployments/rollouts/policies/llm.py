@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +24,6 @@ SYSTEM_PROMPT = (
     "(name the stored key as {{key}} in the prompt), and give your answer, with its figures and units, by "
     "calling submit_final_result once."
 )
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # one path segment: a tool name never reaches another route
 NUDGE = "Call submit_final_result with your final answer."
 
 
@@ -77,7 +75,7 @@ class LlmPolicy:
             submitted = False
             for call in calls:
                 name, arguments, call_id = _tool_call(call)
-                if not _TOOL_NAME.fullmatch(name):
+                if name not in self.spec.tools:  # only the tools offered: never seed, verify or close routes
                     result = f"ERROR: there is no tool named {name[:80]!r}."
                 elif arguments is None:
                     result = "ERROR: the arguments were not a JSON object."
