@@ -60,6 +60,8 @@ def load_serve_config(path: Path) -> ServeTarget:
         if deployment.name != INGRESS_DEPLOYMENT:
             raise UsageError(f"config {path}: unknown deployment {deployment.name!r} (only {INGRESS_DEPLOYMENT})")
         options = {k: v for k, v in deployment.model_dump(exclude_unset=True).items() if k != "name"}
+    if app.logging_config is not None and "logging_config" not in options:  # the application's, for its replicas
+        options["logging_config"] = app.logging_config.model_dump(exclude_unset=True)
     http = config.http_options
     return ServeTarget(settings, app.name, app.route_prefix or "/", options, http.host or "127.0.0.1",
                        http.port or 8000)

@@ -10,13 +10,14 @@ import sys
 from contextlib import contextmanager
 from typing import Iterator
 
-from ..local import Ingress, deploy_application, start_ray_and_serve, stop_ray_and_serve, undeploy_application
+from ..local import QUIET_LOGS, Ingress, deploy_application, start_ray_and_serve, stop_ray_and_serve, undeploy_application
 from ..settings import Settings
 from .errors import UsageError, check_port_free, one_line
 from .serve_config import ServeTarget
 
 # Like configs/serve.yaml: two ingress replicas, two shards, sized for a 2-core machine.
-DEFAULT_OPTIONS = {"num_replicas": 2, "max_ongoing_requests": 256, "ray_actor_options": {"num_cpus": 0.5}}
+DEFAULT_OPTIONS = {"num_replicas": 2, "max_ongoing_requests": 256, "ray_actor_options": {"num_cpus": 0.5},
+                   "logging_config": QUIET_LOGS}
 
 
 def default_target(port: int) -> ServeTarget:

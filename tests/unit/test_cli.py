@@ -114,3 +114,12 @@ def test_corpus_questions_is_a_task_file_and_corpus_write_writes_the_layout(tmp_
     assert main(["corpus", "write", str(tmp_path / "corpus")]) == 0
     assert (tmp_path / "corpus" / "files" / "company_tickers.json").is_file()
     assert any((tmp_path / "corpus" / "Archives" / "edgar" / "data").iterdir())
+
+
+def test_the_application_s_logging_config_reaches_its_replicas():
+    """configs/serve.yaml turns the per-request access log off for the app; `finsec serve` must deploy it so."""
+    from deployments.cli.serve_config import load_serve_config
+
+    for name in ("serve.yaml", "serve-cluster.yaml"):
+        options = load_serve_config(ROOT / "configs" / name).deployment_options
+        assert options["logging_config"]["enable_access_log"] is False, name
