@@ -29,10 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from deployments.corpus.generate import questions  # noqa: E402
 
-ROUTES = ("seed_session", "sec_filing_search", "parse_html_page", "retrieve_information",
-          "submit_final_result", "verify", "close_session")
-
-
 def rollout_steps(task: dict, n: int) -> list[tuple[str, dict]]:
     sid = f"resources-session-{uuid.uuid4().hex}"
     episode = {"rollout_id": f"bench-{n}", "attempt": 0}
@@ -60,7 +56,8 @@ async def run(url: str, concurrency: int, seconds: float, warmup: float) -> dict
     The window opens once `warmup` has passed and every loop has finished one rollout (or a minute more has), so
     it sees steady state even at 1024 in flight, where one rollout lasts several seconds. Inside it, every request and rollout that
     *ends* there counts, whenever it began: counting only rollouts that begin inside the window drops the
-    work in flight at its edges, which at high concurrency is most of it.
+    work in flight at its edges, which at high concurrency is most of it. Only successful requests count (a 200,
+    and for verify the right reward); any other answer is an error.
     """
     tasks = questions()
     latencies: dict[str, list[float]] = defaultdict(list)
@@ -109,7 +106,7 @@ async def run(url: str, concurrency: int, seconds: float, warmup: float) -> dict
                     if status != 200 or (route == "verify" and json.loads(payload).get("reward") != 1.0):
                         ok = False
                         errors.append(f"{route} {status} {payload[:160]!r}")
-                    if inside(time.monotonic()):
+                    elif inside(time.monotonic()):
                         latencies[route].append(elapsed)
                         counts["requests"] += 1
                 if ok and inside(time.monotonic()):

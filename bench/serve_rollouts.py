@@ -5,7 +5,7 @@
 
 Configurations, each started by this script in its own process tree, one after the other:
 - `baseline`: the app in one uvicorn process, sessions in process (deployments/inprocess.py);
-- `serve-haproxy`: the Serve app from configs/serve.yaml (2 replicas, 4 shards) behind Serve's HAProxy ingress,
+- `serve-haproxy`: the Serve app from configs/serve.yaml (2 replicas, 2 shards) behind Serve's HAProxy ingress,
   which is how the project ships it;
 - `serve-proxy`: the same behind Serve's default Python proxy;
 - `before-haproxy`: the code of the commit before this work (`--before`, default e66df0b), behind HAProxy, so the
@@ -191,7 +191,8 @@ def cpu_by_role(server: Server, after: float, seconds: float) -> dict[str, float
     time.sleep(seconds)
     spent: dict[str, float] = defaultdict(float)
     for pid in pids:
-        spent[_role(pid)] += (_cpu_ticks(pid) - first[pid]) / os.sysconf("SC_CLK_TCK")
+        if (ticks := _cpu_ticks(pid)) >= first[pid]:  # 0 once a process has exited: leave it out
+            spent[_role(pid)] += (ticks - first[pid]) / os.sysconf("SC_CLK_TCK")
     wall = time.monotonic() - began
     return {role: used / (wall * os.cpu_count()) for role, used in sorted(spent.items(), key=lambda kv: -kv[1])}
 
@@ -207,13 +208,12 @@ def _cmdline(pid: int) -> str:
 
 
 def load(url: str, concurrency: int, seconds: float, warmup: float) -> dict:
-    """Rollouts at `concurrency`, from 1 load-generator process (2 at 1024, so the client is not the limit)."""
-    processes = 2 if concurrency >= 1024 else 1
-    share = [concurrency // processes + (1 if i < concurrency % processes else 0) for i in range(processes)]
-    runs = [subprocess.Popen([sys.executable, str(ROOT / "bench/loadgen.py"), "--url", url, "--concurrency",
-                              str(c), "--seconds", str(seconds), "--warmup", str(warmup)], stdout=subprocess.PIPE)
-            for c in share]
-    parts = [json.loads(run.communicate()[0]) for run in runs]
+    """Rollouts at `concurrency` from one load-generator process, so one measurement window covers all of them
+    (it takes under half a core at 1024, so it is not the limit; its CPU share is reported)."""
+    run = subprocess.Popen([sys.executable, str(ROOT / "bench/loadgen.py"), "--url", url, "--concurrency",
+                            str(concurrency), "--seconds", str(seconds), "--warmup", str(warmup)],
+                           stdout=subprocess.PIPE)
+    parts = [json.loads(run.communicate()[0])]
     latencies = defaultdict(list)
     for part in parts:
         for route, samples in part["latencies"].items():
@@ -494,7 +494,7 @@ def main() -> None:
                     row["throughput"].append(load(server.url, level, seconds, 2.0))
                     if level == CPU_LEVEL:
                         row["cpu_share_at_64"] = sampler.result()
-                    print(config, level, f"{row['throughput'][-1]['rollouts_per_s']:.1f} rollouts/s",
+                    print(config, level, f"{rollouts_per_s(row['throughput'][-1]):.1f} rollouts/s",
                           f"errors={row['throughput'][-1]['errors']}", flush=True)
                 if options.profile and config in ("serve-haproxy", "before-haproxy"):
                     row["profile"] = profile(server, 10.0, ROOT / f"bench/results/profile-{config}.txt")
@@ -522,7 +522,8 @@ def main() -> None:
 
 
 def rollouts_per_s(t: dict) -> float:
-    """Steady-state rollouts/s: the requests that ended inside the window, over the 8 requests of a rollout."""
+    """Steady-state rollouts/s: the successful requests that ended inside the window, over the 8 of a rollout.
+    (Whole rollouts ending inside it come in waves at high concurrency, so requests are the smoother count.)"""
     return t["requests_per_s"] / 8
 
 
@@ -542,23 +543,23 @@ FINDINGS = [
     "- Fences and expired marks are read from GCS once at settle, not per request; they are written before the "
     "reply only on close and expiry (`GcsMarkStore.write`, ~12% of the shard).",
     "- HAProxy without Serve's per-request metrics (`RAY_SERVE_HAPROXY_METRICS_ENABLED=0`: Serve's HAProxy manager "
-    "parsed one log line per request, ~7% of a core at concurrency 64, ~1,400 requests/s) and with threads fitted to the machine "
-    "(`RAY_SERVE_HAPROXY_NBTHREAD`, 1 here instead of 4); shard actors send no Ray task events.",
+    "parses one log line per request: the CPU table's `before-haproxy` column, where it is on, shows it) and with "
+    "threads fitted to the machine "
+    "(`RAY_SERVE_HAPROXY_NBTHREAD`, 1 here instead of Serve's 4: a choice for a small machine, not measured in "
+    "this report); shard actors send no Ray task events.",
     "- Measurement: the load generator's window opens once every rollout loop has finished one rollout, and "
     "counts every request that ends inside it. It used to count only rollouts that began inside the window, "
     "which at 1024 in flight (a rollout then lasts ~6 s) dropped most of the work and read as a collapse.",
     "",
     "Still limiting:", "",
-    "- At 64 the ratio sits on the target, inside this machine's run-to-run noise: three runs of this benchmark on "
-    "this session's code gave 0.49x, 0.52x and 0.47x (this report); the baseline alone moved between 353 and 382 "
-    "rollouts/s. The machine is full: the CPU table shows the Serve configuration using both cores (replicas about "
+    "- At 64 the ratio sits at the target, within this machine's run-to-run noise (re-run to see it move by a few "
+    "hundredths; only this run's figures are reported here). The machine is full: the CPU table shows the Serve configuration using both cores (replicas about "
     "half of them, then the shards, HAProxy, GCS and the load generator) where the baseline's one process uses "
     "one. Per request a replica spends about twice the baseline's CPU: the HAProxy-to-replica HTTP hop, Serve's "
     "request wrapper and metrics (`Replica._direct_ingress_asgi`, `RequestIdMiddleware`), and submitting and "
     "receiving shard calls (`ActorHandle._actor_method_call`, `Worker.main_loop`, ~18% of the replica). More "
-    "cores, or a shard hop cheaper than a Ray actor call, would lift it; one shard instead of two measured the "
-    "same within noise (two side-by-side runs at 64: 202 and 186 rollouts/s against 187 and 186).",
-    "- The group's memory ratio moves between runs (1.7x to 2.0x in four runs this session): each replica keeps "
+    "cores, or a shard hop cheaper than a Ray actor call, would lift it.",
+    "- The group's memory ratio is close to the 2x line and moves between runs: each replica keeps "
     "its own copy of a text and its index, so it depends on whether the single session's requests already reached "
     "both replicas, and the allocators of every Ray process are counted too.",
     "- At 1, a stateful route pays one actor round trip over `submit_final_result`: 1.0 ms p50 alone "
@@ -615,7 +616,7 @@ def render(results: dict) -> str:
         if not curve:
             continue
         cells = [f"{curve.get(k, 0):.0f}" if k in curve else "-" for k in ("0", "1000", "10000", "after_close")]
-        cells += [f"+{group['one_session_mb']:.1f}", f"+{group['group_of_16_mb']:.1f}", f"{group['ratio']:.2f}x"] \
+        cells += [f"+{group['one_session_mb']:.1f}", f"+{group['group_of_16_mb']:.1f}", f"{group['ratio']:.3f}x"] \
             if group else ["-"] * 3
         out.append(f"| {name} | " + " | ".join(cells) + " |")
     if results.get("hop_bytes"):
@@ -643,8 +644,8 @@ def cpu_table(results: dict) -> list[str]:
                    key=lambda role: -max(row["cpu_share_at_64"].get(role, 0) for row in configs.values()))
     out = ["", f"## Where the machine's CPU goes at concurrency {CPU_LEVEL} (share of both cores)", "",
            "| process | " + " | ".join(configs) + " |", "|---|" + "---|" * len(configs)]
-    for role in [*roles, "load generator"]:
-        cells = [row["throughput"][i]["client_cpu_share"] if role == "load generator"
+    for role in [*roles, "load generator (its whole run)"]:
+        cells = [row["throughput"][i]["client_cpu_share"] if role.startswith("load generator")
                  else row["cpu_share_at_64"].get(role, 0) for row in configs.values()]
         if max(cells) >= 0.005:
             out.append(f"| {role} | " + " | ".join(f"{100 * c:.0f}%" for c in cells) + " |")
@@ -680,7 +681,7 @@ def targets(results: dict) -> list[str]:
                      + ")", over[worst] <= 1.5))
     group = serve.get("memory_group")
     if group:
-        rows.append(("memory: a 16-session group on one filing under 2x one session", f"{group['ratio']:.2f}x",
+        rows.append(("memory: a 16-session group on one filing under 2x one session", f"{group['ratio']:.3f}x",
                      group["ratio"] < 2))
     hop = results.get("hop_bytes", {}).get("this", {})
     retrieve = [v for k, v in hop.items() if "retrieve" in k]

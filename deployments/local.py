@@ -1,7 +1,7 @@
 """Run the application on a private local Ray cluster: for the demo, the CLI, the tests and the benchmarks.
 
 Serve runs behind its HAProxy ingress by default (`RAY_SERVE_ENABLE_HA_PROXY=1`): on this kind of machine it
-adds ~0.6 ms per request where the default Python proxy adds ~5.4 ms, and the default proxy collapses under
+adds ~0.6 ms per request where the default Python proxy adds ~5.6 ms, and the default proxy collapses under
 load (bench/results/serve_rollouts.md). HAProxy runs as a child process of Serve's proxy actor and outlives
 `ray stop` (ray-notes), so every start here gives it a private folder and private stats ports, and every stop
 kills what runs from that folder.
@@ -37,12 +37,13 @@ LOCAL_RAY_ENV = {
     "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
 }
 _HAPROXY_FOLDER_ENV = "FINSEC_HAPROXY_DIR"
-# Measured at concurrency 64-256 on 2 cores (bench/results/serve_rollouts.md); the environment overrides both.
+# The environment overrides both.
 HAPROXY_TUNING = {
-    # Serve turns each request's HAProxy log line into its serve_num_http_* metrics in an actor: ~7% of a core
-    # at 1,400 requests/s. HAProxy's own exporter (per-backend rates, latencies, statuses) stays on.
+    # Serve turns each request's HAProxy log line into its serve_num_http_* metrics in an actor (its CPU is in
+    # bench/results/serve_rollouts.md's CPU table). HAProxy's own exporter (per-backend rates, latencies,
+    # statuses) stays on.
     "RAY_SERVE_HAPROXY_METRICS_ENABLED": "0",
-    # Serve starts 4 HAProxy threads; on a small machine they fight the replicas for cores.
+    # Serve starts 4 HAProxy threads; on a small machine they compete with the replicas for cores.
     "RAY_SERVE_HAPROXY_NBTHREAD": str(min(4, max(1, (os.cpu_count() or 1) // 4))),
 }
 # Serve writes an access-log line per request by default: ~2% of a replica's CPU at RL request rates.
