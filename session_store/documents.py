@@ -52,6 +52,9 @@ class DocumentStore:
         self._by_url: dict[str, str] = {}  # filing URL -> digest
         self.bytes = 0
         self.hits = self.misses = 0
+        # When the last sweep ran. Its `referenced` flags judge only texts touched a grace window before it; a text
+        # put later may be named by a session the sweep did not hear of, however long the next sweep takes.
+        self._swept_at = float("-inf")
 
     def put(self, digest: str, text: str, url: str | None = None, cacheable: bool = False) -> None:
         """Keep `text` under `digest`. Refused (StoreFull) only when texts that sessions need fill the budget."""
@@ -112,6 +115,7 @@ class DocumentStore:
             if not entry.referenced and not entry.cacheable and entry.touched_at < cutoff:
                 self._drop(digest)
                 dropped += 1
+        self._swept_at = self._clock()
         return SweepReport(dropped, len(self._entries), self.bytes)
 
     def stats(self) -> dict[str, int]:
@@ -119,7 +123,7 @@ class DocumentStore:
                 "referenced": sum(e.referenced for e in self._entries.values())}
 
     def _make_room(self, size: int) -> None:
-        cutoff = self._clock() - self.grace_seconds
+        cutoff = min(self._clock(), self._swept_at) - self.grace_seconds
         for digest in [d for d, e in self._entries.items() if not e.referenced and e.touched_at < cutoff]:
             if self.bytes + size <= self.max_bytes:
                 return

@@ -94,3 +94,18 @@ def test_the_replica_cache_reads_a_text_once_from_the_store(clock):
     assert asyncio.run(cache.texts(["d"])) == {"d": "text"} and store.stats()["hits"] == 1
     assert asyncio.run(cache.filing("https://www.sec.gov/f")) == ("d", "text")
     assert cache.local_filing("https://www.sec.gov/f") == ("d", "text")
+
+
+def test_a_text_put_after_the_last_sweep_is_never_evicted_however_late_the_next_sweep(clock):
+    """A sweep that does not come (a shard missed the reaper's tick) must not expose a text a session may hold."""
+    store = DocumentStore(max_bytes=2_500, grace_seconds=10, clock=clock)
+    store.sweep(referenced=set())
+    clock.now = 5
+    store.put("held-since", "y" * 1_000, None)  # a session names it; no sweep has heard of that yet
+    clock.now = 1_000  # sweeps skipped for far longer than the grace window
+    with pytest.raises(StoreFull):
+        store.put("new", "z" * 1_500, None)
+    assert store.stats()["texts"] == 1  # still held (stats, unlike get, does not touch it)
+    assert store.sweep(referenced=set()).dropped == 1  # now it has been judged: nobody names it
+    store.put("new", "z" * 1_500, None)
+    assert set(store.get(["held-since", "new"])) == {"new"}
