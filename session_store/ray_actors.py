@@ -76,13 +76,22 @@ class GcsMarkStore:
 
     async def sweep(self, now: float) -> int:
         client = gcs_kv()
-        lapsed = 0
-        for key, raw in (await self._all()).items():
+
+        def lapsed(raw: bytes | None) -> bool:
             mark = decode(raw) if raw is not None else None
-            if mark is None or mark.drop_at <= now:
-                await client.async_internal_kv_del(key, False, self._namespace, timeout=self._timeout)
-                lapsed += 1
-        return lapsed
+            return mark is None or mark.drop_at <= now
+
+        candidates = [key for key, raw in (await self._all()).items() if lapsed(raw)]
+        swept = 0
+        for start in range(0, len(candidates), 1000):
+            # Read again just before deleting: a shard may have fenced the ID anew since the scan.
+            current = await client.async_internal_kv_multi_get(candidates[start : start + 1000], self._namespace,
+                                                               timeout=30)
+            for key, raw in current.items():
+                if raw is not None and lapsed(raw):
+                    await client.async_internal_kv_del(key, False, self._namespace, timeout=self._timeout)
+                    swept += 1
+        return swept
 
 
 class ActorProcess:
