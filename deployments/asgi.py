@@ -37,7 +37,9 @@ def create_api(
 
     app = FastAPI(title="finsec-serve", summary="NeMo Gym finance_sec_search resources server", lifespan=lifespan)
     install_error_handlers(app)
-    named_routers = (health.router, sessions.router, tools.router, admin.router)
+    # Without an admin token the retire route is not registered at all: a 404 whatever the body.
+    named_routers = (health.router, sessions.router, tools.router, admin.router,
+                     *((admin.retire_router,) if settings.admin_token is not None else ()))
     for router in named_routers:
         app.include_router(router)
     app.include_router(tools.unknown_tool_router)  # last: named routes win (§A.0)

@@ -1,7 +1,8 @@
 """Internal routes for operators: retire_session_state (contract §C.8, Decision 8) and the session counters.
 
-The retire route answers 404 unless `admin_token` is configured, and then only to `Authorization: Bearer
-<admin_token>`: it releases another session's state, so the agent must never reach it."""
+The retire route exists only when `admin_token` is configured (`retire_router`, included by asgi.py only then),
+and answers only to `Authorization: Bearer <admin_token>`: it releases another session's state, so the agent must
+never reach it."""
 
 from __future__ import annotations
 
@@ -14,19 +15,19 @@ from ..services import services
 from ..strict_json import StrictJsonRoute
 
 router = APIRouter(route_class=StrictJsonRoute)
+retire_router = APIRouter(route_class=StrictJsonRoute)
 
 
 def _operator(request: Request) -> None:
-    """A dependency, so it answers before the body is validated: without a token the route does not exist."""
+    """A dependency, so a caller without the token is refused before the body is validated."""
     token = services(request).settings.admin_token
-    if token is None:
-        raise HTTPException(404, "Not Found")
+    assert token is not None  # the route is only registered with a token
     offered = request.headers.get("authorization", "")
     if not hmac.compare_digest(offered.encode(), f"Bearer {token.get_secret_value()}".encode()):
         raise HTTPException(401, "retire_session_state needs Authorization: Bearer <admin_token>.")
 
 
-@router.post("/admin/retire_session_state", dependencies=[Depends(_operator)])
+@retire_router.post("/admin/retire_session_state", dependencies=[Depends(_operator)])
 async def retire_session_state(request: Request, body: RetireRequest) -> dict[str, str]:
     await services(request).store.retire(body.session_id)
     return {"session_id": body.session_id, "retired": "ok"}

@@ -290,3 +290,12 @@ def test_session_counters_count_what_happened(app):
     counters = app.get("/session_counters").json()["counters"]
     assert counters == {"seeds.episode.created": 1, "seeds.episode.retried": 1, "conflicts.seed_mismatch": 1,
                         "verifies.scored": 1, "closes": 1, "verifies.masked.session_lost": 1}
+
+
+def test_without_an_admin_token_no_body_shows_the_retire_route():
+    """Not a 422 for bad JSON, nor a 413 for a big body: the route is simply not there."""
+    with InProcess() as app:
+        for body in (b"{", b'{"session_id": NaN}', b'{"session_id": "\\ud800"}'):
+            response = app.post("/admin/retire_session_state", content=body,
+                                       headers={"content-type": "application/json"})
+            assert response.status_code == 404, body
