@@ -416,3 +416,18 @@ def test_tool_errors_quote_at_most_a_short_excerpt_of_a_huge_argument(stub):
         for label, (route, body, says) in ECHOES.items():
             reply = app.post(route, json=body).json()["results"]
             assert says in reply and len(reply) < 3_000, (label, len(reply), reply[:200])
+
+
+@pytest.mark.parametrize("route,field,item", [("sec_filing_search", "form_types", 1), ("edgar_search", "ciks", [1])])
+def test_a_long_list_of_wrong_items_is_one_error_naming_the_first(app, route, field, item):
+    """One error per wrong item, rebuilt on the event loop, stalled it for seconds: the first wrong item is named."""
+    body = {"ticker": "AAPL", "search_query": "revenue", field: ["10-K", *([item] * 50_000)]}
+    response = app.post(f"/{route}", json=body)
+    assert response.status_code == 422
+    (error,) = response.json()["detail"]  # one error, not 50,000
+    assert "item 1 is a" in error["msg"] and error["loc"][-1] == field
+
+
+def test_aggregate_metrics_skips_rows_that_are_not_objects(app):
+    response = app.post("/aggregate_metrics", json={"verify_responses": [1, "x", None] * 10_000})
+    assert response.status_code == 200 and response.json()["agent_metrics"] == {}
