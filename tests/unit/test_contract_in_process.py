@@ -88,11 +88,26 @@ def test_the_rollout_prefix_is_the_same_route(app):
 
 
 def test_every_response_carries_the_cookie_even_errors(app):
+    json_headers = {"content-type": "application/json"}
+    huge = b'{"final_result": "' + b"x" * (app.settings.max_request_bytes + 1) + b'"}'
     for response in (app.post("/seed_session", json={"resources_session_id": ""}),  # 422
                      app.post("/close_session", json=close_body("x", rollout="bad id")),  # 422
-                     app.post("/retrieve_information", json={"prompt": "{{k}}"})):  # 404
+                     app.post("/retrieve_information", json={"prompt": "{{k}}"}),  # 404
+                     app.post("/verify", content=b'{"reward": NaN}', headers=json_headers),  # 422, strict JSON
+                     app.post("/submit_final_result", content=huge, headers=json_headers)):  # 413
         assert response.status_code >= 400
-        assert cookie_claims(response, app.settings.cookie_name)["session_id"]
+        assert cookie_claims(response, app.settings.cookie_name)["session_id"], response.status_code
+
+
+def test_stateful_tools_check_their_arguments_before_the_session(app):
+    """Decision 13: time budget, then argument checks, then the session-open check (404)."""
+    never_seeded = app.new_client()
+    response = app.post("/parse_html_page", client=never_seeded, json={"url": "", "key": "k"})
+    assert response.status_code == 200 and response.json()["results"] == "ERROR: url is required."
+    response = app.post("/parse_html_page", client=never_seeded, json={"url": "https://www.sec.gov/x", "key": ""})
+    assert response.status_code == 200 and response.json()["results"] == "ERROR: key is required."
+    response = app.post("/parse_html_page", client=never_seeded, json={"url": "https://www.sec.gov/x", "key": "k"})
+    assert response.status_code == 404  # valid arguments: now the session check
 
 
 # ----- fences (§C.4, Decisions 2, 3) -----
