@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
 from session_store import (
     Cached,
@@ -22,6 +23,7 @@ from session_store import (
     Masked,
     Pending,
     Score,
+    Scored,
     SessionStore,
     StoreUnavailable,
     Verdict,
@@ -29,12 +31,13 @@ from session_store import (
 )
 
 from . import offload
-from .single_flight import SingleFlight
 from .contract import VerifyRequest, VerifyResponse
 from .grading.answer import HARD_GATE_TEXT, question_of, submitted_answer
 from .grading.grader import Grader, GradingFailed
+from .single_flight import SingleFlight
 
 log = logging.getLogger(__name__)
+Row = Callable[[], dict[str, Any]]  # builds the /verify row; echoing a big trajectory runs off the event loop
 _REASON_LIMIT = 2000
 
 
@@ -48,17 +51,19 @@ class Verifier:
 
     async def verify(self, sid: str, claims: Claims, body: VerifyRequest, size: int) -> tuple[dict[str, Any], bool]:
         """The row to answer with, and whether this verify released the cookie's (agent-run) session. `size` is
-        the body's: big bodies are digested and graded off the event loop."""
+        the body's: big bodies are digested, graded and echoed into the row off the event loop."""
         digest = await offload.run(size, lambda: canonical_digest(body.model_dump(mode="json")))
         if self._deterministic:
             verdict = await offload.run(size, self._grade_now, body)
             outcome = await self._store.finish_verify(sid, digest, verdict, claims)
             if isinstance(outcome, Masked):
-                return masked_row(body, outcome.failure_kind, outcome.reason), False
-            if isinstance(outcome, Cached):
-                return verdict_row(body, outcome.verdict), False
-            return verdict_row(body, outcome.verdict), outcome.released
-        return await self._judging.run((sid, digest), lambda: self._judged(sid, claims, digest, body))
+                row, released = partial(masked_row, body, outcome.failure_kind, outcome.reason), False
+            else:
+                row = partial(verdict_row, body, outcome.verdict)
+                released = isinstance(outcome, Scored) and outcome.released
+        else:
+            row, released = await self._judging.run((sid, digest), lambda: self._judged(sid, claims, digest, body))
+        return await offload.run(size, row), released
 
     def _grade_now(self, body: VerifyRequest) -> Verdict:
         answer = submitted_answer(body.response)
@@ -68,7 +73,7 @@ class Verifier:
                                         answer)
         return Verdict(grade.reward, grade.judge_rating, grade.judge_text, grade.failure_kind)
 
-    async def _judged(self, sid: str, claims: Claims, digest: str, body: VerifyRequest) -> tuple[dict, bool]:
+    async def _judged(self, sid: str, claims: Claims, digest: str, body: VerifyRequest) -> tuple[Row, bool]:
         deadline = time.monotonic() + self._lease
         while True:
             plan = await self._store.plan_verify(sid, digest, claims, self._lease)
@@ -76,9 +81,9 @@ class Verifier:
                 break
             await asyncio.sleep(plan.retry_after)  # an identical verify is being judged: share its verdict
         if isinstance(plan, Masked):
-            return masked_row(body, plan.failure_kind, plan.reason), False
+            return partial(masked_row, body, plan.failure_kind, plan.reason), False
         if isinstance(plan, Cached):
-            return verdict_row(body, plan.verdict), False
+            return partial(verdict_row, body, plan.verdict), False
         if isinstance(plan, Pending):
             raise StoreUnavailable("An identical verify is still being judged; retry shortly for its verdict.")
         assert isinstance(plan, Score)
@@ -89,8 +94,8 @@ class Verifier:
             except StoreUnavailable:
                 log.warning("could not keep the verdict of session %s; a re-send will be judged again", sid)
         if verdict is None:
-            return judge_failed_row(body, failure), False
-        return verdict_row(body, verdict), not plan.record and claims.kind == "agent_run"
+            return partial(judge_failed_row, body, failure), False
+        return partial(verdict_row, body, verdict), not plan.record and claims.kind == "agent_run"
 
     async def _judge(self, body: VerifyRequest) -> tuple[Verdict | None, str]:
         answer = submitted_answer(body.response)

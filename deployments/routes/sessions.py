@@ -41,8 +41,8 @@ async def seed_session(request: Request, body: dict[str, Any] = Body(...)) -> An
         seeded = await store.seed_agent_run(sid, identity.claims(request))
         identity.bind(request, sid, seeded, "agent_run")
         return {}
-    try:
-        seed = EpisodeSeedRequest.model_validate(body)
+    try:  # a seed's task_data may be megabytes: validated off the event loop then
+        seed = await offload.run(offload.body_size(request), EpisodeSeedRequest.model_validate, body)
     except ValidationError as error:  # never falls back to an agent-run seed (Decision 5)
         raise RequestValidationError(
             [{**e, "loc": ("body", *e["loc"])} for e in error.errors(include_url=False, include_context=False)]

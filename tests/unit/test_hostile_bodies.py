@@ -250,7 +250,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BODY_SIZED_WORK = {
     "deployments/strict_json.py": {"parse_strict", "_check_tree", "_checked_string", "_bounded_int", "_finite"},
     "session_store/core.py": {"canonical_digest"},
-    "deployments/verify.py": {"Verifier._grade_now"},
+    "deployments/verify.py": {"Verifier._grade_now", "verdict_row", "masked_row", "judge_failed_row"},
     "deployments/routes/sessions.py": {"_render", "json_response.<locals>.<lambda>"},
     "deployments/retrieval/prompt.py": {"character_ranges", "character_ranges.<locals>.<genexpr>"},
 }
@@ -328,6 +328,13 @@ def _verify(answer: str) -> bytes:
     return json.dumps(verify_body(answer=answer)).encode()
 
 
+def _long_trajectory(steps: int) -> bytes:
+    body = verify_body(answer="42")
+    step = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "step"}]}
+    body["response"]["output"] = [step] * steps + body["response"]["output"]
+    return json.dumps(body).encode()
+
+
 def _ranges(count: int) -> str:
     return "[" + ",".join(["{'key': 'doc', 'start': 0, 'end': 10}"] * count) + "]"
 
@@ -343,6 +350,9 @@ HEAVY = {  # name -> (route, body bytes, the status it must get)
     "a huge prompt": ("/retrieve_information", json.dumps({"prompt": "revenue {{doc}} " * 400_000}).encode(), 200),
     "200,000 range objects": ("/retrieve_information", json.dumps({"prompt": "revenue {{doc}}", "input_character_ranges": [
         {"key": "doc", "start": 0, "end": 10}] * 200_000}).encode(), 200),
+    "a 60,000-step trajectory to /verify (echoed into the row)": ("/verify", _long_trajectory(60_000), 200),
+    "a 5 MB task_data in an episode seed": ("/seed_session", json.dumps(episode_seed(
+        new_session_id(), notes=["a long filing excerpt " * 20] * 10_000)).encode(), 200),
     "60,000 rows to /aggregate_metrics": ("/aggregate_metrics", json.dumps({"verify_responses": [
         {"reward": 1.0, "_ng_task_index": i % 500, "_ng_rollout_index": i // 500} for i in range(60_000)]}).encode(),
         200),
@@ -431,3 +441,30 @@ def test_a_long_list_of_wrong_items_is_one_error_naming_the_first(app, route, fi
 def test_aggregate_metrics_skips_rows_that_are_not_objects(app):
     response = app.post("/aggregate_metrics", json={"verify_responses": [1, "x", None] * 10_000})
     assert response.status_code == 200 and response.json()["agent_metrics"] == {}
+
+
+def test_a_big_verify_row_and_a_big_seed_are_built_off_the_event_loop(roomy, monkeypatch):
+    """pydantic holds the GIL while it echoes a trajectory into the row or validates a seed, so no sampler sees it
+    on the loop: this records the thread instead. 60,000 steps took ~150 ms to echo on this machine."""
+    import deployments.verify as verify_module
+    from deployments.contract import EpisodeSeedRequest
+
+    threads: dict[str, list[int]] = {"row": [], "seed": []}
+    build_row, validate_seed = verify_module.verdict_row, EpisodeSeedRequest.model_validate
+
+    def row(*args):
+        threads["row"].append(threading.get_ident())
+        return build_row(*args)
+
+    def seed(value, *args, **kwargs):
+        threads["seed"].append(threading.get_ident())
+        return validate_seed(value, *args, **kwargs)
+
+    monkeypatch.setattr(verify_module, "verdict_row", row)
+    monkeypatch.setattr(EpisodeSeedRequest, "model_validate", seed)
+    assert roomy.post("/verify", content=_long_trajectory(60_000), headers=JSON).status_code == 200
+    big_seed = json.dumps(episode_seed(new_session_id(), notes=["a long filing excerpt " * 20] * 10_000)).encode()
+    assert roomy.post("/seed_session", content=big_seed, headers=JSON).status_code == 200
+    loop = threading.get_ident()  # app.run drives the loop in this thread
+    assert threads["row"] and loop not in threads["row"]
+    assert threads["seed"] and loop not in threads["seed"]
