@@ -552,8 +552,7 @@ FINDINGS = [
     "which at 1024 in flight (a rollout then lasts ~6 s) dropped most of the work and read as a collapse.",
     "",
     "Still limiting:", "",
-    "- At 64 the ratio sits at the target, within this machine's run-to-run noise (re-run to see it move by a few "
-    "hundredths; only this run's figures are reported here). The machine is full: the CPU table shows the Serve configuration using both cores (replicas about "
+    "- At 64 the ratio is near the 0.5x line (0.55x in this run). The machine is full: the CPU table shows the Serve configuration using both cores (replicas about "
     "half of them, then the shards, HAProxy, GCS and the load generator) where the baseline's one process uses "
     "one. Per request a replica spends about twice the baseline's CPU: the HAProxy-to-replica HTTP hop, Serve's "
     "request wrapper and metrics (`Replica._direct_ingress_asgi`, `RequestIdMiddleware`), and submitting and "

@@ -1,7 +1,7 @@
 """Run the application on a private local Ray cluster: for the demo, the CLI, the tests and the benchmarks.
 
 Serve runs behind its HAProxy ingress by default (`RAY_SERVE_ENABLE_HA_PROXY=1`): on this kind of machine it
-adds ~0.6 ms per request where the default Python proxy adds ~5.6 ms, and the default proxy collapses under
+adds ~1.5 ms per request where the default Python proxy adds ~7 ms, and the default proxy collapses under
 load (bench/results/serve_rollouts.md). HAProxy runs as a child process of Serve's proxy actor and outlives
 `ray stop` (ray-notes), so every start here gives it a private folder and private stats ports, and every stop
 kills what runs from that folder.

@@ -27,8 +27,6 @@ class Coalescer(Generic[T, R]):
         self._max_batch = max_batch
         self._queue: list[tuple[T, asyncio.Future[R]]] = []
         self._draining: asyncio.Task[None] | None = None
-        self.batches_sent = 0  # for tests and benchmarks: how well operations coalesce
-        self.items_sent = 0
 
     async def submit(self, item: T) -> R:
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
@@ -41,8 +39,6 @@ class Coalescer(Generic[T, R]):
         try:
             while self._queue:
                 batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
-                self.batches_sent += 1
-                self.items_sent += len(batch)
                 try:
                     results = await self._send([item for item, _ in batch])
                     if len(results) != len(batch):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Protocol
+from typing import Callable, Protocol
 
 from .core import Mark
 
@@ -25,8 +25,8 @@ class MarkStore(Protocol):
     async def write(self, changes: dict[str, Mark | None]) -> set[str]:
         """Apply the changes (None deletes); returns the IDs whose change could not be written."""
 
-    async def scan(self) -> dict[str, Mark]:
-        """Every mark of the application (a shard that settles loads its own from this once)."""
+    async def scan(self, wanted: Callable[[str], bool] | None = None) -> dict[str, Mark]:
+        """Every mark of the application whose ID is `wanted` (a shard that settles loads its own once)."""
 
     async def sweep(self, now: float) -> int:
         """Delete marks that lapsed before `now` (the orphans of a shard that died holding them)."""
@@ -69,10 +69,10 @@ class MemoryMarkStore:
                 self.marks[sid] = encode(mark)
         return set()
 
-    async def scan(self) -> dict[str, Mark]:
+    async def scan(self, wanted: Callable[[str], bool] | None = None) -> dict[str, Mark]:
         if self.failing:
             raise ConnectionError("mark store unreachable")
-        return await self.read(list(self.marks))
+        return await self.read([sid for sid in self.marks if wanted is None or wanted(sid)])
 
     async def sweep(self, now: float) -> int:
         if self.failing:

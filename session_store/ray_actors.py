@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import Any
+from typing import Any, Callable
 
 import ray
 from ray.util.metrics import Counter, Gauge
@@ -27,6 +27,10 @@ from .shard import ShardConfig, ShardService
 
 log = logging.getLogger(__name__)
 _MARK = b"mark:"
+
+
+def _sid(key: bytes) -> str:
+    return key[len(_MARK):].decode("utf-8", "backslashreplace")
 
 
 class GcsMarkStore:
@@ -60,19 +64,25 @@ class GcsMarkStore:
         results = await asyncio.gather(*(one(sid, mark) for sid, mark in changes.items()), return_exceptions=True)
         return {sid for sid, result in zip(changes, results) if isinstance(result, BaseException)}
 
-    async def _all(self) -> dict[bytes, bytes | None]:
+    async def _all(self, wanted: Callable[[str], bool] | None = None) -> dict[bytes, bytes | None]:
         client = gcs_kv()
         keys = await client.async_internal_kv_keys(_MARK, self._namespace, timeout=30)
+        if wanted is not None:  # filter by key before fetching: a shard settles on its own share only
+            keys = [key for key in keys if wanted(_sid(key))]
         found: dict[bytes, bytes | None] = {}
         for start in range(0, len(keys), 1000):
             found.update(await client.async_internal_kv_multi_get(keys[start : start + 1000], self._namespace,
                                                                  timeout=30))
         return found
 
-    async def scan(self) -> dict[str, Mark]:
-        marks = {key[len(_MARK):].decode("utf-8", "backslashreplace"): decode(raw)
-                 for key, raw in (await self._all()).items() if raw is not None}
-        return {sid: mark for sid, mark in marks.items() if mark is not None}
+    async def scan(self, wanted: Callable[[str], bool] | None = None) -> dict[str, Mark]:
+        marks: dict[str, Mark] = {}
+        for n, (key, raw) in enumerate((await self._all(wanted)).items(), 1):
+            if raw is not None and (mark := decode(raw)) is not None:
+                marks[_sid(key)] = mark
+            if n % 1000 == 0:
+                await asyncio.sleep(0)  # a million marks decode for seconds: let requests through meanwhile
+        return marks
 
     async def sweep(self, now: float) -> int:
         client = gcs_kv()

@@ -174,8 +174,7 @@ class ShardService:
         if self._complete:
             return 0
         index, count = self._place
-        found = await self._marks.scan()
-        mine = {sid: mark for sid, mark in found.items() if shard_index(sid, count) == index}
+        mine = await self._marks.scan(lambda sid: shard_index(sid, count) == index)
         for sid, mark in sorted(mine.items(), key=lambda item: item[1].drop_at):  # the core drops marks in order
             self._core.learn_mark(sid, mark)
         self._complete = True

@@ -189,9 +189,9 @@ class SafeFetcher:
             allowed = ", ".join(sorted(self.allowed_hosts))
             raise hop.refused(f"host {host!r} is not on the allowlist ({allowed}); {_HINT}")
         ports = self.host_ports.get(host)
-        if ports is not None and (port or DEFAULT_PORTS[target.scheme]) not in ports:
+        if ports is not None and (used := port or DEFAULT_PORTS[target.scheme]) not in ports:
             listed = ", ".join(str(p) for p in sorted(ports))
-            raise hop.refused(f"{host} may only be contacted on port {listed}, not {port}; {_HINT}")
+            raise hop.refused(f"{host} may only be contacted on port {listed}, not {used}; {_HINT}")
         return target, host
 
     def _check_address(self, hop: _Hop, ip: IPAddress, subject: str) -> None:

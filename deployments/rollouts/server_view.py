@@ -23,7 +23,7 @@ def session_counters(url: str, timeout: float = TIMEOUT) -> dict[str, Any]:
         raise Unavailable(f"GET /session_counters failed: {type(error).__name__}") from None
     if response.status_code != 200:
         raise Unavailable(f"GET /session_counters answered {response.status_code}")
-    body = response.json()
+    body = _json(response, "GET /session_counters")
     if not isinstance(body, dict) or not isinstance(body.get("counters"), dict):
         raise Unavailable("GET /session_counters sent no counters")
     return body
@@ -37,4 +37,14 @@ def aggregate_metrics(url: str, verify_rows: list[dict[str, Any]], timeout: floa
         raise Unavailable(f"POST /aggregate_metrics failed: {type(error).__name__}") from None
     if response.status_code != 200:
         raise Unavailable(f"POST /aggregate_metrics answered {response.status_code}")
-    return response.json()
+    body = _json(response, "POST /aggregate_metrics")
+    if not isinstance(body, dict):
+        raise Unavailable("POST /aggregate_metrics sent no metrics object")
+    return body
+
+
+def _json(response: httpx.Response, what: str) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        raise Unavailable(f"{what} answered 200 with a body that is not JSON") from None

@@ -34,8 +34,8 @@ def test_the_sweep_spares_a_mark_written_again_after_its_scan(serve_url, monkeyp
     now = time.time()
     scan = GcsMarkStore._all
 
-    async def scan_then_refence(self):
-        found = await scan(self)
+    async def scan_then_refence(self, *args):
+        found = await scan(self, *args)
         await self.write({"refenced": Mark(now + 3600, "closed")})  # the shard's close, mid-sweep
         return found
 
