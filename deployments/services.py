@@ -108,7 +108,7 @@ async def build_services(
         web = TavilySearch(settings.tavily_api_key.get_secret_value(), settings.tavily_base_url,
                            backoff_seconds=settings.retry_backoff_seconds)
     filings = FilingTexts(source, companies, cache=cache, dump_root=settings.sec_dump_path,
-                          fetch_page=page_fetcher(settings, limiter))
+                          dump_max_bytes=settings.fetch_max_bytes, fetch_page=page_fetcher(settings, limiter))
     documents = DocumentCache(document_store, max_bytes=settings.replica_text_cache_bytes,
                               grace_seconds=settings.document_grace_seconds, clock=clock)
     retrieval = retrieval_backend(settings)

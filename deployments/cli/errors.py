@@ -45,9 +45,13 @@ def check_server_up(url: str, timeout: float = 5.0) -> None:
 
 
 def check_port_free(host: str, port: int) -> None:
+    """Nothing listens on `port`. The probe binds with SO_REUSEADDR, as the servers we start do (uvicorn,
+    HAProxy): the connections a stopped server leaves in TIME_WAIT (for a minute) do not stop them binding,
+    so they must not stop the check either. A socket listening on the port still fails the bind (Linux)."""
     if not 0 < port < 65536:
         raise UsageError(f"port {port} is not a TCP port (1-65535)")
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except PermissionError:

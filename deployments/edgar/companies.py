@@ -53,10 +53,13 @@ def filing_url(cik10: str, accession: str, document: str) -> str:
 
 
 def parse_tickers(raw: Any) -> dict[str, Company]:
+    """The registry as §F.1 maps it; ValueError when `raw` is not one (a cache file or an answer of another shape)."""
     if not isinstance(raw, dict):
         raise ValueError("company_tickers.json must be a JSON object of {cik_str, ticker, title} rows")
     table = {}
     for key, row in raw.items():
+        if not isinstance(row, dict) or not {"cik_str", "ticker", "title"} <= row.keys():
+            raise ValueError(f"row {key!r}: not an object with cik_str, ticker and title")
         cik = str(row["cik_str"])
         if not (cik.isascii() and cik.isdigit() and 1 <= len(cik) <= 10):  # it names cache files and URLs
             raise ValueError(f"row {key!r}: cik_str must be 1 to 10 digits, not {cik[:40]!r}")
@@ -127,7 +130,19 @@ def _cached_filings(cached: Any) -> list[Filing] | None:
         filings = [Filing(**row) for row in cached.values()]
     except TypeError:
         return None
-    return [f for f in filings if isinstance(f.filing_url, str) and _usable_url(f.filing_url)]
+    if not all(isinstance(value, str) for f in filings for value in asdict(f).values()):
+        return None  # a number where a date goes would break the newest-first sort
+    return [f for f in filings if _usable_url(f.filing_url)]
+
+
+def _registry(raw: Any, what: str) -> dict[str, Company] | None:
+    if raw is None:
+        return None
+    try:
+        return parse_tickers(raw)
+    except ValueError as error:
+        log.warning("%s is not the ticker registry (%s); not used", what, error)
+        return None
 
 
 def _usable_url(url: str) -> bool:
@@ -148,20 +163,23 @@ class CompanyDirectory:
         self._loading: SingleFlight[str, list[Filing]] = SingleFlight()  # by CIK: the one load in flight
 
     async def load(self, attempts: int = 5, backoff_seconds: float = 1.0) -> None:
-        """Load the ticker registry; the server cannot start without it (contract §F.2)."""
-        raw = await self._cache.read_json(self._cache.tickers_file) if self._cache else None
+        """Load the ticker registry; the server cannot start without it (contract §F.2). A cached registry
+        that is not one is downloaded again; a download that is not one is retried like a failed one."""
+        cached = await self._cache.read_json(self._cache.tickers_file) if self._cache else None
+        raw, table = cached, _registry(cached, "the cached tickers.json")
         for attempt in range(attempts):
-            if raw is not None:
+            if table is not None:
                 break
             raw = await self._source.read_json(TICKERS_PATH)
-            if raw is None and attempt < attempts - 1:
+            table = _registry(raw, "company_tickers.json from the source")
+            if table is None and attempt < attempts - 1:
                 await asyncio.sleep(backoff_seconds * 2**attempt)
-        if raw is None:
+        if table is None:
             raise RuntimeError(
                 "Failed to load SEC ticker data after retries. Server cannot start without company_tickers.json."
             )
-        self._companies = parse_tickers(raw)
-        if self._cache:
+        self._companies = table
+        if self._cache and raw is not cached:
             await self._cache.write_json(self._cache.tickers_file, raw)
         if self._supplementary is not None:
             self._companies.update(self._overlay(self._supplementary))
@@ -210,8 +228,8 @@ class CompanyDirectory:
         main = await self._source.read_json(submissions_path(company.cik))
         if main is None:
             raise FilingsUnavailable(f"EDGAR gave no submissions data for CIK {company.cik}")
-        if not isinstance(main, dict):
-            return [], True  # JSON of the wrong shape: no filings to list (§F.1)
+        if not isinstance(main, dict):  # JSON, but not a submissions document: not a fact about the company
+            raise FilingsUnavailable(f"EDGAR's submissions data for CIK {company.cik} is not a JSON object")
         recent = main.get("filings", {}).get("recent") if isinstance(main.get("filings"), dict) else None
         pages, complete = [recent], True
         for name in _page_names(main):
@@ -221,7 +239,7 @@ class CompanyDirectory:
                 pages.append(older)
                 continue
             log.warning("skipping unreadable submissions page %.100r for CIK %s", name, company.cik)
-            if is_edgar_path(path) and older is None:  # EDGAR did not answer for it: ask again next time
+            if is_edgar_path(path):  # EDGAR gave no page (or not an object) for it: ask again next time
                 complete = False
         filings = await asyncio.to_thread(_build_filings, company, pages)
         if not complete and not filings:

@@ -21,7 +21,8 @@ from ..text.html_to_text import HtmlTextError, html_to_text
 from ..tool_error import ToolError
 from .cache import DiskCache
 from .companies import CompanyDirectory
-from .source import EdgarSource
+from .files import read_inside
+from .source import DEFAULT_MAX_BYTES, EdgarSource
 from .urls import FilingDocumentUrl, InvalidFilingUrl, parse_filing_url
 
 log = logging.getLogger(__name__)
@@ -44,11 +45,15 @@ def text_digest(text: str) -> str:
 
 
 def filing_of(url: str) -> FilingDocumentUrl | None:
-    """The filing a URL names, None for any other page; a malformed filing URL is the agent's to fix."""
+    """The filing document a URL names, None for any other page. A malformed filing URL, or one that names
+    no document (an accession folder), is the agent's to fix: an argument error (Decision 13)."""
     try:
-        return parse_filing_url(url)
+        filing = parse_filing_url(url)
     except InvalidFilingUrl as error:
         raise DocumentUnavailable(str(error)) from None
+    if filing is not None and not filing.document:
+        raise DocumentUnavailable(f"Invalid SEC URL format: {url}")
+    return filing
 
 
 class FilingTexts:
@@ -59,12 +64,14 @@ class FilingTexts:
         *,
         cache: DiskCache | None = None,
         dump_root: Path | None = None,
+        dump_max_bytes: int = DEFAULT_MAX_BYTES,
         fetch_page: PageFetcher | None = None,
     ):
         self._source = source
         self._directory = directory
         self._cache = cache
         self._dump = Path(dump_root).resolve() if dump_root else None
+        self._dump_max_bytes = dump_max_bytes  # a dump file is read under the fetch cap, as a mirror file is
         self._fetch_page = fetch_page
         self._in_flight: SingleFlight[str, ParsedText] = SingleFlight()
         self.reads_by_source: Counter[str] = Counter()
@@ -77,8 +84,6 @@ class FilingTexts:
         filing = filing_of(url)
         if filing is None:
             return await self._load_page(url)
-        if not filing.document:
-            raise DocumentUnavailable(f"Invalid SEC URL format: {url}")
         return await self._load_filing(url, filing)
 
     async def _load_filing(self, url: str, filing: FilingDocumentUrl) -> ParsedText:
@@ -111,7 +116,7 @@ class FilingTexts:
             self._dump / filing.ticker / filing.form.replace("/", "_") / filing.report_date[:4]
             / filing.accession_number / "primary-document.html"
         )
-        return await asyncio.to_thread(_read_inside, path, self._dump)
+        return await asyncio.to_thread(read_inside, path, (self._dump,), self._dump_max_bytes)
 
     async def _load_page(self, url: str) -> ParsedText:
         if self._fetch_page is None:
@@ -120,13 +125,6 @@ class FilingTexts:
         if not parsed.text.strip():
             raise DocumentUnavailable("HTML output was empty")
         return parsed
-
-
-def _read_inside(path: Path, root: Path) -> bytes | None:
-    resolved = path.resolve()
-    if not resolved.is_relative_to(root) or not resolved.is_file():
-        return None
-    return resolved.read_bytes()
 
 
 def _parse(html: bytes) -> ParsedText:

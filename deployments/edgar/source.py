@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any, Protocol
 
+from .files import read_inside
 from .urls import is_edgar_path
 
 log = logging.getLogger(__name__)
@@ -84,18 +84,9 @@ class MirrorSource:
         folder = "/".join(parts[:5] if parts[0] == "Archives" else parts[:1])
         try:
             expected = (self.root / folder).resolve()
-            target = (self.root / path).resolve()
-            if not target.is_relative_to(expected) or not target.is_relative_to(self.root) or not target.is_file():
-                return None
-            with open(target, "rb") as file:
-                size = os.fstat(file.fileno()).st_size
-                body = file.read(self.max_bytes + 1) if size <= self.max_bytes else b""
-        except OSError:
+        except (OSError, RuntimeError):  # RuntimeError: a symlink loop
             return None
-        if size > self.max_bytes or len(body) > self.max_bytes:
-            log.warning("mirror: %s is over the %d-byte limit; not read", path, self.max_bytes)
-            return None
-        return body
+        return read_inside(self.root / path, (expected, self.root), self.max_bytes)
 
     async def aclose(self) -> None:
         pass

@@ -2,15 +2,18 @@
 
 Order inside a tool (Decision 13): time budget, argument checks, session-open check (404 session_lost), then
 the work. The budget is read from the signed cookie (identity.started_at), so the search tools need no shard.
+Whatever else goes wrong in the work is the tool's error result, never a 500 (`_answer`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from typing import Awaitable
 
 from fastapi import APIRouter, Request
 
-from session_store import StoreUnavailable
+from session_store import SessionConflict, SessionLost, StoreUnavailable
 
 from .. import identity
 from ..budget import budget_exhausted
@@ -28,9 +31,12 @@ from ..strict_json import StrictJsonRoute
 from ..tools.edgar_search import edgar_search as run_edgar_search
 from ..tools.filing_search import sec_filing_search as run_filing_search
 from ..tools.limits import MAX_FINAL_RESULT_CHARS, MAX_PROMPT_CHARS, MAX_QUERY_CHARS, too_long
+from ..tool_error import ToolError
 from ..tools.web_search import web_search as run_web_search
 
+log = logging.getLogger(__name__)
 router = APIRouter(route_class=StrictJsonRoute)
+_SESSION_ERRORS = (SessionLost, SessionConflict, StoreUnavailable)  # HTTP statuses by design (deployments/errors.py)
 
 TOOL_NAMES = (
     "sec_filing_search",
@@ -61,6 +67,22 @@ def _json_error(message: str | None) -> str | None:
     return None if message is None else json.dumps({"error": message.removeprefix("ERROR: ")})
 
 
+async def _answer(tool: str, work: Awaitable[str], *, json_errors: bool) -> ToolResult:
+    """The work's result, or the tool's error result for any failure it did not turn into one itself (§A.0
+    soft tool errors, §A.7 step 5, §A.8 step 6): only the session errors stay HTTP statuses."""
+    try:
+        return ToolResult(results=await work)
+    except _SESSION_ERRORS:
+        raise
+    except ToolError as error:
+        message = str(error)
+    except Exception as error:
+        log.exception("%s failed", tool)
+        message = (f"ERROR: {tool} failed because of a fault in this server ({type(error).__name__}), not "
+                   "because of its arguments. Try again, or go on with another tool.")
+    return ToolResult(results=_json_error(message) if json_errors else message)
+
+
 @router.post("/sec_filing_search")
 async def sec_filing_search(request: Request, body: SecFilingSearchRequest) -> ToolResult:
     if spent := await _budget_spent(request):
@@ -68,10 +90,10 @@ async def sec_filing_search(request: Request, body: SecFilingSearchRequest) -> T
     if problem := _json_error(too_long("ticker", body.ticker, 32)):
         return ToolResult(results=problem)
     settings = services(request).settings
-    return ToolResult(results=await run_filing_search(
+    return await _answer("sec_filing_search", run_filing_search(
         services(request).companies, body.ticker, body.form_types, body.start_date, body.end_date,
         max_results=settings.max_filing_results, max_end_date=settings.max_end_date,
-    ))
+    ), json_errors=True)
 
 
 @router.post("/edgar_search")
@@ -81,7 +103,8 @@ async def edgar_search(request: Request, body: EdgarSearchRequest) -> ToolResult
     if problem := _json_error(too_long("search_query", body.search_query, MAX_QUERY_CHARS)):
         return ToolResult(results=problem)
     svc = services(request)
-    return ToolResult(results=await run_edgar_search(svc.full_text, body.model_dump(), svc.settings.max_end_date))
+    return await _answer("edgar_search", run_edgar_search(svc.full_text, body.model_dump(), svc.settings.max_end_date),
+                         json_errors=True)
 
 
 @router.post("/web_search")
@@ -91,9 +114,9 @@ async def web_search(request: Request, body: WebSearchRequest) -> ToolResult:
     if problem := _json_error(too_long("search_query", body.search_query, MAX_QUERY_CHARS)):
         return ToolResult(results=problem)
     svc = services(request)
-    return ToolResult(results=await run_web_search(
+    return await _answer("web_search", run_web_search(
         svc.web, body.search_query, body.start_date, body.end_date, body.number_of_results, svc.settings.max_end_date
-    ))
+    ), json_errors=True)
 
 
 @router.post("/parse_html_page")
@@ -103,8 +126,8 @@ async def parse_html_page(request: Request, body: ParseHtmlPageRequest) -> ToolR
     parser = services(request).parser
     if problem := parser.argument_error(body.url, body.key):
         return ToolResult(results=problem)
-    return ToolResult(results=await parser.parse(
-        identity.session_id(request), identity.claims(request), body.url, body.key))
+    return await _answer("parse_html_page", parser.parse(
+        identity.session_id(request), identity.claims(request), body.url, body.key), json_errors=False)
 
 
 @router.post("/retrieve_information")
@@ -114,8 +137,9 @@ async def retrieve_information(request: Request, body: RetrieveInformationReques
     if problem := too_long("prompt", body.prompt, MAX_PROMPT_CHARS):
         return ToolResult(results=problem)
     # The embedded backend is always configured, so §E.1 step 2 ("model not configured") never fires.
-    return ToolResult(results=await services(request).retriever.retrieve(
-        identity.session_id(request), identity.claims(request), body.prompt, body.input_character_ranges))
+    return await _answer("retrieve_information", services(request).retriever.retrieve(
+        identity.session_id(request), identity.claims(request), body.prompt, body.input_character_ranges),
+        json_errors=False)
 
 
 @router.post("/submit_final_result")

@@ -4,7 +4,8 @@ Two backends, chosen by `edgar_search_mode`:
 - local: BM25 over every filing document of the configured corpus folder (passages indexed with the finance
   tokenizer, so `$1,234.5`, `FY2023` and `10-K` stay searchable). A filing scores as its best passage plus
   how well its metadata (company, ticker, form, year) matches: a query naming a company should find that
-  company's filings, not a competitor's that mentions it. Built once per replica in the background at start;
+  company's filings, not a competitor's that mentions it. Built once per replica in the background at start,
+  and built again after a backoff if that fails (tools/retried_build.py);
 - live: sec-api.io's full-text search API, with retries on 429/503 and transport errors.
 Results use sec-api's record shape either way.
 """
@@ -15,8 +16,10 @@ import asyncio
 import json
 import logging
 import re
+import time
 from dataclasses import dataclass
 from datetime import date
+from typing import Callable
 
 import httpx
 import numpy as np
@@ -30,6 +33,8 @@ from ..retrieval.tokenize import tokenize
 from ..text.html_to_text import HtmlTextError, html_to_text
 from ..tool_error import ToolError
 from .dates import DateError, checked_date, clamped
+from .provider_answer import listed_objects
+from .retried_build import BuildFailed, RetriedBuild
 from ..quoting import shown
 
 log = logging.getLogger(__name__)
@@ -91,23 +96,48 @@ def _record(filing: Filing, description: str) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class _Index:
+    """One complete build: a retry builds a new one, never adds to a half-made one."""
+
+    filings: list[Filing]
+    first_lines: list[str]
+    passage_filing: np.ndarray  # passage number -> filing number
+    passages: Bm25Index
+    metadata: Bm25Index
+
+
+def _index_documents(documents: list[tuple[Filing, str]]) -> _Index:
+    passages, owners = [], []
+    for number, (filing, text) in enumerate(documents):
+        for passage in cut_passages(text):
+            passages.append(tokenize(text[passage.start : passage.end]))
+            owners.append(number)
+    filings = [filing for filing, _ in documents]
+    return _Index(
+        filings=filings,
+        first_lines=[f"{f.form} of {f.company_name} filed {f.filing_date}" for f in filings],
+        passage_filing=np.array(owners, dtype=np.int64),
+        passages=Bm25Index(passages),
+        metadata=Bm25Index([
+            tokenize(f"{f.company_name} {f.ticker} {f.form} {f.filing_date[:4]} {f.report_date[:4]}") for f in filings
+        ]),
+    )
+
+
 class LocalFullTextIndex:
-    def __init__(self, source: EdgarSource, directory: CompanyDirectory, tickers: list[str]):
+    def __init__(self, source: EdgarSource, directory: CompanyDirectory, tickers: list[str], *,
+                 first_backoff: float = 5.0, max_backoff: float = 300.0, clock: Callable[[], float] = time.monotonic):
         self._source = source
         self._directory = directory
         self._tickers = tickers
-        self._build: asyncio.Task | None = None
-        self._filings: list[Filing] = []
-        self._first_line: list[str] = []
-        self._passage_filing: np.ndarray = np.zeros(0, dtype=np.int64)
-        self._index: Bm25Index | None = None
-        self._metadata: Bm25Index | None = None
+        self._index = RetriedBuild("edgar_search's index of the local corpus", self._build_index,
+                                   first_backoff=first_backoff, max_backoff=max_backoff, clock=clock)
 
     def start_building(self) -> None:
-        if self._build is None:
-            self._build = asyncio.get_running_loop().create_task(self._build_index())
+        self._index.start()
 
-    async def _build_index(self) -> None:
+    async def _build_index(self) -> _Index:
         documents: list[tuple[Filing, str]] = []
         for ticker in self._tickers:
             company = self._directory.lookup(ticker)
@@ -125,56 +155,48 @@ class LocalFullTextIndex:
                     documents.append((filing, await asyncio.to_thread(html_to_text, html)))
                 except HtmlTextError:
                     log.warning("edgar_search: could not parse %s; not indexed", filing.filing_url)
-        await asyncio.to_thread(self._index_documents, documents)
-        log.info("edgar_search: indexed %d filings", len(self._filings))
-
-    def _index_documents(self, documents: list[tuple[Filing, str]]) -> None:
-        passages, owners = [], []
-        for number, (filing, text) in enumerate(documents):
-            for passage in cut_passages(text):
-                passages.append(tokenize(text[passage.start : passage.end]))
-                owners.append(number)
-            self._first_line.append(f"{filing.form} of {filing.company_name} filed {filing.filing_date}")
-        self._filings = [filing for filing, _ in documents]
-        self._passage_filing = np.array(owners, dtype=np.int64)
-        self._index = Bm25Index(passages)
-        self._metadata = Bm25Index([
-            tokenize(f"{f.company_name} {f.ticker} {f.form} {f.filing_date[:4]} {f.report_date[:4]}")
-            for f in self._filings
-        ])
+        index = await asyncio.to_thread(_index_documents, documents)
+        log.info("edgar_search: indexed %d filings", len(index.filings))
+        return index
 
     async def search(self, request: SearchRequest) -> list[dict]:
-        self.start_building()
-        await asyncio.shield(self._build)
-        dates = [f.filing_date for f in self._filings]
+        try:
+            index = await self._index.result()
+        except BuildFailed as failed:
+            raise SearchError(
+                "edgar_search is unavailable just now: its index of the filings could not be built. The server "
+                f"builds it again in {failed.retry_in:.0f} s; call edgar_search again then, or use "
+                "sec_filing_search meanwhile."
+            ) from None
+        dates = [f.filing_date for f in index.filings]
         if dates and (request.start > max(dates) or (request.end and request.end < min(dates))):
             raise SearchError(
                 f"No filings are indexed between {request.start} and {request.end or 'today'}. This local corpus covers "
                 f"{min(dates)} through {max(dates)}. Search within that range."
             )
         eligible = [
-            i for i, f in enumerate(self._filings)
+            i for i, f in enumerate(index.filings)
             if (not request.form_types or f.form in request.form_types)
             and (not request.ciks or str(int(f.cik)) in request.ciks)
             and request.start <= f.filing_date and (not request.end or f.filing_date <= request.end)
         ]
-        ranked = self._rank(request.query, eligible)
+        ranked = _rank(index, request.query, eligible)
         if not ranked and request.ciks:  # a company filter with no hits browses that company's filings instead
-            ranked = self._rank("*", eligible)
+            ranked = _rank(index, "*", eligible)
         offset = (request.page - 1) * PAGE_SIZE
-        return [_record(self._filings[i], self._first_line[i]) for i in ranked[offset : offset + request.top_n]]
+        return [_record(index.filings[i], index.first_lines[i]) for i in ranked[offset : offset + request.top_n]]
 
-    def _rank(self, query: str, eligible: list[int]) -> list[int]:
-        newest_first = sorted(eligible, key=lambda i: self._filings[i].filing_date, reverse=True)
-        if query == "*":
-            return newest_first
-        terms = tokenize(query)
-        best = np.zeros(len(self._filings))
-        if self._index is not None:
-            np.maximum.at(best, self._passage_filing, self._index.scores(terms))
-            best += METADATA_WEIGHT * self._metadata.scores(terms)
-        hits = [i for i in newest_first if best[i] > 0]
-        return sorted(hits, key=lambda i: -best[i])  # stable: equal scores stay newest first
+
+def _rank(index: _Index, query: str, eligible: list[int]) -> list[int]:
+    newest_first = sorted(eligible, key=lambda i: index.filings[i].filing_date, reverse=True)
+    if query == "*":
+        return newest_first
+    terms = tokenize(query)
+    best = np.zeros(len(index.filings))
+    np.maximum.at(best, index.passage_filing, index.passages.scores(terms))
+    best += METADATA_WEIGHT * index.metadata.scores(terms)
+    hits = [i for i in newest_first if best[i] > 0]
+    return sorted(hits, key=lambda i: -best[i])  # stable: equal scores stay newest first
 
 
 class LiveFullTextSearch:
@@ -204,9 +226,9 @@ class LiveFullTextSearch:
                 response = await self._client.post(self._url, json=body)
                 if response.status_code not in (429, 503):
                     response.raise_for_status()
-                    return (response.json().get("filings") or [])[: request.top_n]
+                    return listed_objects(response.json(), "filings")[: request.top_n]
                 error = f"sec-api.io answered HTTP {response.status_code}"
-            except (httpx.HTTPError, ValueError) as failure:
+            except (httpx.HTTPError, ValueError) as failure:  # ValueError: not JSON, or JSON of another shape
                 error = f"sec-api.io full-text search failed: {failure}"
                 if isinstance(failure, httpx.HTTPStatusError):
                     break

@@ -23,12 +23,19 @@ class PageParser:
         self._threshold = large_doc_threshold_chars
 
     def argument_error(self, url: str, key: str) -> str | None:
-        """§A.8 step 2, and the length and character rules of URLs and keys."""
+        """§A.8 step 2, the length and character rules of URLs and keys, and the filing-URL rules: all of them
+        before the session check (Decision 13)."""
         if not url:
             return "ERROR: url is required."
         if not key:
             return "ERROR: key is required."
-        return url_problem(url) or key_problem(key)
+        if problem := url_problem(url) or key_problem(key):
+            return problem
+        try:
+            filing_of(url)
+        except DocumentUnavailable as error:
+            return str(error)
+        return None
 
     async def parse(self, sid: str, claims: Claims, url: str, key: str) -> str:
         try:

@@ -31,17 +31,18 @@ class Retriever:
         self._backend = backend
 
     async def retrieve(self, sid: str, claims: Claims, prompt: str, ranges: list[Any] | None) -> str:
+        # The prompt's and the ranges' own errors first, then the session (Decision 13), then its keys.
         keys = placeholder_keys(prompt)
-        view = await self._store.read_documents(sid, keys, claims)  # 404 when not open (§E.1 step 3)
         if not keys:
             return NO_PLACEHOLDER
-        for key in keys:
-            if key not in view.documents:
-                return missing_key_error(key, view.keys)
         try:  # a list of 200,000 ranges is a 100 ms walk: off the event loop when it is long
             bounds = await offload.run(len(ranges or ()), character_ranges, ranges, limit=_INLINE_RANGES)
         except PromptError as error:
             return str(error)
+        view = await self._store.read_documents(sid, keys, claims)  # 404 when not open (§E.1 step 3)
+        for key in keys:
+            if key not in view.documents:
+                return missing_key_error(key, view.keys)
         refs = view.documents
         texts = await self._documents.texts(sorted({ref.digest for ref in refs.values()}))
         for ref in refs.values():

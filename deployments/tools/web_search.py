@@ -9,11 +9,17 @@ from typing import Protocol
 
 import httpx
 
+from ..tool_error import ToolError
 from .dates import DateError, date_window
+from .provider_answer import listed_objects
 
 UNAVAILABLE = json.dumps({
     "error": "web_search is not available. Use sec_filing_search, parse_html_page, and retrieve_information instead."
 })
+
+
+class WebSearchError(ToolError):
+    """The provider gave no usable answer after its attempts; the agent reads the text."""
 
 
 class WebSearchProvider(Protocol):
@@ -35,16 +41,17 @@ class TavilySearch:
                 "end_date": end_date}
         if start_date:
             body["start_date"] = start_date
+        error = "no attempt made"
         for attempt in range(3):  # 3 attempts, sleeping 1 s then 2 s (scaled by backoff_seconds)
             try:
                 response = await self._client.post(self._url, json=body)
                 response.raise_for_status()
-                return response.json().get("results", [])
-            except (httpx.HTTPError, ValueError):
-                if attempt == 2:
-                    raise
+                return listed_objects(response.json(), "results")
+            except (httpx.HTTPError, ValueError) as failure:  # ValueError: not JSON, or JSON of another shape
+                error = f"Tavily search failed: {failure}"
+            if attempt < 2:
                 await asyncio.sleep(self._backoff * (attempt + 1))
-        raise AssertionError("unreachable: the last attempt returns or raises")
+        raise WebSearchError(error)
 
 
 async def web_search(

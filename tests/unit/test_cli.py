@@ -3,14 +3,19 @@ traceback), before any cluster starts."""
 
 from __future__ import annotations
 
+import errno
+import http.server
 import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from deployments.cli import main
+from deployments.cli.errors import UsageError, check_port_free
 from tests.llm_stub import closed_port_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,6 +97,66 @@ def test_a_port_in_use_is_a_usage_error_before_ray_starts(busy_port, capsys, tmp
     (corpus / "files").mkdir(parents=True)
     (corpus / "files" / "company_tickers.json").write_text("{}")
     assert "in use" in usage_error(["corpus", "serve", str(corpus), "--port", str(busy_port)], capsys)
+
+
+class _ClosingHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"  # one reply per connection, then the server closes it
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args):
+        pass
+
+
+def plain_bind_fails(port: int) -> bool:
+    """A bind without SO_REUSEADDR fails: what the port check did before, and what TIME_WAIT entries refuse."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as error:
+            return error.errno == errno.EADDRINUSE
+    return False
+
+
+def test_a_port_free_again_after_its_server_stopped_passes_at_once():
+    """A restart right after a crash: the server served traffic and closed its side of each connection first,
+    so its port has TIME_WAIT entries for a minute, yet nothing listens and a new server could bind it.
+    Mutation: probing with a bind without SO_REUSEADDR says "in use" here."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ClosingHandler)  # SO_REUSEADDR, as uvicorn
+    port = server.server_address[1]
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+            client.sendall(b"GET / HTTP/1.0\r\n\r\n")
+            reply = b""
+            while chunk := client.recv(4096):  # to EOF: the server closed first
+                reply += chunk
+        assert reply.startswith(b"HTTP/1.0 200") and reply.endswith(b"ok")
+    server.shutdown()
+    server.server_close()
+    serving.join(timeout=5)
+    deadline = time.monotonic() + 5
+    while not plain_bind_fails(port) and time.monotonic() < deadline:  # the last ACK may still be in flight
+        time.sleep(0.05)
+    assert plain_bind_fails(port), "no TIME_WAIT entry on the server's port: the scenario did not happen"
+    check_port_free("127.0.0.1", port)  # no UsageError
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "0.0.0.0"])
+@pytest.mark.parametrize("reuse", [False, True], ids=["plain", "SO_REUSEADDR"])
+def test_a_port_something_listens_on_is_refused_naming_the_port(address, reuse):
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, int(reuse))
+        listener.bind((address, 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        with pytest.raises(UsageError, match=f"port {port} on 127.0.0.1 is in use"):
+            check_port_free("127.0.0.1", port)
 
 
 def test_other_usage_errors(tmp_path, capsys, monkeypatch):

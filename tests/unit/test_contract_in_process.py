@@ -7,6 +7,7 @@ Sections cite contract.md; the mutations named in a test's docstring are the one
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -99,15 +100,89 @@ def test_every_response_carries_the_cookie_even_errors(app):
         assert cookie_claims(response, app.settings.cookie_name)["session_id"], response.status_code
 
 
-def test_stateful_tools_check_their_arguments_before_the_session(app):
-    """Decision 13: time budget, then argument checks, then the session-open check (404)."""
+ACCESSION_FOLDER = Q["url"].rsplit("/", 1)[0] + "/"  # names no document
+
+
+@pytest.mark.parametrize("url, key, says", [
+    ("", "k", "ERROR: url is required."),
+    ("https://www.sec.gov/x", "", "ERROR: key is required."),
+    ("https://www.sec.gov/x", "{{k}}", "ERROR: key must not contain '{' or '}'"),
+    ("https://www.sec.gov/Archives/edgar/data/12x/000032019324000008/a.htm", "k", "Invalid SEC URL format: "),
+    (ACCESSION_FOLDER, "k", f"Invalid SEC URL format: {ACCESSION_FOLDER}"),
+])
+def test_parse_html_page_checks_its_arguments_before_the_session(app, url, key, says):
+    """Decision 13: time budget, then argument checks, then the session-open check (404). Mutation: checking
+    that a filing URL names a document only once the filing is fetched (after the 404) fails this."""
     never_seeded = app.new_client()
-    response = app.post("/parse_html_page", client=never_seeded, json={"url": "", "key": "k"})
-    assert response.status_code == 200 and response.json()["results"] == "ERROR: url is required."
-    response = app.post("/parse_html_page", client=never_seeded, json={"url": "https://www.sec.gov/x", "key": ""})
-    assert response.status_code == 200 and response.json()["results"] == "ERROR: key is required."
-    response = app.post("/parse_html_page", client=never_seeded, json={"url": "https://www.sec.gov/x", "key": "k"})
+    response = app.post("/parse_html_page", client=never_seeded, json={"url": url, "key": key})
+    assert response.status_code == 200 and response.json()["results"].startswith(says), response.text
+    response = app.post("/parse_html_page", client=never_seeded, json={"url": Q["url"], "key": "k"})
     assert response.status_code == 404  # valid arguments: now the session check
+
+
+@pytest.mark.parametrize("body, says", [
+    ({"prompt": "what were revenues?"}, "ERROR: Your prompt must include at least one key"),
+    ({"prompt": "{{doc}}", "input_character_ranges": [{"key": "doc", "start": "0", "end": 10}]},
+     "ERROR: input_character_ranges for key 'doc' needs integer start and end"),
+])
+def test_retrieve_information_checks_its_arguments_before_the_session(app, body, says):
+    """Decision 13 over §E.1's order (which checks the session before the placeholders). Mutation: reading
+    the session's documents before checking the prompt and the ranges fails this."""
+    closed = new_session_id()
+    app.post("/seed_session", json=episode_seed(closed))
+    app.post("/close_session", json=close_body(closed))
+    for client in (app.new_client(), app.client):  # never seeded; closed
+        response = app.post("/retrieve_information", client=client, json=body)
+        assert response.status_code == 200 and response.json()["results"].startswith(says), response.text
+        response = app.post("/retrieve_information", client=client, json={"prompt": "revenue {{doc}}"})
+        assert response.status_code == 404 and response.json()["failure_kind"] == "session_lost"
+
+
+class FailsLikeABug:
+    """Stands in for a tool's work (the search backend, the parser, the retriever) and fails as a bug would."""
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+    def argument_error(self, url, key):
+        return None
+
+    async def search(self, request):
+        raise self.error
+
+    async def parse(self, sid, claims, url, key):
+        raise self.error
+
+    async def retrieve(self, sid, claims, prompt, ranges):
+        raise self.error
+
+
+def test_an_unforeseen_failure_in_a_tool_is_its_error_result_and_logged(app, caplog):
+    """§A.0 soft tool errors, §A.7 step 5, §A.8 step 6: no tool answers 500, whatever fails inside it; the
+    search tools answer a JSON error, the stateful ones an "ERROR:" text. Mutation: letting the exception
+    through (a 500 without a cookie) or answering it silently (no traceback in the log) fails this."""
+    app.post("/seed_session", json=episode_seed(new_session_id()))
+    svc = app.app.api.state.services
+    svc.full_text = svc.parser = svc.retriever = FailsLikeABug(TypeError("'int' object is not subscriptable"))
+    caplog.set_level(logging.ERROR, logger="deployments.routes.tools")
+    reply = json.loads(results(app.post("/edgar_search", json={"search_query": "revenue"})))
+    assert reply["error"].startswith("edgar_search failed because of a fault in this server (TypeError)")
+    for path, body in (("/parse_html_page", {"url": Q["url"], "key": "doc"}),
+                       ("/retrieve_information", {"prompt": "revenue {{doc}}"})):
+        assert results(app.post(path, json=body)).startswith(
+            f"ERROR: {path[1:]} failed because of a fault in this server (TypeError)")
+    assert [r.exc_info[0] for r in caplog.records] == [TypeError] * 3
+
+
+def test_session_errors_inside_a_tool_stay_http_statuses(app):
+    """The catch-all of tool failures leaves the session's own answers alone: 404 session_lost, 503."""
+    from session_store import SessionLost, StoreUnavailable
+
+    svc = app.app.api.state.services
+    svc.parser = FailsLikeABug(SessionLost("s1"))
+    assert parse(app).status_code == 404 and parse(app).json()["failure_kind"] == "session_lost"
+    svc.parser = FailsLikeABug(StoreUnavailable("shard restarting"))
+    assert parse(app).status_code == 503
 
 
 # ----- fences (§C.4, Decisions 2, 3) -----

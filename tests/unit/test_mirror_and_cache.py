@@ -15,7 +15,7 @@ import deployments.edgar.source as source_module
 from deployments.corpus.generate import ISSUERS, write_corpus
 from deployments.corpus.generate import filings as corpus_filings
 from deployments.edgar.cache import MAX_NAME_CHARS, DiskCache
-from deployments.edgar.companies import Company, CompanyDirectory, parse_tickers
+from deployments.edgar.companies import Company, CompanyDirectory, FilingsUnavailable, parse_tickers
 from deployments.edgar.source import JSON_OFF_LOOP_BYTES, MirrorSource
 from deployments.edgar.urls import FilingDocumentUrl, parse_filing_url
 
@@ -212,11 +212,19 @@ def test_rows_whose_url_would_break_the_rules_are_skipped(mirror: Path) -> None:
 @pytest.mark.parametrize(
     "document",
     [{"filings": []}, {"filings": {"recent": "x"}}, {"filings": {"recent": {"accessionNumber": "x"}}},
-     {"filings": {"recent": {}, "files": [1, None, {"name": 5}, {"name": "../MANIFEST.json"}]}}, []],
+     {"filings": {"recent": {}, "files": [1, None, {"name": 5}, {"name": "../MANIFEST.json"}]}}],
 )
 def test_submissions_of_the_wrong_shape_give_no_filings(mirror: Path, document) -> None:
     write_submissions(mirror, ISSUERS[0], document)
     assert load_filings(mirror, ISSUERS[0].ticker) == []
+
+
+@pytest.mark.parametrize("document", [[], "x", 7, True])
+def test_submissions_json_that_is_not_an_object_is_no_answer(mirror: Path, document) -> None:
+    """Not a submissions document at all: EDGAR gave no data (nothing kept), not "this company has no filings"."""
+    write_submissions(mirror, ISSUERS[0], document)
+    with pytest.raises(FilingsUnavailable, match="is not a JSON object"):
+        load_filings(mirror, ISSUERS[0].ticker)
 
 
 def test_a_cached_metadata_file_of_the_wrong_shape_is_a_miss(mirror: Path, tmp_path: Path) -> None:

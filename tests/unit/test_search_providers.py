@@ -14,15 +14,21 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from deployments.edgar.companies import CompanyDirectory
+from deployments.edgar.source import MirrorSource
 from deployments.threaded_server import ThreadedServer
-from deployments.tools.edgar_search import LiveFullTextSearch, edgar_search
+from deployments.tools.edgar_search import LiveFullTextSearch, LocalFullTextIndex, edgar_search
 from deployments.tools.web_search import UNAVAILABLE, TavilySearch, web_search
+
+
+NO_ANSWER = object()
 
 
 class ProviderStub:
     def __init__(self):
         self.received: list[tuple[str, dict, str]] = []
         self.statuses: deque[int] = deque()
+        self.answer = NO_ANSWER  # a JSON value to answer every 200 with, instead of the provider's shape
         app = Starlette(routes=[Route("/full-text-search", self._serve, methods=["POST"]),
                                 Route("/search", self._serve, methods=["POST"])])
         self._server = ThreadedServer(app)
@@ -33,6 +39,8 @@ class ProviderStub:
         self.received.append((request.url.path, body, request.headers.get("authorization", "")))
         if self.statuses:
             return JSONResponse({"error": "scripted"}, status_code=self.statuses.popleft())
+        if self.answer is not NO_ANSWER:
+            return JSONResponse(self.answer)
         if request.url.path == "/search":
             return JSONResponse({"results": [{"title": "t", "url": "https://example.com", "content": "c"}]})
         return JSONResponse({"total": {"value": 2}, "filings": [{"accessionNo": "a1"}, {"accessionNo": "a2"}]})
@@ -113,3 +121,121 @@ def test_web_search_provider_failure_is_a_tool_error(stub):
     result = json.loads(asyncio.run(web_search(TavilySearch("k", stub.url, backoff_seconds=0), "q", None, None,
                                                None, None)))
     assert "500" in result["error"] and len(stub.received) == 3
+
+
+# ----- a 200 whose JSON is not of the provider's shape (an object with a list of objects) -----
+
+NOT_THE_SHAPE = {  # name: (answer, where sec-api's `filings` / Tavily's `results` goes, what the error says)
+    "an array": (lambda field: [{"accessionNo": "a1"}], "the answer is an array, not a JSON object"),
+    "a string": (lambda field: "maintenance", "the answer is a string, not a JSON object"),
+    "a number": (lambda field: 503, "the answer is a number, not a JSON object"),
+    "null": (lambda field: None, "the answer is null, not a JSON object"),
+    "a boolean": (lambda field: True, "the answer is a boolean, not a JSON object"),
+    "the list an object": (lambda field: {field: {"0": {}}}, "the answer's '{field}' is an object, not a list"),
+    "the list a string": (lambda field: {field: "none"}, "the answer's '{field}' is a string, not a list"),
+    "an item a string": (lambda field: {field: [{}, "x"]},
+                         "item 1 of the answer's '{field}' is a string, not an object"),
+    "an item null": (lambda field: {field: [None]}, "item 0 of the answer's '{field}' is null, not an object"),
+}
+
+
+@pytest.mark.parametrize("shape", list(NOT_THE_SHAPE))
+def test_sec_api_answering_another_json_shape_is_a_clear_error(stub, shape):
+    """§A.7 step 5. Mutation: reading the answer with `.get` unchecked (AttributeError or TypeError: a 500),
+    or passing items that are not records on to the agent, fails this."""
+    answer, says = NOT_THE_SHAPE[shape]
+    stub.answer = answer("filings")
+    backend = LiveFullTextSearch(stub.url, "k", backoff_seconds=0)
+    result = json.loads(asyncio.run(edgar_search(backend, search_args(top_n_results=5), cutoff=None)))
+    assert result == {"error": f"sec-api.io full-text search failed: {says.format(field='filings')}"}
+    assert len(stub.received) == 3  # retried, as an answer that is not JSON is
+
+
+@pytest.mark.parametrize("shape", list(NOT_THE_SHAPE))
+def test_tavily_answering_another_json_shape_is_a_clear_error(stub, shape):
+    """§A.11 step 6. Mutation: returning whatever `results` holds, or the AttributeError's text."""
+    answer, says = NOT_THE_SHAPE[shape]
+    stub.answer = answer("results")
+    result = json.loads(asyncio.run(web_search(TavilySearch("k", stub.url, backoff_seconds=0), "q", None, None,
+                                               None, None)))
+    assert result == {"error": f"Tavily search failed: {says.format(field='results')}"}
+    assert len(stub.received) == 3
+
+
+def test_an_answer_without_hits_is_an_empty_list(stub):
+    for field, answer in (("filings", {"total": {"value": 0}}), ("filings", {"filings": None})):
+        stub.answer = answer
+        backend = LiveFullTextSearch(stub.url, "k", backoff_seconds=0)
+        assert json.loads(asyncio.run(edgar_search(backend, search_args(), cutoff=None))) == []
+    stub.answer = {"results": None}
+    assert json.loads(asyncio.run(web_search(TavilySearch("k", stub.url), "q", None, None, None, None))) == []
+
+
+# ----- the local index's background build (§A.7 local) -----
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+class FailingMirror(MirrorSource):
+    """The corpus folder whose reads raise while `failing` is set (a disk gone away, a bug in a parser)."""
+
+    def __init__(self, root):
+        super().__init__(root)
+        self.failing = True
+        self.reads = 0
+
+    async def read_archive(self, path):
+        self.reads += 1
+        if self.failing:
+            raise OSError(5, "Input/output error", path)
+        return await super().read_archive(path)
+
+
+def test_a_failed_index_build_is_a_clear_error_and_is_retried_after_its_backoff(corpus):
+    """One failed build must not break edgar_search for the life of the replica. Mutation: awaiting the one
+    failed task forever (each call re-raises it: a 500), or rebuilding on every call within the backoff."""
+    source, clock = FailingMirror(corpus), Clock()
+
+    async def scenario():
+        directory = CompanyDirectory(MirrorSource(corpus))
+        await directory.load()
+        index = LocalFullTextIndex(source, directory, directory.tickers(), first_backoff=10, clock=clock)
+        index.start_building()  # as the replica does at start: nobody waits for it
+        answers = [json.loads(await edgar_search(index, search_args(search_query="revenue"), cutoff=None))]
+        reads = source.reads
+        clock.now = 9  # within the backoff: the error at once, no rebuild
+        answers.append(json.loads(await edgar_search(index, search_args(search_query="revenue"), cutoff=None)))
+        assert source.reads == reads
+        source.failing = False
+        clock.now = 11  # past it: the next call builds again
+        answers.append(json.loads(await edgar_search(index, search_args(search_query="revenue"), cutoff=None)))
+        return answers
+
+    failed, waiting, found = asyncio.run(scenario())
+    assert failed["error"].startswith("edgar_search is unavailable just now: its index of the filings could not")
+    assert "builds it again in 10 s" in failed["error"] and "builds it again in 1 s" in waiting["error"]
+    assert isinstance(found, list) and found and {"accessionNo", "filingUrl"} <= found[0].keys()
+
+
+def test_the_backoff_doubles_while_the_build_keeps_failing(corpus):
+    source, clock = FailingMirror(corpus), Clock()
+
+    async def scenario():
+        directory = CompanyDirectory(MirrorSource(corpus))
+        await directory.load()
+        index = LocalFullTextIndex(source, directory, directory.tickers(), first_backoff=10, max_backoff=25,
+                                   clock=clock)
+        waits = []
+        for now in (0, 10, 30, 55):  # each just past the previous backoff
+            clock.now = now
+            waits.append(json.loads(await edgar_search(index, search_args(), cutoff=None))["error"])
+        return waits
+
+    waits = asyncio.run(scenario())
+    assert [w.split("builds it again in ")[1].split(" s")[0] for w in waits] == ["10", "20", "25", "25"]

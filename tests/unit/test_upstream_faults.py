@@ -113,10 +113,36 @@ def test_sec_filing_search_says_sec_is_unavailable_and_never_remembers_it(app, s
     assert FIRST.accession in {row["accession_number"] for row in found}
 
 
+NOT_AN_OBJECT = {"an array": b"[]", "a string": b'"maintenance"', "a number": b"503", "a boolean": b"true",
+                 "null": b"null"}
+
+
 @pytest.mark.timeout(30)
-def test_a_submissions_page_that_fails_gives_a_partial_answer_that_is_not_kept(app, sec, corpus):
-    """§F.1: older filings live on further pages. One that SEC does not serve leaves the answer partial for
-    now; the next search reads it again and completes it. Mutation: caching the partial set fails this."""
+@pytest.mark.parametrize("shape", list(NOT_AN_OBJECT))
+def test_submissions_json_that_is_not_an_object_is_unavailable_not_no_filings(app, sec, shape):
+    """A 200 whose JSON is not a submissions object says nothing about the company: the same temporary error
+    as an outage, nothing kept. Mutation: answering "No filings found" (and keeping that) fails this."""
+    sec.serve_bytes(SUBMISSIONS, NOT_AN_OBJECT[shape], "application/json")
+    answer = json.loads(results(app.post("/sec_filing_search", json={"ticker": FIRST.issuer.ticker})))
+    assert answer["error"].startswith("Could not load the filings of"), answer
+
+    sec.reset()
+    found = json.loads(results(app.post("/sec_filing_search", json={"ticker": FIRST.issuer.ticker})))
+    assert FIRST.accession in {row["accession_number"] for row in found}
+
+
+PAGE_FAULTS = {
+    "503 after every attempt": lambda sec, path: sec.script(path, [503] * ATTEMPTS),
+    "a JSON array": lambda sec, path: sec.serve_bytes(path, b"[]", "application/json"),
+}
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("fault", list(PAGE_FAULTS))
+def test_a_submissions_page_that_fails_gives_a_partial_answer_that_is_not_kept(app, sec, corpus, fault):
+    """§F.1: older filings live on further pages. One that SEC does not serve (or serves as JSON of another
+    shape) leaves the answer partial for now; the next search reads it again and completes it. Mutation:
+    caching the partial set fails this."""
     main = json.loads((corpus / SUBMISSIONS).read_text())
     recent = main["filings"]["recent"]
     oldest = recent["accessionNumber"].index(min(recent["accessionNumber"], key=lambda a: recent["filingDate"][
@@ -126,12 +152,12 @@ def test_a_submissions_page_that_fails_gives_a_partial_answer_that_is_not_kept(a
     main["filings"]["files"] = [{"name": page_name}]
     older = {k: [v[oldest]] for k, v in recent.items()}
     sec.serve_bytes(SUBMISSIONS, json.dumps(main).encode(), "application/json")
-    sec.serve_bytes(f"submissions/{page_name}", json.dumps(older).encode(), "application/json")
-    sec.script(f"submissions/{page_name}", [503] * ATTEMPTS)
+    PAGE_FAULTS[fault](sec, f"submissions/{page_name}")
     everything = set(recent["accessionNumber"])
 
     partial = json.loads(results(app.post("/sec_filing_search", json={"ticker": FIRST.issuer.ticker})))
     assert {row["accession_number"] for row in partial} == everything - {recent["accessionNumber"][oldest]}
+    sec.serve_bytes(f"submissions/{page_name}", json.dumps(older).encode(), "application/json")
     complete = json.loads(results(app.post("/sec_filing_search", json={"ticker": FIRST.issuer.ticker})))
     assert {row["accession_number"] for row in complete} == everything
 
@@ -154,9 +180,13 @@ def test_concurrent_searches_share_one_load_and_its_failure(app, sec):
 
 
 @pytest.mark.timeout(30)
-def test_a_server_that_cannot_load_the_ticker_registry_never_starts(sec):
+@pytest.mark.parametrize("fault", ["503", "a JSON array", "rows that are not objects"])
+def test_a_server_that_cannot_load_the_ticker_registry_never_starts(sec, fault):
     """§F.2: the server does not start without company_tickers.json (and says so), however SEC fails."""
-    sec.script("files/company_tickers.json", [503] * 20)
+    {"503": lambda: sec.script("files/company_tickers.json", [503] * 20),
+     "a JSON array": lambda: sec.serve_bytes("files/company_tickers.json", b"[]", "application/json"),
+     "rows that are not objects": lambda: sec.serve_bytes("files/company_tickers.json", b'{"0": 7}',
+                                                          "application/json")}[fault]()
     with pytest.raises(RuntimeError, match="Failed to load SEC ticker data"):
         with live(sec, max_retries=1):
             pass
