@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-unit soak serve clean
+.PHONY: demo test test-unit soak serve clean redis-server
 
 $(BIN)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -16,8 +16,18 @@ demo: $(BIN)/.installed  ## the main job on the embedded default: local Ray + Se
 	$(BIN)/finsec rollouts -n $(DEMO_EPISODES) -c 32 --driver environment-server --driver legacy-agent \
 		--out runs/demo.jsonl --plot runs/demo-plots --fail-on-masked
 
-test: $(BIN)/.installed  ## unit tests (no Ray) and integration tests (local Ray + Serve over HTTP)
+test: $(BIN)/.installed redis-server  ## unit tests (no Ray) and integration tests (local Ray + Serve over HTTP)
 	$(BIN)/python -m pytest -m "not soak"
+
+# The mark-store tests run a real redis-server (Debian's package) on a free loopback port: install it if missing.
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  echo "installing Debian's redis-server package (the mark-store tests run a real one)"; \
+	  { $$sudo apt-get update -qq && $$sudo apt-get install -y -qq redis-server; } >/dev/null 2>&1; \
+	  command -v redis-server >/dev/null 2>&1 || { \
+	    echo "make test needs redis-server: install Debian's redis-server package (apt-get install redis-server)" >&2; \
+	    exit 1; }; }
 
 test-unit: $(BIN)/.installed
 	$(BIN)/python -m pytest tests/unit

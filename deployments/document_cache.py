@@ -4,7 +4,8 @@
 The store drops a text nobody references once its grace window passes, so before a session names a digest
 the store must hold that text. `remember` makes sure of it: a put the first time, a touch later, and nothing
 when this replica confirmed the text within half the grace window (no sweep can have dropped it since: a
-sweep only drops texts untouched for a whole window).
+sweep only drops texts untouched for a whole window). Touches that concurrent requests make go to the store
+together, one call per batch (`Coalescer`), not one per (replica, text).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 import time
 from typing import Callable, Protocol
 
-from session_store import BoundedLru
+from session_store import BoundedLru, Coalescer
 
 
 class DocumentStoreClient(Protocol):
@@ -35,6 +36,7 @@ class DocumentCache:
         self._confirmed: BoundedLru[str, float] = BoundedLru(8 << 20, lambda at: 100)  # digest -> when
         self._window = grace_seconds / 2
         self._clock = clock
+        self._touches: Coalescer[str, bool] = Coalescer(self._touch_together)
 
     def local_filing(self, url: str) -> tuple[str, str] | None:
         """A filing this replica holds: (digest, text), with no hop at all."""
@@ -57,9 +59,14 @@ class DocumentCache:
         now = self._clock()
         if confirmed is not None and now - confirmed < self._window:
             return
-        if confirmed is None or await self._store.touch([digest]):
+        if confirmed is None or await self._touches.submit(digest):
             await self._store.put(digest, text, url, filing)
         self._confirmed.put(digest, now)
+
+    async def _touch_together(self, digests: list[str]) -> list[bool]:
+        """One touch for a batch of digests; for each, whether the store lacks it (the caller puts it)."""
+        missing = set(await self._store.touch(list(dict.fromkeys(digests))))
+        return [digest in missing for digest in digests]
 
     async def texts(self, digests: list[str]) -> dict[str, str]:
         """The texts of these digests: this replica's, then the store's. A digest neither holds is absent."""

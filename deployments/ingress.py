@@ -5,6 +5,7 @@ from __future__ import annotations
 from ray import serve
 
 from session_store.app_actors import AppActors, code_version
+from session_store.marks import open_mark_store
 from session_store.ray_actors import ActorClient
 from session_store.ray_store import RaySessionStore, SessionActors, SessionActorsSpec
 from session_store.shard import ShardConfig
@@ -28,11 +29,17 @@ def session_actors_spec(settings: Settings) -> SessionActorsSpec:
         document_store_bytes=settings.document_store_bytes,
         document_grace_seconds=settings.document_grace_seconds,
         call_timeout_seconds=settings.store_call_timeout_seconds,
+        mark_store_url=settings.mark_store(),
     )
 
 
 def destroy_app_actors(settings: Settings) -> int:
     return app_actors(settings).destroy()
+
+
+def durable_records(settings: Settings):
+    """The app's durable mark store (fences, seeds, the cookie secret), as the settings name it."""
+    return open_mark_store(settings.mark_store(), app_actors(settings).namespace)
 
 
 # Requests spend most of their time awaiting shards and upstream I/O, so one replica takes many at once: with
@@ -48,8 +55,8 @@ class FinsecIngress:
         limiter_args = (settings.requests_per_second, settings.rate_limit_window_seconds)
         limiter_code = code_version(limiter_module)
         limiter = self._app.create("edgar-limiter", RateLimiterActor, limiter_args, code=limiter_code)
-        self._limiter = ClusterRateLimiter(limiter, *limiter_args)
         context = serve.get_replica_context()
+        self._limiter = ClusterRateLimiter(limiter, *limiter_args, caller=context.replica_id.unique_id)
         self._actors = SessionActors(self._app, session_actors_spec(settings))
         self._active = self._actors.start_reaper([self._app.name("edgar-limiter", limiter_args, limiter_code)],
                                                  serve_app=context.app_name)

@@ -188,9 +188,10 @@ def wait_until_serving(base_url: str, timeout: float = 120.0) -> None:
         time.sleep(0.2)
 
 
-def undeploy(settings: Settings) -> None:
-    """Delete the app and its detached actors (they outlive `serve delete` otherwise)."""
-    undeploy_application(settings, settings.app_name)
+def undeploy(settings: Settings, *, purge: bool = False) -> int:
+    """Delete the app and its detached actors (they outlive `serve delete` otherwise); with `purge`, its
+    durable records too (returns how many)."""
+    return undeploy_application(settings, settings.app_name, purge=purge)
 
 
 def deploy_application(settings: Settings, base_url: str, *, name: str, route_prefix: str = "/",
@@ -207,11 +208,15 @@ def deploy_application(settings: Settings, base_url: str, *, name: str, route_pr
     return url
 
 
-def undeploy_application(settings: Settings, name: str) -> None:
-    """`undeploy` for an application whose Serve name may not be `settings.app_name`."""
+def undeploy_application(settings: Settings, name: str, *, purge: bool = False) -> int:
+    """`undeploy` for an application whose Serve name may not be `settings.app_name`. Fences, seeds and the
+    cookie secret stay unless `purge`: a stop is not the end of a training run. Returns how many were purged."""
+    import asyncio
+
     from ray import serve
 
-    from .ingress import destroy_app_actors
+    from .ingress import destroy_app_actors, durable_records
 
     serve.delete(name)
     destroy_app_actors(settings)
+    return asyncio.run(durable_records(settings).purge()) if purge else 0

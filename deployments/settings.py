@@ -25,7 +25,8 @@ class Settings(BaseSettings):
 
     app_name: str = Field("finsec", description="names the Ray namespace of the session-store actors")
     # sessions (contract §C, §H)
-    num_shards: int = Field(8, ge=1, description="session-store shard actors; fixed for the application's life")
+    num_shards: int = Field(8, ge=1, le=4096,
+                            description="session-store shard actors; fixed for the application's life")
     session_ttl_seconds: float = Field(21600.0, gt=0)
     fence_ttl_seconds: float | None = Field(None, gt=0, description="default: session_ttl_seconds (Decision 2)")
     reaper_interval_seconds: float = Field(30.0, gt=0)
@@ -39,6 +40,10 @@ class Settings(BaseSettings):
     max_sessions_per_shard: int = Field(1_000_000, ge=1)
     max_marks_per_shard: int = Field(4_000_000, ge=1, description="fences and expired marks one shard may hold")
     store_call_timeout_seconds: float = Field(10.0, gt=0, description="a shard call slower than this is a 503")
+    # where fences, expired marks, episode seeds and the generated cookie secret are kept durably
+    mark_store_url: SecretStr | None = Field(
+        None, description="redis://[:password@]host:port/db (rediss:// for TLS); unset: the Ray cluster's GCS "
+        "key-value store, which is lost with the head unless the GCS is fault tolerant")
     # the app's actors: a custom resource keeps shards, reaper and document store off the head node
     state_actor_resources: dict[str, float] = Field(default_factory=dict, description='e.g. {"finsec_state": 0.001}')
     admin_token: SecretStr | None = Field(None, description="enables POST /admin/retire_session_state (Bearer)")
@@ -109,6 +114,9 @@ class Settings(BaseSettings):
     reward_mode: Literal["binary", "scaled"] = "binary"
     judge_lease_seconds: float = Field(300.0, gt=0, description="identical verifies wait this long for one judge")
 
+    def mark_store(self) -> str | None:
+        return self.mark_store_url.get_secret_value() if self.mark_store_url else None
+
     def limits(self) -> Limits:
         return Limits(
             documents_per_session=self.max_documents_per_session, chars_per_session=self.max_session_chars,
@@ -133,6 +141,9 @@ class Settings(BaseSettings):
     def _defaults_and_consistency(self) -> "Settings":
         if self.fence_ttl_seconds is None:
             self.fence_ttl_seconds = self.session_ttl_seconds
+        url = self.mark_store_url.get_secret_value() if self.mark_store_url else ""
+        if url and not url.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("mark_store_url must be a redis://, rediss:// or unix:// URL (or unset for the GCS)")
         if self.corpus_dir is not None and self.edgar_source == "embedded":
             self.edgar_source = "mirror"
         if self.edgar_source == "mirror" and self.corpus_dir is None:

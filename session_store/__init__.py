@@ -5,6 +5,7 @@ Ray-free: the Ray shells live in `session_store.ray_store` (the store over the a
 (the actors) and `session_store.app_actors` (naming, options, errors and cleanup of an application's actors).
 """
 
+from .batching import Coalescer
 from .core import (
     NO_CLAIMS,
     Cached,
@@ -38,6 +39,7 @@ __all__ = [
     "BoundedLru",
     "Cached",
     "Claims",
+    "Coalescer",
     "DocumentRef",
     "DocumentRefused",
     "DocumentStore",

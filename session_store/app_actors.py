@@ -9,6 +9,7 @@ their calls can raise and what those mean, creation, retirement and cleanup.
   cookies do not carry.
 - **Cleanup.** Every actor is registered with Serve's controller, which kills registered actors on
   `serve shutdown` (as Ray Serve's own per-app actors are); `destroy` is the explicit path for everything else.
+  Neither touches the durable records (fences, seeds, the cookie secret): only a purge does (`marks/`).
 - **Errors.** Any Ray failure of a call, and a call that does not answer within its timeout, is
   `StoreUnavailable`: the ingress answers 503 with Retry-After, never a 500.
 """
@@ -45,7 +46,6 @@ ACTOR_OPTIONS: dict[str, Any] = {
     "scheduling_strategy": "SPREAD", "enable_task_events": False,
 }
 _ACTIVE_KEY = b"active-actors"
-_SECRET_KEY = b"cookie-secret"
 
 
 async def call(ref: Awaitable[Any], *, timeout: float, what: str) -> Any:
@@ -71,9 +71,9 @@ def code_version(*modules: ModuleType) -> str:
     digest = hashlib.blake2b(digest_size=8)
     for module in modules:
         path = Path(module.__file__)
-        files = sorted(path.parent.glob("*.py")) if path.name == "__init__.py" else [path]
+        files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
         for file in files:
-            digest.update(file.name.encode() + b"\0" + file.read_bytes())
+            digest.update(str(file.relative_to(path.parent)).encode() + b"\0" + file.read_bytes())
     return digest.hexdigest()
 
 
@@ -103,16 +103,6 @@ class AppActors:
         _register_for_shutdown(handle)
         return handle
 
-    def shared_secret(self, generate) -> str | None:
-        """The app's secret kept in the cluster's key-value store, created by whoever asks first; None when no
-        cluster is reachable from here."""
-        from ray.experimental import internal_kv
-
-        if not ray.is_initialized():
-            return None
-        internal_kv._internal_kv_put(_SECRET_KEY, generate().encode(), overwrite=False, namespace=self.kv_namespace)
-        return internal_kv._internal_kv_get(_SECRET_KEY, namespace=self.kv_namespace).decode()
-
     # ----- retirement and cleanup -----
 
     async def declare_active(self, names: list[str]) -> None:
@@ -140,14 +130,9 @@ class AppActors:
 
     def destroy(self) -> int:
         """The explicit cleanup path (detached actors outlive `serve delete`): kill every named actor of the
-        app and delete its durable records. Returns how many actors were killed."""
-        killed = sum(_kill(a["name"], self.namespace) for a in ray.util.list_named_actors(all_namespaces=True)
-                     if a["namespace"] == self.namespace)
-        try:
-            ray.experimental.internal_kv._internal_kv_del(b"", del_by_prefix=True, namespace=self.kv_namespace)
-        except Exception:  # a cluster going away with us
-            log.warning("could not delete the durable records of %s", self.app_name, exc_info=True)
-        return killed
+        app; its durable records stay. Returns how many actors were killed."""
+        return sum(_kill(a["name"], self.namespace) for a in ray.util.list_named_actors(all_namespaces=True)
+                   if a["namespace"] == self.namespace)
 
 
 def gcs_kv():

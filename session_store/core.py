@@ -15,7 +15,7 @@ Where each rule lives:
 | stateful tools on a session not open (§C.6)       | `put_document`, `read_documents`, `check_open`  |
 | TTL eviction and expired marks (§C.9, D10)        | `evict_expired`, `_evict`, `_open`              |
 | lost sessions: incarnations in cookies            | `_note_if_lost`, `mark_lost`                    |
-| durable marks (fences, expired marks)             | `Mark`, `wants_mark`, `learn_mark`, `take_mark_writes` |
+| durable marks (fences, expired marks, seeds)      | `Mark`, `wants_mark`, `learn_mark`, `take_mark_writes` |
 | documents by content, reference counts            | `DocumentRef`, `_refs`, `referenced_digests`    |
 
 Lost sessions. A shard that restarts comes back empty under a new `incarnation`. Cookies carry the incarnation
@@ -26,6 +26,11 @@ Durable marks. Fences and expired marks must outlive the shard's process, or a l
 re-create a closed ID. The core keeps them in memory and lists every change in `take_mark_writes()`; its shell
 writes those to a durable store before it answers, and hands marks it reads back to `learn_mark()` when an ID
 is not open here and the core `wants_mark()` it.
+
+Durable seeds. An episode seed is written too, as a mark that names the incarnation holding it open
+(`Mark.open_in`), and deleted or replaced by a fence when the session ends. A later life of the shard that reads
+it back for an ID it does not hold knows that the session was open in a life that is gone: it is lost (tools 404
+`session_lost`, verify masked, seeds 409), whether or not a cookie names it.
 
 Expiry index. The session TTL is fixed for a core's life and the clock never goes back, so sessions expire in
 the order they were seeded. Keeping the sessions dict in that order (a re-seed re-inserts at the end) makes it
@@ -111,6 +116,8 @@ class Mark:
     cause: FenceCause | None = None
     episode_id: JsonDict | None = None  # the closing (or evicted) episode; None when nobody can be named
     expired_until: float | None = None
+    open_in: str | None = None  # a durable seed: the incarnation that holds the session open (then fence_until
+    # is when its evicted fence would lapse, the last moment anything could depend on the record)
 
     @property
     def drop_at(self) -> float:
@@ -227,6 +234,7 @@ class SessionCore:
         self._mark_writes: dict[str, Mark | None] = {}  # changed since the shell last took them; None: deleted
         self._refs: Counter[str] = Counter()  # document digest -> how many session keys name it
         self.counters: Counter[str] = Counter()  # what the contract decided, for the operator's metrics
+        self._held: Counter[str] = Counter()  # totals kept as they change, so stats() costs O(1)
 
     # ----- durable marks -----
 
@@ -235,9 +243,16 @@ class SessionCore:
         return sid not in self._sessions and sid not in self._marks
 
     def learn_mark(self, sid: str, mark: Mark) -> None:
-        """A mark read back from the durable store. What this core holds is newer, so it wins."""
-        if self.wants_mark(sid) and mark.drop_at > self.clock():
-            self._marks[sid] = mark
+        """A mark read back from the durable store. What this core holds is newer, so it wins: so does a seed
+        this life wrote (the session was released since). Another life's seed is a lost session."""
+        if not self.wants_mark(sid) or mark.drop_at <= self.clock():
+            return
+        if mark.open_in is not None:
+            if mark.open_in == self.incarnation:
+                return
+            mark = Mark(fence_until=mark.fence_until, cause="lost")
+        self._marks[sid] = mark
+        self._count_mark(mark, +1)
 
     def take_mark_writes(self) -> dict[str, Mark | None]:
         writes, self._mark_writes = self._mark_writes, {}
@@ -274,6 +289,8 @@ class SessionCore:
         self._clear_expired_mark(sid)
         started = self.clock()
         self._sessions[sid] = Session(started_at=started, episode=seed)
+        self._mark_writes[sid] = Mark(fence_until=started + self.session_ttl + self.fence_ttl,
+                                      episode_id=seed.episode_id, open_in=self.incarnation)  # the durable seed
         self.counters["seeds.episode.created"] += 1
         return Seeded(True, self.incarnation, started)
 
@@ -429,6 +446,7 @@ class SessionCore:
             self._unref(held.digest)
         documents[key] = ref
         self._refs[ref.digest] += 1
+        self._held.update(documents=0 if held else 1, document_chars=ref.chars - (held.chars if held else 0))
         return StoredDocument(held is not None, list(documents))
 
     def read_documents(self, sid: str, keys: list[str], claims: Claims = NO_CLAIMS) -> DocumentsView:
@@ -477,16 +495,12 @@ class SessionCore:
         return {"sessions": len(self._sessions), "marks": len(self._marks), "digests": len(self._refs)}
 
     def stats(self) -> JsonDict:
-        now = self.clock()
-        return {
-            "sessions": len(self._sessions),
-            "documents": sum(len(s.documents) for s in self._sessions.values()),
-            "document_chars": sum(d.chars for s in self._sessions.values() for d in s.documents.values()),
-            "digests": len(self._refs),
-            "fences": sum(1 for m in self._marks.values() if m.fenced(now)),
-            "expired_marks": sum(1 for m in self._marks.values() if m.expired(now)),
-            "verdicts": sum(len(s.verdicts) for s in self._sessions.values()),
-        }
+        """What the shard holds, from totals kept as they change (O(1): the counters route asks every shard).
+        A fence or expired mark counts until the eviction pass drops its record, at most a batch or tick late."""
+        held = self._held
+        return {"sessions": len(self._sessions), "documents": held["documents"],
+                "document_chars": held["document_chars"], "digests": len(self._refs), "fences": held["fences"],
+                "expired_marks": held["expired_marks"], "verdicts": held["verdicts"]}
 
     # ----- internals -----
 
@@ -517,6 +531,10 @@ class SessionCore:
         if session is not None:
             for ref in session.documents.values():
                 self._unref(ref.digest)
+            self._held.subtract(documents=len(session.documents), verdicts=len(session.verdicts),
+                                document_chars=sum(d.chars for d in session.documents.values()))
+            if session.episode is not None:
+                self._mark_writes[sid] = None  # its durable seed goes (a fence set next replaces it)
 
     def _unref(self, digest: str) -> None:
         self._refs[digest] -= 1
@@ -524,12 +542,19 @@ class SessionCore:
             del self._refs[digest]
 
     def _set_mark(self, sid: str, mark: Mark | None) -> None:
-        self._marks.pop(sid, None)  # re-insert at the end: the marks stay nearly in drop order
+        held = self._marks.pop(sid, None)  # re-insert at the end: the marks stay nearly in drop order
+        if held is not None:
+            self._count_mark(held, -1)
         if mark is not None and (mark.fence_until is not None or mark.expired_until is not None):
             self._marks[sid] = mark
             self._mark_writes[sid] = mark
+            self._count_mark(mark, +1)
         else:
             self._mark_writes[sid] = None
+
+    def _count_mark(self, mark: Mark, sign: int) -> None:
+        self._held["fences"] += sign * (mark.fence_until is not None)
+        self._held["expired_marks"] += sign * (mark.expired_until is not None)
 
     def _fence(self, sid: str) -> Mark | None:
         mark = self._marks.get(sid)
@@ -573,9 +598,11 @@ class SessionCore:
         return Cached(verdict)
 
     def _keep_verdict(self, session: Session, body_digest: str, verdict: Verdict) -> None:
+        held = len(session.verdicts)
         session.verdicts[body_digest] = verdict
         while len(session.verdicts) > self.limits.verdicts_per_session:  # the oldest is judged again if re-sent
             session.verdicts.popitem(last=False)
+        self._held["verdicts"] += len(session.verdicts) - held
 
     def _require_open(self, sid: str, claims: Claims) -> Session:
         session = self._open(sid)

@@ -1,7 +1,7 @@
 """The Ray shells of the session store: each actor is a thin wrapper over a pure class of this package.
 
-- `SessionShardActor`: a `ShardService` whose marks live in Ray's GCS key-value store (`GcsMarkStore`), the
-  store Serve's own controller checkpoints to: it outlives any actor process.
+- `SessionShardActor`: a `ShardService` whose marks live in the durable store the settings name (`marks/`): Ray's
+  GCS key-value store by default (it outlives any actor process), or Redis (it outlives the cluster).
 - `DocumentStoreActor`: the app's one `DocumentStore`.
 - `ReaperActor`: runs `Reaper.tick` on a timer, publishes session counters as Ray metrics, and retires the actors
   of earlier deployments.
@@ -18,90 +18,13 @@ from typing import Any, Callable
 import ray
 from ray.util.metrics import Counter, Gauge
 
-from .app_actors import AppActors, call, gcs_kv
-from .core import Mark
+from .app_actors import AppActors, call
 from .documents import DocumentStore, DocumentStoreService
-from .marks import decode, encode
+from .marks import open_mark_store
 from .reaper import Reaper, run_every
 from .shard import ShardConfig, ShardService
 
 log = logging.getLogger(__name__)
-_MARK = b"mark:"
-
-
-def _sid(key: bytes) -> str:
-    return key[len(_MARK):].decode("utf-8", "backslashreplace")
-
-
-class GcsMarkStore:
-    """Durable marks in the GCS key-value store, one key per ID (`mark:<id>`), in the app's KV namespace.
-    Keyed by ID alone, so any shard of any deployment of the app finds a mark, whatever the shard count."""
-
-    def __init__(self, kv_namespace: bytes, timeout_seconds: float = 5.0):
-        self._namespace = kv_namespace
-        self._timeout = timeout_seconds
-
-    @staticmethod
-    def _key(sid: str) -> bytes:
-        return _MARK + sid.encode("utf-8", "backslashreplace")
-
-    async def read(self, sids: list[str]) -> dict[str, Mark]:
-        keys = {self._key(sid): sid for sid in sids}
-        found = await gcs_kv().async_internal_kv_multi_get(list(keys), self._namespace, timeout=self._timeout)
-        marks = {keys[key]: decode(raw) for key, raw in found.items() if raw is not None}
-        return {sid: mark for sid, mark in marks.items() if mark is not None}
-
-    async def write(self, changes: dict[str, Mark | None]) -> set[str]:
-        client = gcs_kv()
-
-        async def one(sid: str, mark: Mark | None) -> None:
-            if mark is None:
-                await client.async_internal_kv_del(self._key(sid), False, self._namespace, timeout=self._timeout)
-            else:
-                await client.async_internal_kv_put(self._key(sid), encode(mark), True, self._namespace,
-                                                   timeout=self._timeout)
-
-        results = await asyncio.gather(*(one(sid, mark) for sid, mark in changes.items()), return_exceptions=True)
-        return {sid for sid, result in zip(changes, results) if isinstance(result, BaseException)}
-
-    async def _all(self, wanted: Callable[[str], bool] | None = None) -> dict[bytes, bytes | None]:
-        client = gcs_kv()
-        keys = await client.async_internal_kv_keys(_MARK, self._namespace, timeout=30)
-        if wanted is not None:  # filter by key before fetching: a shard settles on its own share only
-            keys = [key for key in keys if wanted(_sid(key))]
-        found: dict[bytes, bytes | None] = {}
-        for start in range(0, len(keys), 1000):
-            found.update(await client.async_internal_kv_multi_get(keys[start : start + 1000], self._namespace,
-                                                                 timeout=30))
-        return found
-
-    async def scan(self, wanted: Callable[[str], bool] | None = None) -> dict[str, Mark]:
-        marks: dict[str, Mark] = {}
-        for n, (key, raw) in enumerate((await self._all(wanted)).items(), 1):
-            if raw is not None and (mark := decode(raw)) is not None:
-                marks[_sid(key)] = mark
-            if n % 1000 == 0:
-                await asyncio.sleep(0)  # a million marks decode for seconds: let requests through meanwhile
-        return marks
-
-    async def sweep(self, now: float) -> int:
-        client = gcs_kv()
-
-        def lapsed(raw: bytes | None) -> bool:
-            mark = decode(raw) if raw is not None else None
-            return mark is None or mark.drop_at <= now
-
-        candidates = [key for key, raw in (await self._all()).items() if lapsed(raw)]
-        swept = 0
-        for start in range(0, len(candidates), 1000):
-            # Read again just before deleting: a shard may have fenced the ID anew since the scan.
-            current = await client.async_internal_kv_multi_get(candidates[start : start + 1000], self._namespace,
-                                                               timeout=30)
-            for key, raw in current.items():
-                if raw is not None and lapsed(raw):
-                    await client.async_internal_kv_del(key, False, self._namespace, timeout=self._timeout)
-                    swept += 1
-        return swept
 
 
 class ActorProcess:
@@ -116,8 +39,8 @@ class ActorProcess:
 
 @ray.remote
 class SessionShardActor(ShardService, ActorProcess):
-    def __init__(self, config: ShardConfig, kv_namespace: bytes, place: tuple[int, int]):
-        super().__init__(config, GcsMarkStore(kv_namespace), place=place)
+    def __init__(self, config: ShardConfig, namespace: str, place: tuple[int, int], mark_store_url: str | None):
+        super().__init__(config, open_mark_store(mark_store_url, namespace), place=place)
 
 
 @ray.remote
@@ -144,12 +67,15 @@ class ReaperActor(ActorProcess):
     """Ticks every `interval_seconds`. A restarted reaper (max_restarts=-1) starts its loop again the same way."""
 
     def __init__(self, app: AppActors, shard_names: list[str], document_store: str, interval_seconds: float,
-                 other_actors: list[str], serve_app: str | None, timeout_seconds: float = 30.0):
+                 other_actors: list[str], serve_app: str | None, mark_store_url: str | None,
+                 timeout_seconds: float = 30.0):
         shards = [ActorClient(ray.get_actor(n, namespace=app.namespace), f"shard {n}", timeout_seconds)
                   for n in shard_names]
         documents = ActorClient(ray.get_actor(document_store, namespace=app.namespace), "document store",
                                 timeout_seconds)
-        self._reaper = Reaper(shards, documents, sweep_marks_every=max(1, int(3600 / interval_seconds)))
+        # The hourly sweep of lapsed marks runs here, never on a serving shard.
+        self._reaper = Reaper(shards, documents, marks=open_mark_store(mark_store_url, app.namespace),
+                              sweep_marks_every=max(1, int(3600 / interval_seconds)))
         self._app = app
         self._serve_app = serve_app
         me = ray.get_runtime_context().get_actor_name()
@@ -200,4 +126,4 @@ class _SessionMetrics:
             self._documents.set(status.documents.bytes, tags=self._tags)
 
 
-__all__ = ["ActorClient", "ActorProcess", "GcsMarkStore", "SessionShardActor", "DocumentStoreActor", "ReaperActor"]
+__all__ = ["ActorClient", "ActorProcess", "SessionShardActor", "DocumentStoreActor", "ReaperActor"]

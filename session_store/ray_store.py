@@ -23,6 +23,7 @@ class SessionActorsSpec:
     document_store_bytes: int = 4_000_000_000
     document_grace_seconds: float = 60.0
     call_timeout_seconds: float = 10.0
+    mark_store_url: str | None = None  # None: the cluster's GCS
 
 
 class SessionActors:
@@ -32,7 +33,8 @@ class SessionActors:
     def __init__(self, app: AppActors, spec: SessionActorsSpec):
         self._app, self._spec = app, spec
         self._code = code = code_version(session_store)
-        shard_args = [(spec.shard, app.kv_namespace, (k, spec.num_shards)) for k in range(spec.num_shards)]
+        shard_args = [(spec.shard, app.namespace, (k, spec.num_shards), spec.mark_store_url)
+                      for k in range(spec.num_shards)]
         kinds = [f"shard-{k}-of-{spec.num_shards}" for k in range(spec.num_shards)]
         self.shard_names = [app.name(kind, args, code) for kind, args in zip(kinds, shard_args)]
         self.shards = [app.create(kind, SessionShardActor, args, code=code) for kind, args in zip(kinds, shard_args)]
@@ -44,7 +46,7 @@ class SessionActors:
     def start_reaper(self, other_actors: list[str], serve_app: str | None) -> list[str]:
         """Get or create the reaper; returns the names of every actor the deployment uses (the active set)."""
         args = (self._app, self.shard_names, self.document_store_name, self._spec.reaper_interval_seconds,
-                sorted(other_actors), serve_app)
+                sorted(other_actors), serve_app, self._spec.mark_store_url)
         self.reaper = self._app.create("reaper", ReaperActor, args, code=self._code)
         return [*self.shard_names, self.document_store_name, self._app.name("reaper", args, self._code),
                 *other_actors]

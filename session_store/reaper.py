@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Protocol
 
 from .core import EvictionReport
 from .documents import SweepReport
+from .marks import MarkStore
 from .shard import TickReport
 
 log = logging.getLogger(__name__)
@@ -25,8 +27,6 @@ class ShardTicks(Protocol):
     async def tick(self) -> TickReport: ...
 
     async def settle(self) -> int: ...
-
-    async def sweep_marks(self) -> int: ...
 
 
 class DocumentSweeps(Protocol):
@@ -46,9 +46,10 @@ class ReaperStatus:
 
 class Reaper:
     def __init__(self, shards: list[ShardTicks], documents: DocumentSweeps | None = None, *,
-                 sweep_marks_every: int = 120):
+                 marks: MarkStore | None = None, sweep_marks_every: int = 120, clock=time.time):
         self._shards = shards
         self._documents = documents
+        self._marks, self._clock = marks, clock
         self._sweep_marks_every = sweep_marks_every
         self._last: dict[int, TickReport] = {}  # per shard: its report of the previous tick
         self.status = ReaperStatus()
@@ -86,9 +87,9 @@ class Reaper:
                 status.documents = await self._documents.sweep(referenced)
             except Exception as error:  # a document store that restarts is swept next tick
                 log.warning("reaper: the document store did not answer its sweep: %r", error)
-        if self._shards and status.ticks % self._sweep_marks_every == 0:
+        if self._marks is not None and status.ticks % self._sweep_marks_every == 0:
             try:
-                status.durable_marks_swept += await self._shards[0].sweep_marks()
+                status.durable_marks_swept += await self._marks.sweep(self._clock())
             except Exception as error:  # not worth failing the tick for: orphaned marks only take room
                 log.warning("reaper: sweeping lapsed durable marks failed: %r", error)
         return evicted, increments

@@ -1,14 +1,15 @@
 """One shard's service: the pure core run a batch at a time, with its marks kept durably. Ray-free; the
-shard actor (`ray_actors.SessionShardActor`) is this class with a GCS-backed mark store.
+shard actor (`ray_actors.SessionShardActor`) is this class with a durable mark store (`marks/`).
 
 A batch is the operations that concurrent requests of one ingress replica sent to this shard while its previous
 call was in flight (`batching.py`). The core runs them in order, one after the other, with no await in between,
 so the operations of one ID are serialized as contract §C.1 asks of its per-ID lock, and a batch gives each
 operation exactly the result it would have had alone. Around the run:
 - before it, the durable marks of IDs the core does not know are read, so a restarted shard still refuses a
-  late seed of an ID it closed in a previous life. Once the shard has *settled* (`settle`: it loaded every mark
-  of its IDs, at a time no other deployment of the app can still be writing any), its memory is complete and
-  nothing is read on the request path any more;
+  late seed of an ID it closed in a previous life, and reports lost a session a previous life held open. Once
+  the shard has *settled* (`settle`: it loaded every mark of the partitions it owns, at a time no other
+  deployment of the app can still be writing any), its memory is complete and nothing is read on the request
+  path any more;
 - after it, every mark the run changed is written, and only then are the results returned. An operation whose
   mark could not be written answers "unavailable" (503), never a 200 the store could forget.
 Batches of several replicas (and the reaper's tick) run concurrently on the actor's loop, so a mark change stays
@@ -28,7 +29,7 @@ import asyncio
 from .core import EvictionReport, Limits, SessionCore
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreFull, StoreUnavailable
 from .marks import MarkStore, MemoryMarkStore
-from .routing import shard_index
+from .routing import owned_partitions
 
 log = logging.getLogger(__name__)
 
@@ -173,15 +174,16 @@ class ShardService:
         Returns how many marks were loaded (0 when already settled)."""
         if self._complete:
             return 0
-        index, count = self._place
-        mine = await self._marks.scan(lambda sid: shard_index(sid, count) == index)
-        for sid, mark in sorted(mine.items(), key=lambda item: item[1].drop_at):  # the core drops marks in order
-            self._core.learn_mark(sid, mark)
+        mine = await self._marks.scan(owned_partitions(*self._place))
+        # The core drops marks in drop order. A thread, so that the sort (whose key is Python code, which gives
+        # up the GIL between calls) does not hold up the loop for the ~0.1 s that 250,000 marks take.
+        ordered = await asyncio.to_thread(sorted, mine.items(), key=lambda item: item[1].drop_at)
+        for start in range(0, len(ordered), 1000):
+            for sid, mark in ordered[start : start + 1000]:
+                self._core.learn_mark(sid, mark)
+            await asyncio.sleep(0)  # settling 250,000 marks must not hold up the requests meanwhile
         self._complete = True
         return len(mine)
-
-    async def sweep_marks(self) -> int:
-        return await self._marks.sweep(self._core.clock())
 
     async def stats(self) -> dict[str, Any]:
         return {**self._core.stats(), "batches": self._batches, "operations": self._operations,

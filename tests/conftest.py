@@ -7,6 +7,7 @@ from typing import Iterator
 import pytest
 
 from tests.llm_stub import LlmStub, running_stub
+from tests.redis_server import RedisServer, running_redis
 
 
 @pytest.fixture(scope="session")
@@ -21,3 +22,13 @@ def stub(llm_server: LlmStub) -> LlmStub:
     """The stub with no scripted replies and no recorded requests."""
     llm_server.reset()
     return llm_server
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """One real redis-server on a free loopback port for the whole test session (never fakeredis)."""
+    try:
+        with running_redis() as server:
+            yield server
+    except RuntimeError as error:
+        pytest.fail(str(error))

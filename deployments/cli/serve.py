@@ -23,12 +23,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "config: its application's args are the Settings (FINSEC_<FIELD> in the environment overrides them), "
         "its FinsecIngress options set replicas or autoscaling, max_ongoing_requests and ray_actor_options, and "
         "http_options.port is the port. Ctrl-C or SIGTERM removes the app and its actors, and stops a cluster "
-        "it started.")
+        "it started; the app's fences, episode seeds and cookie secret stay (see --purge).")
     parser.add_argument("config", nargs="?", type=Path, default=DEFAULT_CONFIG,
                         help=f"serve config YAML (default {DEFAULT_CONFIG})")
     parser.add_argument("--port", type=int, help="HTTP port (default: the config's http_options.port)")
     parser.add_argument("--address", help="join this running Ray cluster (e.g. ray://head:10001 or head:6379) "
                         "instead of starting a local one; stopping leaves the cluster up")
+    parser.add_argument("--purge", action="store_true",
+                        help="on stop, also delete the app's durable records: fences, episode seeds and the "
+                        "generated cookie secret (kept by default, so a restart honours them)")
     parser.add_argument("--ingress", choices=("haproxy", "proxy"), default="haproxy",
                         help="a local cluster's ingress: Serve's HAProxy (default, faster) or its Python proxy")
     parser.set_defaults(run=run)
@@ -45,7 +48,7 @@ def run(options: argparse.Namespace) -> int:
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, on_signal)
-    with running_app(target, address=options.address, ingress=options.ingress) as url:
+    with running_app(target, address=options.address, ingress=options.ingress, purge=options.purge) as url:
         for sig in (signal.SIGINT, signal.SIGTERM):  # again: ray.init installs its own SIGTERM handler (aborts)
             signal.signal(sig, on_signal)
         options_text = ", ".join(f"{k}={v}" for k, v in target.deployment_options.items()) or "defaults"

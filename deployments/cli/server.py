@@ -36,8 +36,9 @@ def join_cluster(address: str) -> None:
 
 @contextmanager
 def running_app(target: ServeTarget, *, address: str | None = None, ingress: Ingress = "haproxy",
-                say=print) -> Iterator[str]:
-    """Deploy `target`; yields the app's URL; undeploys (and stops a cluster it started) on the way out."""
+                say=print, purge: bool = False) -> Iterator[str]:
+    """Deploy `target`; yields the app's URL; undeploys (and stops a cluster it started) on the way out, keeping
+    the app's durable records (fences, seeds, cookie secret) unless `purge`."""
 
     started_cluster = address is None
     try:
@@ -60,12 +61,12 @@ def running_app(target: ServeTarget, *, address: str | None = None, ingress: Ing
             base_url = f"http://{host}:{http.port}"
         url = _deploy(target, base_url)
     except BaseException:
-        _stop(target, started_cluster, say)
+        _stop(target, started_cluster, say, purge)
         raise
     try:
         yield url
     finally:
-        _stop(target, started_cluster, say)
+        _stop(target, started_cluster, say, purge)
 
 
 def _deploy(target: ServeTarget, base_url: str) -> str:
@@ -81,7 +82,7 @@ def _deploy(target: ServeTarget, base_url: str) -> str:
         raise UsageError(f"Serve refused the application: {one_line(error)}") from None
 
 
-def _stop(target: ServeTarget, started_cluster: bool, say) -> None:
+def _stop(target: ServeTarget, started_cluster: bool, say, purge: bool = False) -> None:
     import ray
 
     if not ray.is_initialized():
@@ -89,7 +90,10 @@ def _stop(target: ServeTarget, started_cluster: bool, say) -> None:
     say(f"stopping: removing the application {target.app_name!r} and its actors"
         + (" and the local Ray cluster" if started_cluster else " (the cluster stays up)"))
     try:
-        undeploy_application(target.settings, target.app_name)
+        purged = undeploy_application(target.settings, target.app_name, purge=purge)
+        store = "Redis" if target.settings.mark_store() else "the cluster's GCS key-value store"
+        say(f"purged {purged} durable records (fences, episode seeds, cookie secret) of {target.app_name!r} "
+            f"from {store}" if purge else f"kept the fences, episode seeds and cookie secret in {store}")
     except Exception as error:  # still stop the cluster; say what was left behind
         print(f"finsec: warning: could not remove the application cleanly: {one_line(error)}", file=sys.stderr)
     if started_cluster:

@@ -2,7 +2,8 @@
 
 SEC allows about 10 requests a second per client. A per-process limiter (NeMo Gym's) lets N replicas send N
 times that. Here one named actor hands out start times; callers sleep until theirs, so nothing waits inside
-the actor and a slot costs one small actor call.
+the actor and a slot costs one small actor call. While the actor is slow or restarting, each replica paces its
+own requests at its share of the rate (the actor tells it how many replicas share it): never a burst.
 """
 
 from __future__ import annotations
@@ -38,31 +39,50 @@ class PacedSchedule:
         return self._last - now
 
 
+class Sharers:
+    """Who has asked for slots within the last `horizon_seconds`: the replicas that share the rate."""
+
+    def __init__(self, horizon_seconds: float = 120.0, clock: Callable[[], float] = time.monotonic):
+        self._seen: dict[str, float] = {}
+        self._horizon, self._clock = horizon_seconds, clock
+
+    def note(self, caller: str) -> int:
+        now = self._clock()
+        self._seen[caller] = now
+        if len(self._seen) > 1 and min(self._seen.values()) < now - self._horizon:
+            self._seen = {c: at for c, at in self._seen.items() if at >= now - self._horizon}
+        return len(self._seen)
+
+
 @ray.remote
 class RateLimiterActor(ActorProcess):
     def __init__(self, limit: int, window_seconds: float):
         self._schedule = PacedSchedule(limit, window_seconds)
+        self._sharers = Sharers()
 
-    async def reserve(self) -> float:
-        return self._schedule.reserve()
+    async def reserve(self, caller: str = "") -> tuple[float, int]:
+        """The caller's wait before its start, and how many callers share the rate now."""
+        return self._schedule.reserve(), self._sharers.note(caller)
 
 
 class ClusterRateLimiter:
     """The client side: `await limiter.acquire()` before each request attempt, against the app's one limiter
     actor (named and created by session_store.app_actors, like every actor of the app)."""
 
-    def __init__(self, actor, limit: int, window_seconds: float, timeout_seconds: float = 5.0):
-        self._actor = actor
-        self._fallback_delay = window_seconds / limit
+    def __init__(self, actor, limit: int, window_seconds: float, timeout_seconds: float = 5.0, caller: str = ""):
+        self._actor, self._caller = actor, caller
+        self._limit, self._window = limit, window_seconds
         self._timeout = timeout_seconds
+        self._own = PacedSchedule(limit, window_seconds)  # this replica's share, paced: see `_fallback`
 
     async def acquire(self) -> None:
         try:
-            delay = await call(self._actor.reserve.remote(), timeout=self._timeout, what="EDGAR rate limiter")
+            delay, sharers = await call(self._actor.reserve.remote(self._caller), timeout=self._timeout,
+                                        what="EDGAR rate limiter")
+            self._own.interval = self._window * max(1, sharers) / self._limit
         except StoreUnavailable:
-            # The limiter is restarting: wait one whole slot, which keeps this replica alone under the limit.
-            log.warning("EDGAR rate limiter unavailable; pacing this request locally")
-            delay = self._fallback_delay
+            log.warning("EDGAR rate limiter unavailable; pacing this replica at its share of the rate")
+            delay = self._own.reserve()
         if delay > 0:
             await asyncio.sleep(delay)
 

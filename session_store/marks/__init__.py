@@ -1,19 +1,28 @@
-"""Where fences and expired marks are kept durably, so they outlive a shard's process (contract §C.4, §C.9).
+"""Where fences, expired marks and episode seeds are kept durably, so they outlive a shard's process and the
+cluster's head (contract §C.4, §C.9).
 
-A shard writes every changed mark here before it answers the requests that changed it. Until it has settled
-(loaded every mark of its IDs, `ShardService.settle`) it reads the mark of an ID it does not know before it
-decides a seed, a close or a verify for it; after that, its memory is complete and it reads nothing. `MemoryMarkStore` is the Ray-free
-store of the unit tests and the single-process baseline; the cluster's store is Ray's GCS key-value store
-(`ray_actors.GcsMarkStore`), measured at ~0.1-0.35 ms a write from a shard on this machine.
+A shard writes every changed mark here before it answers the requests that changed it: each batch's changes go
+together (group commit). Until it has settled (loaded every mark of the partitions it owns,
+`ShardService.settle`) it reads the mark of an ID it does not know before it decides a seed, a close or a verify
+for it; after that, its memory is complete and it reads nothing.
+
+The stores:
+- `MemoryMarkStore`: this process; the Ray-free tests and the single-process baseline.
+- `gcs_store.GcsMarkStore`: Ray's GCS key-value store, the embedded default (no external dependency; a few thousand
+  writes/s, and gone with the head unless the GCS itself is fault tolerant).
+- `redis_store.RedisMarkStore`: Redis, for clusters (`mark_store_url`): native expiry, pipelined writes, and it
+  outlives the Ray cluster.
+`open_mark_store` picks one from the settings.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Callable, Protocol
+from typing import Protocol
 
-from .core import Mark
+from ..core import Mark
+from ..routing import partition
 
 log = logging.getLogger(__name__)
 
@@ -23,25 +32,28 @@ class MarkStore(Protocol):
         """The durable marks of these IDs (IDs with none are absent). Raises if the store cannot be read."""
 
     async def write(self, changes: dict[str, Mark | None]) -> set[str]:
-        """Apply the changes (None deletes); returns the IDs whose change could not be written."""
+        """Apply the changes (None deletes), as one group; returns the IDs whose change could not be written."""
 
-    async def scan(self, wanted: Callable[[str], bool] | None = None) -> dict[str, Mark]:
-        """Every mark of the application whose ID is `wanted` (a shard that settles loads its own once)."""
+    async def scan(self, partitions: range) -> dict[str, Mark]:
+        """Every live mark of IDs in these partitions (a shard that settles loads its own once)."""
 
     async def sweep(self, now: float) -> int:
-        """Delete marks that lapsed before `now` (the orphans of a shard that died holding them)."""
+        """Delete marks that lapsed before `now`, if the store does not expire them itself."""
+
+    async def purge(self) -> int:
+        """Delete every record of the application (marks and its cookie secret); returns how many."""
 
 
 def encode(mark: Mark) -> bytes:
-    return json.dumps({"fence_until": mark.fence_until, "cause": mark.cause, "episode_id": mark.episode_id,
-                       "expired_until": mark.expired_until}).encode()
+    return json.dumps([mark.fence_until, mark.cause, mark.episode_id, mark.expired_until, mark.open_in],
+                      separators=(",", ":")).encode()
 
 
 def decode(raw: bytes) -> Mark | None:
     try:
-        fields = json.loads(raw)
-        return Mark(fields["fence_until"], fields["cause"], fields["episode_id"], fields["expired_until"])
-    except (ValueError, KeyError, TypeError):
+        fence_until, cause, episode_id, expired_until, open_in = json.loads(raw)
+        return Mark(fence_until, cause, episode_id, expired_until, open_in)
+    except (ValueError, TypeError):
         log.warning("ignoring an unreadable durable mark: %r", raw[:200])
         return None
 
@@ -69,10 +81,10 @@ class MemoryMarkStore:
                 self.marks[sid] = encode(mark)
         return set()
 
-    async def scan(self, wanted: Callable[[str], bool] | None = None) -> dict[str, Mark]:
+    async def scan(self, partitions: range) -> dict[str, Mark]:
         if self.failing:
             raise ConnectionError("mark store unreachable")
-        return await self.read([sid for sid in self.marks if wanted is None or wanted(sid)])
+        return await self.read([sid for sid in self.marks if partition(sid) in partitions])
 
     async def sweep(self, now: float) -> int:
         if self.failing:
@@ -81,3 +93,22 @@ class MemoryMarkStore:
         for sid in lapsed:
             del self.marks[sid]
         return len(lapsed)
+
+    async def purge(self) -> int:
+        purged = len(self.marks)
+        self.marks.clear()
+        return purged
+
+
+def open_mark_store(url: str | None, namespace: str) -> MarkStore:
+    """The store the settings name: Redis for a `redis://` or `rediss://` URL, else the cluster's GCS."""
+    if url:
+        from .redis_store import RedisMarkStore
+
+        return RedisMarkStore(url, namespace)
+    from .gcs_store import GcsMarkStore
+
+    return GcsMarkStore(namespace.encode())
+
+
+__all__ = ["MarkStore", "MemoryMarkStore", "decode", "encode", "open_mark_store"]

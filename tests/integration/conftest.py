@@ -75,7 +75,7 @@ def deployed_app(serve_url: str, name: str, replicas: int = 2, **settings: Any) 
     try:
         yield App(serve_url, app_settings, *store_of(app_settings))
     finally:
-        undeploy(app_settings)
+        undeploy(app_settings, purge=True)
 
 
 def store_of(settings: Settings) -> tuple[RaySessionStore, SessionActors]:

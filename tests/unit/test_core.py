@@ -402,7 +402,10 @@ def test_put_document_reports_overwrite_and_key_order(core: SessionCore) -> None
 
 def test_every_mark_change_is_listed_for_the_durable_store(core: SessionCore, clock: Clock) -> None:
     core.seed_episode("s", seed())
-    assert core.take_mark_writes() == {}  # sessions are not durable; only marks are
+    durable_seed = core.take_mark_writes()["s"]  # an episode seed is durable: its ID is known to be open here
+    assert durable_seed.open_in == core.incarnation and durable_seed.episode_id == ep()
+    core.seed_episode("s", seed())
+    assert core.take_mark_writes() == {}  # a retried seed changes nothing
     core.close("s", ep())
     writes = core.take_mark_writes()
     assert writes["s"].cause == "closed" and writes["s"].episode_id == ep()
@@ -434,6 +437,53 @@ def test_a_learned_mark_never_overrides_what_the_core_knows(core: SessionCore, c
     other.close("s", ep())
     core.learn_mark("s", other.take_mark_writes()["s"])  # a stale record: the open session here is newer
     assert core.describe("s")["open"] and not core.describe("s")["fenced"]
+
+
+# ----- durable seeds: a session open in a life that is gone is lost, whatever the cookie says -----
+
+
+def _restarted_with(durable: dict, clock: Clock) -> SessionCore:
+    restarted = SessionCore(session_ttl_seconds=TTL, clock=clock)
+    for sid, mark in durable.items():
+        if mark is not None and restarted.wants_mark(sid):
+            restarted.learn_mark(sid, mark)
+    return restarted
+
+
+def test_a_session_open_in_a_dead_life_is_lost_without_a_cookie(clock: Clock) -> None:
+    first = SessionCore(session_ttl_seconds=TTL, clock=clock)
+    first.seed_episode("s", seed())
+    restarted = _restarted_with(first.take_mark_writes(), clock)
+    with pytest.raises(SessionConflict, match="restarted"):
+        restarted.seed_episode("s", seed())  # the retried cookie-less seed does not re-create it empty
+    with pytest.raises(SessionLost):
+        restarted.read_documents("s", [])  # no cookie claims: the durable seed alone says it was open
+    assert restarted.finish_verify("s", "d", WIN).failure_kind == "session_lost"
+    assert restarted.plan_verify("s", "d").failure_kind == "session_lost"
+
+
+def test_a_released_session_leaves_no_durable_seed(clock: Clock) -> None:
+    first = SessionCore(session_ttl_seconds=TTL, clock=clock)
+    for sid in ("retired", "closed", "evicted"):
+        first.seed_episode(sid, seed(rollout=sid))
+    first.retire("retired")
+    clock.advance(TTL + 1)
+    first.close("closed", ep("closed"))  # it outlived the TTL: evicted, then closed
+    first.evict_expired()
+    durable = first.take_mark_writes()
+    assert durable["retired"] is None  # retire deletes the seed and fences nothing (Decision 8)
+    assert durable["closed"].cause == "evicted" and durable["evicted"].cause == "evicted"
+    assert not any(mark.open_in for mark in durable.values() if mark)
+    restarted = _restarted_with(durable, clock)
+    assert restarted.seed_episode("retired", seed(rollout="retired")).created
+
+
+def test_a_durable_seed_of_this_life_never_fences_it(core: SessionCore, clock: Clock) -> None:
+    core.seed_episode("s", seed())
+    stale = core.take_mark_writes()["s"]
+    core.retire("s")
+    core.learn_mark("s", stale)  # a settle that listed the seed before the retire's delete landed
+    assert core.seed_episode("s", seed()).created
 
 
 # ----- documents by content, and the bounds of a session -----
@@ -518,9 +568,10 @@ def test_a_settled_shard_knows_every_mark_of_its_ids_and_reads_no_more() -> None
     assert asyncio.run(restarted.settle()) == len(ids)
     marks.failing = True  # the durable store is unreachable, and a settled shard does not need it
     outcomes = asyncio.run(restarted.run([("seed_episode", (sid, seed())) for sid in ids] +
-                                         [("seed_episode", ("never-closed", seed()))]))
-    assert [type(v).__name__ for ok, v in outcomes[:-1]] == ["SessionConflict"] * len(ids)
-    assert outcomes[-1][0] is True  # an unknown ID is known to be unfenced without a read
+                                         [("check_open", ("never-closed",)), ("seed_episode", ("new", seed()))]))
+    assert [type(v).__name__ for ok, v in outcomes[:-2]] == ["SessionConflict"] * len(ids)
+    assert type(outcomes[-2][1]).__name__ == "SessionLost"  # an unknown ID is known to be unmarked without a read
+    assert type(outcomes[-1][1]).__name__ == "StoreUnavailable"  # but a seed must be written before it is a 200
 
 
 def test_the_reaper_sweeps_lapsed_durable_marks_and_a_failed_sweep_spares_its_tick() -> None:
@@ -535,7 +586,7 @@ def test_the_reaper_sweeps_lapsed_durable_marks_and_a_failed_sweep_spares_its_ti
     shard = ShardService(ShardConfig(TTL), marks, clock, place=(0, 1))
     marks.marks["lapsed"] = encode(Mark(fence_until=clock.now - 1, cause="closed"))
     marks.marks["live"] = encode(Mark(fence_until=clock.now + 60, cause="closed"))
-    reaper = Reaper([shard], sweep_marks_every=2)
+    reaper = Reaper([shard], marks=marks, sweep_marks_every=2, clock=clock)
     asyncio.run(reaper.tick())
     assert set(marks.marks) == {"lapsed", "live"}  # not every tick: a sweep reads every mark
     asyncio.run(reaper.tick())

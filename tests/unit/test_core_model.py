@@ -5,7 +5,8 @@ All three must always agree.
 
 The reference applies every expiry eagerly (it scans everything on every step); the core uses its expiry
 index and lazy checks. Agreement means the index never changes what a client sees, and batching never changes
-any operation's result. Marks (fences, expired marks) are durable: a restart loses sessions, never marks.
+any operation's result. Marks (fences, expired marks) are durable: a restart loses sessions, never marks, and
+an episode seed is durable too, so an episode open at a restart is lost whatever cookie comes back for it.
 """
 
 from __future__ import annotations
@@ -259,6 +260,9 @@ class ShardsMatchReference(RuleBasedStateMachine):
         self.old = {"batched": self.batched.incarnation, "single": self.single.incarnation}
         self.batched = ShardService(self.config, self.marks, clock=lambda: self.now)
         self.single = ShardService(self.config, self.twin_marks, clock=lambda: self.now)
+        for sid, session in self.ref.sessions.items():  # its durable seed says it was open: lost
+            if session.seed is not None:
+                self.ref.fences[sid] = (None, session.start + TTL + FENCE_TTL, "lost")
         self.ref.sessions.clear()
 
     @invariant()
@@ -269,6 +273,17 @@ class ShardsMatchReference(RuleBasedStateMachine):
         described = asyncio.run(self.batched.run([("describe", (sid,)) for sid in IDS]))
         for sid, (ok, seen) in zip(IDS, described):
             assert ok and seen == self.ref.describe(sid), sid
+
+    @invariant()
+    def totals_kept_as_they_change_match_a_recount(self):
+        core = self.batched._core
+        sessions, marks = core._sessions.values(), core._marks.values()
+        assert core.stats() == {
+            "sessions": len(sessions), "documents": sum(len(s.documents) for s in sessions),
+            "document_chars": sum(d.chars for s in sessions for d in s.documents.values()),
+            "digests": len(core._refs), "verdicts": sum(len(s.verdicts) for s in sessions),
+            "fences": sum(m.fence_until is not None for m in marks),
+            "expired_marks": sum(m.expired_until is not None for m in marks)}
 
 
 TestShardsMatchReference = ShardsMatchReference.TestCase

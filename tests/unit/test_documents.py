@@ -86,6 +86,34 @@ def test_the_replica_cache_confirms_texts_once_per_half_window(clock):
     assert calls == ["put", "touch", "touch", "put"] and store.get(["d"]) == {"d": "text"}
 
 
+def test_concurrent_touches_go_to_the_store_together(clock):
+    store = DocumentStore(max_bytes=10_000_000, grace_seconds=60, clock=clock)
+    touched: list[list[str]] = []
+
+    class Counting(DocumentStoreService):
+        async def touch(self, digests):
+            touched.append(digests)
+            await asyncio.sleep(0.01)  # a hop: what arrives meanwhile rides the next call
+            return await super().touch(digests)
+
+    service = Counting(store)
+    texts = {f"d{n}": f"text {n}" for n in range(20)}
+    for digest, text in texts.items():
+        store.put(digest, text)
+    cache = DocumentCache(service, max_bytes=10_000_000, grace_seconds=60, clock=clock)
+    cache._confirmed.put("gone", 0.0)  # confirmed long ago; the store has since lost it
+
+    async def scenario():
+        for digest in texts:
+            cache._confirmed.put(digest, 0.0)
+        clock.now = 100
+        await asyncio.gather(*(cache.remember(d, t, "", filing=False) for d, t in [*texts.items(), ("gone", "g")]))
+
+    asyncio.run(scenario())
+    assert len(touched) <= 2 and sorted(d for call in touched for d in call) == sorted([*texts, "gone"])
+    assert store.get(["gone"]) == {"gone": "g"}  # the batch told the one missing text's caller to put it
+
+
 def test_the_replica_cache_reads_a_text_once_from_the_store(clock):
     store = DocumentStore(max_bytes=10_000_000, clock=clock)
     store.put("d", "text", "https://www.sec.gov/f", cacheable=True)

@@ -1,0 +1,246 @@
+"""Durable state at scale: the GCS mark store and the Redis mark store side by side, at 1M and 4M marks.
+
+    .venv/bin/python bench/state_scale.py                      # 1M and 4M marks; ~25 min, most of it GCS writes
+    .venv/bin/python bench/state_scale.py --marks 200000       # a quick pass
+
+By simulation on this machine: the shards' group commits are played by 16 writer tasks in this process, each
+writing its own shard's changes in batches (one `MarkStore.write` per batch, as a shard does per coalesced
+batch); "a shard" below is a real `ShardService` over the store, run on this process's event loop, whose lag a
+sampler task measures. Redis is a real redis-server (Debian's package) on a free loopback port; the GCS is a
+local Ray cluster's. Writes/s, restart and settle times, loop blocks, bytes per fence and seed latency go to
+bench/results/state_scale.{json,md}. Nothing asserts on a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import time
+import uuid
+from pathlib import Path
+
+from _common import RESULTS, ROOT  # noqa: F401 (puts the project on sys.path)
+
+from session_store import ShardConfig, ShardService
+from session_store.core import EpisodeSeed, Mark
+from session_store.routing import owned_partitions, shard_index
+
+SHARDS = 16
+BATCH = 64  # changes per group commit: a busy shard's coalesced batch
+FENCE_TTL = 21600.0
+
+
+def rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+class LoopLag:
+    """The longest time the event loop did not run a 1 ms timer: how long something blocked it."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self._task: asyncio.Task | None = None
+
+    async def _run(self) -> None:
+        while True:
+            before = time.perf_counter()
+            await asyncio.sleep(0.001)
+            self.worst = max(self.worst, time.perf_counter() - before - 0.001)
+
+    def __enter__(self) -> "LoopLag":
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        return self
+
+    def __exit__(self, *_) -> None:
+        self._task.cancel()
+
+
+def fence(n: int, now: float) -> tuple[str, Mark]:
+    sid = f"resources-session-{n:032x}"
+    return sid, Mark(fence_until=now + FENCE_TTL, cause="closed", episode_id={"rollout_id": f"r{n}", "attempt": 0})
+
+
+async def populate(store, start: int, count: int) -> float:
+    """Write marks `start..start+count` from SHARDS concurrent writers; returns writes/s."""
+    now = time.time()
+    by_shard: list[list[tuple[str, Mark]]] = [[] for _ in range(SHARDS)]
+    next_n = start
+    began = time.perf_counter()
+
+    async def writer(k: int) -> None:
+        nonlocal next_n
+        while True:
+            while len(by_shard[k]) < BATCH and next_n < start + count:
+                sid, mark = fence(next_n, now)
+                next_n += 1
+                by_shard[shard_index(sid, SHARDS)].append((sid, mark))
+            batch, by_shard[k] = by_shard[k][:BATCH], by_shard[k][BATCH:]
+            if not batch:
+                if next_n >= start + count:
+                    return
+                await asyncio.sleep(0)
+                continue
+            failed = await store.write(dict(batch))
+            if failed:
+                raise RuntimeError(f"{len(failed)} marks not written")
+
+    await asyncio.gather(*(writer(k) for k in range(SHARDS)))
+    return count / (time.perf_counter() - began)
+
+
+def seed(n: int) -> EpisodeSeed:
+    return EpisodeSeed({"rollout_id": f"probe{n}", "attempt": 0}, {"taskset": "fin", "task_id": "t"}, "d")
+
+
+async def restart_and_settle(store, config: ShardConfig) -> dict:
+    """A restarted shard 0 of 16: how soon it answers, how long it settles, the loop's worst block meanwhile,
+    and seed latency during the settle against seeds on a settled shard."""
+    probes = iter(range(10**9))
+    shard = ShardService(config, store, place=(0, SHARDS))
+    began = time.perf_counter()
+    first = await shard.run([("seed_episode", (f"probe-{uuid.uuid4().hex}", seed(next(probes))))])
+    serves_after = time.perf_counter() - began
+    assert first[0][0], first
+
+    async def seeds_meanwhile(stop: asyncio.Event) -> list[float]:
+        latencies = []
+        while not stop.is_set():
+            t = time.perf_counter()
+            await shard.run([("seed_episode", (f"probe-{uuid.uuid4().hex}", seed(next(probes))))])
+            latencies.append(time.perf_counter() - t)
+            await asyncio.sleep(0.005)  # ~200 seeds/s on this shard
+        return latencies
+
+    stop = asyncio.Event()
+    with LoopLag() as lag:
+        prober = asyncio.create_task(seeds_meanwhile(stop))
+        began = time.perf_counter()
+        loaded = await shard.settle()
+        settle_seconds = time.perf_counter() - began
+        stop.set()
+        during = await prober
+    stop = asyncio.Event()
+    prober = asyncio.create_task(seeds_meanwhile(stop))
+    await asyncio.sleep(min(5.0, max(1.0, settle_seconds)))
+    stop.set()
+    settled = await prober
+    with LoopLag() as counters_lag:
+        for _ in range(100):
+            await shard.stats()
+            await asyncio.sleep(0)
+    return {"serves_after_s": serves_after, "settle_s": settle_seconds, "settle_loaded": loaded,
+            "settle_worst_block_ms": lag.worst * 1000, "counters_worst_block_ms": counters_lag.worst * 1000,
+            "seed_p99_ms_settling": p99(during), "seed_p99_ms_settled": p99(settled),
+            "seeds_settling": len(during)}
+
+
+def p99(values: list[float]) -> float | None:
+    if len(values) < 2:
+        return values[0] * 1000 if values else None
+    return statistics.quantiles(values, n=100)[98] * 1000
+
+
+async def sweep(store) -> dict:
+    with LoopLag() as lag:
+        began = time.perf_counter()
+        swept = await store.sweep(time.time())
+        return {"sweep_s": time.perf_counter() - began, "swept": swept, "sweep_worst_block_ms": lag.worst * 1000}
+
+
+async def measure(name: str, store, levels: list[int], memory) -> list[dict]:
+    rows, written = [], 0
+    base = memory()
+    for level in levels:
+        rate = await populate(store, written, level - written)
+        written = level
+        row = {"store": name, "marks": level, "writes_per_s": rate,
+               "bytes_per_fence": (memory() - base) / level}
+        row.update(await restart_and_settle(store, ShardConfig(session_ttl_seconds=FENCE_TTL)))
+        row.update(await sweep(store))
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    await store.purge()
+    return rows
+
+
+def run_gcs(levels: list[int]) -> list[dict]:
+    import ray
+    from ray._private import ray_constants
+
+    from deployments.local import LOCAL_RAY_ENV
+    from session_store.marks.gcs_store import GcsMarkStore
+
+    os.environ.update(LOCAL_RAY_ENV)
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        node = ray._private.worker._global_node
+        gcs_pid = node.all_processes[ray_constants.PROCESS_TYPE_GCS_SERVER][0].process.pid
+        store = GcsMarkStore(f"bench-{uuid.uuid4().hex[:8]}".encode())
+        return asyncio.run(measure("gcs", store, levels, lambda: rss(gcs_pid)))
+    finally:
+        ray.shutdown()
+
+
+def run_redis(levels: list[int]) -> list[dict]:
+    import redis
+
+    from session_store.marks.redis_store import RedisMarkStore
+    from tests.redis_server import running_redis
+
+    with running_redis() as server:
+        client = redis.Redis.from_url(server.url)
+        store = RedisMarkStore(server.url, f"bench-{uuid.uuid4().hex[:8]}")
+        return asyncio.run(measure("redis", store, levels, lambda: client.info("memory")["used_memory"]))
+
+
+def report(rows: list[dict], levels: list[int]) -> str:
+    head = ("| store | marks | mark writes/s | restarted shard serves after | settle (1/16 share) | loaded | "
+            "worst loop block: settle / sweep / counters | seed p99 settling / settled | sweep | bytes per fence |")
+    lines = [head, "|" + "---|" * 10]
+    for r in rows:
+        lines.append(
+            f"| {r['store']} | {r['marks']:,} | {r['writes_per_s']:,.0f} | {r['serves_after_s'] * 1000:.1f} ms | "
+            f"{r['settle_s']:.2f} s | {r['settle_loaded']:,} | {r['settle_worst_block_ms']:.1f} / "
+            f"{r['sweep_worst_block_ms']:.1f} / {r['counters_worst_block_ms']:.1f} ms | "
+            f"{fmt(r['seed_p99_ms_settling'])} / {fmt(r['seed_p99_ms_settled'])} ms | {r['sweep_s']:.1f} s | "
+            f"{r['bytes_per_fence']:.0f} |")
+    by = {(r["store"], r["marks"]): r for r in rows}
+    ratios = [f"- at {n:,} marks, Redis wrote {by[('redis', n)]['writes_per_s'] / by[('gcs', n)]['writes_per_s']:.0f}x"
+              " the GCS's marks per second" for n in levels if ("redis", n) in by and ("gcs", n) in by]
+    return "\n".join([
+        "# Durable state at scale: GCS vs Redis mark stores", "",
+        "Produced by `.venv/bin/python bench/state_scale.py` (" + ", ".join(f"{n:,}" for n in levels) + " marks).",
+        "16 simulated shards write fences in group commits of 64 (one `MarkStore.write` each); then a restarted",
+        "shard 0 of 16 (a real `ShardService` on this process's loop) answers a seed, settles its 1/16 share while",
+        "seeds arrive at ~200/s, and the store's sweep runs; a 1 ms timer task records the loop's worst block.",
+        "Bytes per fence: the GCS process's RSS growth, or Redis's `used_memory` growth, over the marks written.",
+        "", *lines, "", *ratios, ""])
+
+
+def fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--marks", type=int, nargs="+", default=[1_000_000, 4_000_000])
+    parser.add_argument("--stores", nargs="+", default=["redis", "gcs"], choices=["redis", "gcs"])
+    options = parser.parse_args()
+    levels = sorted(options.marks)
+    rows = []
+    for name in options.stores:
+        rows += {"redis": run_redis, "gcs": run_gcs}[name](levels)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "state_scale.json").write_text(json.dumps({"levels": levels, "rows": rows}, indent=1))
+    (RESULTS / "state_scale.md").write_text(report(rows, levels))
+    print(report(rows, levels))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""Losing the whole Ray cluster, head and GCS included, with the marks in Redis (issue: state that survives the
+head; contract §C.4 fences, §C.5 masked verify, §C.6 session_lost, Decision 14 cookies).
+
+A second private cluster (tests/ray_head.py) runs `finsec serve --address` with `mark_store_url` on a real
+redis-server. Sessions are seeded, some closed; then every process of that cluster is SIGKILLed at once, the
+cluster is started again with the same settings and the app deployed again. Closed IDs stay fenced; open
+episodes are lost (seed 409, tools 404 session_lost, verify masked) with or without their cookie; the old cookie
+of an agent-run session still verifies as lost, which needs the cookie secret that Redis kept."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.bodies import close_body, episode_seed, new_session_id, verify_body
+from tests.ray_head import RayHead, free_port
+
+
+def config(tmp_path: Path, app: str, port: int) -> Path:
+    path = tmp_path / "serve.yaml"
+    path.write_text(f"""
+http_options: {{host: 127.0.0.1, port: {port}}}
+applications:
+  - name: {app}
+    route_prefix: /
+    import_path: deployments.builder:build_app
+    args: {{app_name: {app}, num_shards: 2, reaper_interval_seconds: 1}}
+    deployments:
+      - name: FinsecIngress
+        num_replicas: 1
+        ray_actor_options: {{num_cpus: 0}}
+""")
+    return path
+
+
+@pytest.mark.timeout(300)
+def test_a_lost_cluster_loses_no_fence_and_scores_no_lost_session(redis_server, tmp_path):
+    app = f"headloss-{uuid.uuid4().hex[:6]}"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    head = RayHead({"FINSEC_MARK_STORE_URL": redis_server.url})
+    serve_config = config(tmp_path, app, port)
+    closed, open_ = [new_session_id() for _ in range(3)], [new_session_id() for _ in range(4)]
+    try:
+        head.start()
+        head.serve(serve_config, url)
+        cookies: dict[str, httpx.Cookies] = {}
+        with httpx.Client(base_url=url, timeout=60) as plain:
+            for sid in closed + open_:
+                with httpx.Client(base_url=url, timeout=60) as c:
+                    assert c.post("/seed_session", json=episode_seed(sid)).status_code == 200
+                    cookies[sid] = httpx.Cookies(c.cookies)
+            for sid in closed:
+                assert plain.post("/close_session", json=close_body(sid)).status_code == 200
+        legacy = httpx.Client(base_url=url, timeout=60)
+        assert legacy.post("/seed_session", json={}).status_code == 200  # an agent-run seed: its cookie is its ID
+        legacy_cookies = httpx.Cookies(legacy.cookies)
+        legacy.close()
+
+        assert head.kill_all() > 5  # gcs_server, raylet, agents, workers, the finsec driver
+        head.start()
+        head.serve(serve_config, url)
+
+        with httpx.Client(base_url=url, timeout=60) as plain:
+            for sid in closed:
+                refused = plain.post("/seed_session", json=episode_seed(sid))
+                assert refused.status_code == 409 and "closed" in refused.text, sid
+            for sid in open_[:2]:  # a retried cookie-less seed: the durable seed says it was open
+                refused = plain.post("/seed_session", json=episode_seed(sid))
+                assert refused.status_code == 409 and "restarted" in refused.text, sid
+        for sid in open_[2:]:  # the episode's own cookie: tools 404 session_lost, verify masked
+            with httpx.Client(base_url=url, timeout=60, cookies=cookies[sid]) as c:
+                tool = c.post("/retrieve_information", json={"prompt": "revenues {{doc}}"})
+                assert tool.status_code == 404 and tool.json()["failure_kind"] == "session_lost", tool.text
+                row = c.post("/verify", json=verify_body()).json()
+                assert (row["mask_sample"], row["failure_kind"]) == (True, "session_lost"), row
+                assert c.post("/seed_session", json={}).status_code == 409  # no agent-run takeover
+        with httpx.Client(base_url=url, timeout=60, cookies=legacy_cookies) as c:
+            row = c.post("/verify", json=verify_body()).json()  # a right answer: only the mask stops a reward
+            assert (row["mask_sample"], row["failure_kind"]) == (True, "session_lost"), row
+    finally:
+        head.kill_all()
+        import asyncio
+
+        from session_store.marks.redis_store import RedisMarkStore
+
+        asyncio.run(RedisMarkStore(redis_server.url, f"finsec-serve.{app}").purge())

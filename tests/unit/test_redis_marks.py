@@ -1,0 +1,119 @@
+"""The Redis mark store against a real redis-server (tests/redis_server.py): native expiry, settle by partition,
+group commit, a shard's promises when Redis is gone, durable seeds across shard lives, the kept cookie secret,
+and a purge that removes only its own application's records."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import pytest
+import redis
+
+from session_store import ShardConfig, ShardService, StoreUnavailable
+from session_store.core import EpisodeSeed, Mark
+from session_store.marks.redis_store import RedisMarkStore
+from session_store.routing import owned_partitions, partition, shard_index
+
+
+def store(url: str, namespace: str | None = None) -> RedisMarkStore:
+    return RedisMarkStore(url, namespace or f"test-{uuid.uuid4().hex[:8]}")
+
+
+def seed(rollout: str = "r1") -> EpisodeSeed:
+    return EpisodeSeed({"rollout_id": rollout, "attempt": 0}, {"taskset": "fin", "task_id": "t"}, "d")
+
+
+def keys(url: str, namespace: str) -> list[bytes]:
+    return redis.Redis.from_url(url).keys(f"finsec:{namespace}:*")
+
+
+def test_marks_round_trip_and_expire_by_themselves(redis_server) -> None:
+    marks = store(redis_server.url)
+    now = time.time()
+
+    async def go():
+        assert await marks.write({"short": Mark(fence_until=now + 0.3, cause="closed"),
+                                  "long": Mark(fence_until=now + 60, cause="closed", episode_id={"a": 1}),
+                                  "gone": Mark(fence_until=now - 1, cause="closed")}) == set()
+        found = await marks.read(["short", "long", "gone", "never"])
+        assert set(found) == {"short", "long"} and found["long"].episode_id == {"a": 1}
+        await asyncio.sleep(0.6)
+        assert set(await marks.read(["short", "long"])) == {"long"}  # no sweep ran: Redis expired it
+        assert await marks.write({"long": None}) == set()
+        assert await marks.read(["long"]) == {}
+
+    asyncio.run(go())
+    ttl = redis.Redis.from_url(redis_server.url).pttl(marks._key("long"))
+    assert ttl == -2  # deleted, not merely hidden
+
+
+def test_a_settle_lists_only_its_own_partitions(redis_server) -> None:
+    marks = store(redis_server.url)
+    now = time.time()
+    ids = [f"id-{n}" for n in range(300)]
+    mine = owned_partitions(1, 4)
+
+    async def go():
+        await marks.write({sid: Mark(fence_until=now + 60, cause="closed") for sid in ids})
+        await marks.write({ids[0]: Mark(fence_until=now + 0.2, cause="closed")})  # lapses before the scan
+        await asyncio.sleep(0.4)
+        return await marks.scan(mine)
+
+    found = asyncio.run(go())
+    assert set(found) == {sid for sid in ids[1:] if partition(sid) in mine}
+    assert set(found) == {sid for sid in ids[1:] if shard_index(sid, 4) == 1}
+
+
+def test_a_shard_answers_503_never_200_when_redis_cannot_record(redis_server) -> None:
+    dead = RedisMarkStore("redis://127.0.0.1:1/0", "nobody", timeout_seconds=0.5)
+    shard = ShardService(ShardConfig(600), dead)
+    outcomes = asyncio.run(shard.run([("seed_episode", ("s", seed())), ("close", ("t", {"rollout_id": "r"}))]))
+    assert [type(value) for ok, value in outcomes] == [StoreUnavailable, StoreUnavailable]
+
+
+def test_a_session_open_when_its_shard_died_is_lost_to_the_next_life(redis_server) -> None:
+    namespace = f"test-{uuid.uuid4().hex[:8]}"
+    first = ShardService(ShardConfig(600), store(redis_server.url, namespace))
+    assert asyncio.run(first.run([("seed_episode", ("open", seed())), ("seed_episode", ("closed", seed("r2"))),
+                                  ("close", ("closed", {"rollout_id": "r2", "attempt": 0}))]))[0][0]
+    # The next life, in another process in production: a new store object, a new client, the same Redis.
+    restarted = ShardService(ShardConfig(600), store(redis_server.url, namespace))
+    outcomes = asyncio.run(restarted.run([("seed_episode", ("open", seed())), ("seed_episode", ("closed", seed("r2"))),
+                                          ("check_open", ("open",))]))
+    assert [type(value).__name__ for ok, value in outcomes] == ["SessionConflict", "SessionConflict", "SessionLost"]
+    assert "restarted" in str(outcomes[0][1]) and "closed" in str(outcomes[1][1])
+
+
+def test_a_group_commit_is_one_round_trip(redis_server) -> None:
+    marks = store(redis_server.url)
+    client = redis.Redis.from_url(redis_server.url)
+    before = client.info("stats")["total_connections_received"]
+    now = time.time()
+    asyncio.run(marks.write({f"g{n}": Mark(fence_until=now + 60, cause="closed") for n in range(200)}))
+    calls = client.info("commandstats")
+    assert calls["cmdstat_set"]["calls"] >= 200
+    assert client.info("stats")["total_connections_received"] - before <= 1  # one connection, one pipeline
+
+
+def test_the_cookie_secret_is_kept_and_a_purge_removes_only_its_own_app(redis_server) -> None:
+    ours, theirs = f"ours-{uuid.uuid4().hex[:6]}", f"theirs-{uuid.uuid4().hex[:6]}"
+    mine, other = store(redis_server.url, ours), store(redis_server.url, theirs)
+    secret = mine.kept_secret(lambda: "first")
+    assert secret == "first" and mine.kept_secret(lambda: "second") == "first"
+    now = time.time()
+    asyncio.run(mine.write({"a": Mark(fence_until=now + 60, cause="closed")}))
+    asyncio.run(other.write({"a": Mark(fence_until=now + 60, cause="closed")}))
+    assert asyncio.run(mine.purge()) == 3  # the mark, its partition's index, the secret
+    assert keys(redis_server.url, ours) == [] and len(keys(redis_server.url, theirs)) == 2
+
+
+@pytest.mark.parametrize("url", ["http://x", "redis-cluster://x"])
+def test_settings_refuse_a_mark_store_url_that_is_not_redis(url: str) -> None:
+    from pydantic import ValidationError
+
+    from deployments.settings import Settings
+
+    with pytest.raises(ValidationError, match="mark_store_url"):
+        Settings(mark_store_url=url)
