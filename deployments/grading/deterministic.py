@@ -1,9 +1,15 @@
-"""The grader used when no LLM judge is configured: quantities compared as quantities, other answers as token sets.
+"""The grader used when no LLM judge is configured: an answer earns the reward only when it states the expected
+answer as its answer. Quantities are compared as quantities, other answers as phrases (text.py).
 
 It replaces NeMo Gym's substring fallback (contract §D.3), which rejects "$115.9 billion" for "$115,877 million" and
 accepts "151%" for "51%". The tolerances follow the stock judge rubric (§D.4).
 
-Rules:
+Rules, in the order they are applied:
+- Over-long answers. An answer longer than `MAX_ANSWER_CHARS` characters (`DeterministicGrader(max_answer_chars=)`)
+  gets 0 with failure_kind `answer_too_long`, unread: an answer is a statement, not a document, and a cap on
+  length is one that cannot be gamed (grading only the final sentence could be). `compare` itself has no cap.
+- Addressed to the grader. Instructions to the grader, a request for marks, "expected answer", a planted verdict
+  or a reward field (`{"reward": 1}`) fail the answer whatever else it states (injection.py).
 - Every quantity in the expected answer must be matched by a quantity of a compatible kind in the answer: amounts with
   amounts (money or plain numbers, same currency when both name one), percentages with percentages, dates with dates.
   Dates and years in an expected answer that also has amounts or percentages are context ("... in FY2024") and are
@@ -15,29 +21,40 @@ Rules:
 - A number without a scale word is read literally, never in the expected's unit: "$115,877" is dollars and does not
   match "$115,877 million". A table-style "(in millions)" in the answer does scale its bare numbers.
 - Signs must agree unless one side is parenthesised or stated in words ("a loss of $2.7 billion"); then magnitudes are
-  compared.
+  compared. "a decrease of $163 million" is -$163 million (numbers.py), so it fails against "an increase of" or
+  "+$163 million"; an expected amount written without a sign accepts a change stated in words either way (the
+  question says which way), but not an explicit "-".
+- Sign words bind to their value (signs.py). When the expected value points one way (a loss, deficit, outflow or
+  decrease; or an income, profit, surplus, inflow or increase), an answer value that points the other way does not
+  state it: "net income of $5.0 million" fails against "a net loss of $5.0 million", while "net loss of $(5.0)
+  million", "-$5.0 million loss" and a bare "$5.0 million" pass.
 - A date matches when the answer is at least as specific and agrees to the expected's precision: "2024-12-31" matches
   "December 31, 2024"; "2024" does not; "December 31, 2024" matches the expected year "2024".
-- Shotgun guard. A rival is an answer quantity of a compatible kind that matches no expected quantity and is near one
-  (an amount or percentage within a factor of 2; any date at least as specific). The answer fails if (a) a rival sits
-  next to a matching quantity with nothing but punctuation or hedge words between them ("$115.9B or $120B",
-  "$110B, $115.9B"), or with an "or" among the words between them ("180,400 employees or 164,000 employees"),
-  unless the answer says "respectively"; or (b) it offers more than 2 rivals per expected
-  quantity of that kind, however they are labelled. One labelled comparison ("up from $105.4B in 2023") passes.
+- Negation (commitment.py). An answer that denies a value that states the expected one fails: "not 51%, but 49%",
+  "It was 49%, not 51%", "51% is incorrect", "rather than 51%". A value in a question ("Is it 51%? No, 49%.") is
+  not stated.
 - Labels bind values. When the expected answer states two or more values of one kind (amounts, or percentages),
   each with a label of its own ("U.S. 51%, international 49%"; "2024: 24.1%, 2023: 14.7%"), each value must be
   stated in the answer next to its own label, in any order (binding rules in labels.py). The answer fails if a
   label's value is missing, or if a label is given another label's value ("U.S. 49%, international 51%"). A value
   left without any label does not count for a labelled part.
-- Signs: "a decrease of $163 million" is -$163 million (numbers.py), so it fails against "an increase of" or
-  "+$163 million". An expected amount written without a sign accepts a change stated in words either way (the
-  question says which way), but not an explicit "-".
+- Shotgun guard (rivals.py). Values near the expected one (or its digits at another scale) offered as alternatives
+  fail the answer: next to a match in a list, a range or an "or" ("$115.9B or $120B", "$110B, $115.9B",
+  "$115.9B or $11.6B"), with a hedge cue ("it might be $120B", "$120B is also possible"), or more than 2 per
+  expected value however labelled; so does the match offered as one possibility ("51% or something else"). One
+  labelled comparison ("up from $105.4B in 2023") passes, as does "grew from X to Y".
+- Designations (commitment.py). In a sentence that names the answer ("My answer: $120 billion", "The correct answer
+  is ..."), the first value of the expected's kind must state the expected value.
 - Bounded work. At most `MAX_QUANTITIES` quantities are read from each side; an answer with more fails (an expected
   answer with more cannot be graded and fails too), with an explanation. Answer quantities are indexed by kind and
   magnitude, so each expected quantity is compared only with the values within its tolerance, and at most
-  `MAX_COMPARISONS` such comparisons are made. Everything else is one pass over the text: linear in its length.
-- With no quantity in the expected answer: case-folded tokens, punctuation dropped, articles dropped, a final plural
-  "s" dropped; every expected token must appear in the answer.
+  `MAX_COMPARISONS` such comparisons are made. Everything else is one pass over the text, or a bounded window
+  beside a value: linear in its length.
+- With no quantity in the expected answer, or an identifier ("001-36743": digits joined by hyphens, not two
+  amounts): the phrase rules of text.py, the same commitment for names (not negated, not one of a list of
+  candidates, not hedged, not buried in a flood).
+Both texts are read through numbers.normalize first: invisible characters dropped and look-alike Cyrillic or Greek
+letters read as Latin, so an answer cannot hide a "not" from the grader that its reader sees.
 """
 
 from __future__ import annotations
@@ -45,123 +62,34 @@ from __future__ import annotations
 import bisect
 import re
 from collections import defaultdict
+from dataclasses import replace
+from typing import Callable
 
+from deployments.grading.commitment import asked, designations, negation
 from deployments.grading.grader import Grade
+from deployments.grading.injection import addressed_to_grader
 from deployments.grading.labels import bind, distinctive, expected_labels
+from deployments.grading.matching import (  # noqa: F401  (re-exported: bench/ and tests import them from here)
+    RUBRIC_PERCENT_POINTS,
+    RUBRIC_RELATIVE,
+    Offered,
+    agrees,
+    compatible,
+    family,
+    listing,
+    required,
+)
+from deployments.grading.names import IDENTIFIER
 from deployments.grading.numbers import Quantity, find_quantities, normalize
+from deployments.grading.rivals import MAX_RIVALS_PER_EXPECTED, NEAR_FACTOR, hedged  # noqa: F401
+from deployments.grading.signs import Polarity
+from deployments.grading.text import compare_text
 
-RUBRIC_RELATIVE = 0.01  # dollar amounts and ratios: +-1%
-RUBRIC_PERCENT_POINTS = 0.1  # percentages: +-0.1 pp
-NEAR_FACTOR = 2.0  # an amount within this factor of an expected one is a rival answer for it
-MAX_RIVALS_PER_EXPECTED = 2
+MAX_ANSWER_CHARS = 4_000  # an answer, not a report; longer ones get 0 (answer_too_long)
 MAX_QUANTITIES = 2_000  # per side; more is not an answer to a question, and would only cost time
 MAX_COMPARISONS = 200_000  # value comparisons within tolerance windows, for one grade
-MAX_LISTED = 6  # values named in an explanation
-_HEDGE_WORDS = frozenset(
-    "or to either maybe possibly perhaps probably likely about approximately approx around roughly nearly almost circa"
-    " ca".split()
-)
-_ALTERNATIVES = frozenset({"or", "either"})  # "X employees or Y employees" offers both
-_ARTICLES = frozenset({"a", "an", "the"})
-_EPSILON = 1e-9  # relative slack for binary floating point at exact boundaries
-
-
-def _family(quantity: Quantity) -> str:
-    return "amount" if quantity.kind in ("money", "number") else quantity.kind
-
-
-def compatible(expected: Quantity, offered: Quantity) -> bool:
-    """Could `offered` be a statement of `expected` at all (same kind of thing, same currency)?"""
-    if _family(expected) != _family(offered):
-        return False
-    if expected.kind == "date":
-        return expected.is_year or not offered.is_year  # a bare year cannot state a full date
-    return not (expected.currency and offered.currency and expected.currency != offered.currency)
-
-
-def _magnitudes_only(expected: Quantity, offered: Quantity) -> bool:
-    """Opposite signs that may still agree: one side's sign is uncertain, or the expected states no sign and the
-    answer states the change in words ("a decrease of $3.4 million" for "$3.4 million")."""
-    if expected.sign_in_words or offered.sign_in_words:
-        return True
-    return not expected.stated_sign and offered.stated_sign == "words"
-
-
-def agrees(expected: Quantity, offered: Quantity) -> bool:
-    """Whether a compatible `offered` states `expected`, under the module's rules."""
-    if expected.kind == "date":
-        step = expected.precision
-        return offered.precision <= step and offered.value // step == expected.value // step
-    want, got = expected.value, offered.value
-    if (want < 0) != (got < 0) and _magnitudes_only(expected, offered):
-        want, got = abs(want), abs(got)
-    gap = abs(want - got)
-    slack = _EPSILON * max(abs(want), abs(got), 1.0)
-    coarser = max(expected.precision, offered.loose_precision)
-    return gap <= coarser / 2 + slack and gap <= _reach(expected) + slack
-
-
-def _reach(expected: Quantity) -> float:
-    """The widest gap `agrees` can accept for `expected` (its tolerance, or half its last digit)."""
-    tolerance = RUBRIC_PERCENT_POINTS if expected.kind == "percent" else RUBRIC_RELATIVE * abs(expected.value)
-    return max(tolerance, expected.precision / 2)
-
-
-def _as_number(year: Quantity) -> Quantity:
-    """A bare year read back as the integer it is written as, for an expected count such as "2,000 stores"."""
-    value = year.value // 10000
-    return Quantity(value, "number", 1.0, year.text, year.start, year.end, 1.0)
-
-
-def required(quantities: list[Quantity]) -> list[Quantity]:
-    """The expected quantities an answer must state: dates are context when amounts or percentages are present."""
-    facts = [q for q in quantities if q.kind != "date"]
-    return facts or quantities
-
-
-class _Offered:
-    """The answer's quantities indexed by family and magnitude (dates by value), so an expected quantity is
-    compared only with the values inside its tolerance window."""
-
-    def __init__(self, offered: list[Quantity]):
-        self.offered = offered
-        columns: dict[str, list[tuple[float, int]]] = defaultdict(list)
-        for i, q in enumerate(offered):
-            columns[_family(q)].append((q.value if q.kind == "date" else abs(q.value), i))
-            if q.is_year:  # "2024 stores" can state the count 2,024
-                columns["year number"].append((q.value // 10000, i))
-        self._columns = {family: sorted(column) for family, column in columns.items()}
-        self._keys = {family: [k for k, _ in column] for family, column in self._columns.items()}
-        self.comparisons = 0
-
-    def _window(self, column: str, low: float, high: float) -> list[int]:
-        keys = self._keys.get(column)
-        if not keys:
-            return []
-        return [i for _, i in self._columns[column][bisect.bisect_left(keys, low) : bisect.bisect_right(keys, high)]]
-
-    def candidates(self, expected: Quantity) -> list[Quantity]:
-        """Every compatible answer quantity (for explanations): capped, unsorted."""
-        out = [q for q in self.offered if compatible(expected, q)][:MAX_LISTED]
-        if expected.kind == "number" and len(out) < MAX_LISTED:
-            out += [_as_number(q) for q in self.offered if q.is_year][: MAX_LISTED - len(out)]
-        return out
-
-    def agreeing(self, expected: Quantity) -> list[int]:
-        """Indices of the answer quantities that state `expected` (rules of `agrees`)."""
-        if expected.kind == "date":
-            step = expected.precision
-            low = expected.value // step * step
-            indices = self._window("date", low, low + step - 1e-6)
-            pairs = [(i, self.offered[i]) for i in indices]
-        else:
-            reach = _reach(expected) * (1 + 1e-6) + 1e-9 * max(abs(expected.value), 1.0)
-            low, high = abs(expected.value) - reach, abs(expected.value) + reach
-            pairs = [(i, self.offered[i]) for i in self._window(_family(expected), low, high)]
-            if expected.kind == "number":
-                pairs += [(i, _as_number(self.offered[i])) for i in self._window("year number", low, high)]
-        self.comparisons += len(pairs)
-        return [i for i, q in pairs if compatible(expected, q) and agrees(expected, q)]
+ANSWER_TOO_LONG = "answer_too_long"
+_WAY = {-1: "negative", 1: "positive"}
 
 
 def compare(expected_answer: str, answer: str) -> tuple[bool, str]:
@@ -171,17 +99,29 @@ def compare(expected_answer: str, answer: str) -> tuple[bool, str]:
 
 
 def _compare(expected_answer: str, answer: str) -> tuple[bool, str]:
+    planted = addressed_to_grader(normalize(answer))
+    if planted:
+        return False, f"the answer addresses the grader ('{planted[:80]}'); it is not graded"
     stated = find_quantities(expected_answer, limit=MAX_QUANTITIES)
     if len(stated) > MAX_QUANTITIES:
         return False, f"the expected answer states more than {MAX_QUANTITIES:,} quantities; it cannot be graded"
     wanted = required(stated)
-    if not wanted:
-        return _compare_text(expected_answer, answer)
+    if not wanted or _is_identifier(expected_answer):
+        return compare_text(expected_answer, answer)
     offered = find_quantities(answer, limit=MAX_QUANTITIES)
     if len(offered) > MAX_QUANTITIES:
         return False, (f"the answer states more than {MAX_QUANTITIES:,} quantities; an answer is graded on at most "
                        f"{MAX_QUANTITIES:,}")
-    index = _Offered(offered)
+    text = normalize(answer)
+    index = Offered(offered)
+    expected_signs, answer_signs = Polarity(normalize(expected_answer), stated), Polarity(text, offered)
+    denied: dict[int, str | None] = {}
+
+    def negated(i: int) -> str | None:
+        if i not in denied:
+            denied[i] = negation(text, offered[i].start, offered[i].end)
+        return denied[i]
+
     agreements: dict[int, list[int]] = defaultdict(list)  # answer quantity -> expected quantities it states
     notes = []
     memo: dict[tuple, list[int]] = {}
@@ -192,41 +132,84 @@ def _compare(expected_answer: str, answer: str) -> tuple[bool, str]:
             memo[key] = index.agreeing(expected)
             if index.comparisons > MAX_COMPARISONS:
                 return False, f"too many values near the expected ones to compare (over {MAX_COMPARISONS:,})"
-        hits = memo[key]
-        for i in hits:
-            agreements[i].append(e)
+        hits, opposed = _signed(memo[key], expected, offered, expected_signs, answer_signs)
+        questions = [i for i in hits if asked(text, offered[i].end)]
+        if hits and len(questions) == len(hits):
+            return False, f"the answer only asks about {expected.text} ('{offered[hits[0]].text} ...?')"
+        hits = [i for i in hits if i not in questions]
         if not hits:
-            candidates = index.candidates(expected)
-            if not candidates:
-                return False, f"no {_family(expected)} in the answer for {expected.text}"
-            return False, f"no match for {expected.text}; answer has {_listing(candidates)}"
+            return False, _no_match(expected, offered, index, opposed, expected_signs, answer_signs)
+        for i in hits:
+            if negated(i):
+                return False, f"the answer negates the expected value {expected.text} ('{negated(i)}')"
+            agreements[i].append(e)
         notes.append(f"{expected.text} ~ {offered[hits[0]].text}")
-    problem = _labels(expected_answer, stated, wanted, answer, offered, agreements)
-    if problem:
-        return False, problem
-    problem = _shotgun(wanted, offered, set(agreements), normalize(answer))
+    problem = (_labels(expected_answer, stated, wanted, answer, offered, agreements)
+               or hedged(text, wanted, offered, agreements, negated)
+               or _designated(text, wanted, offered, agreements, negated))
     if problem:
         return False, problem
     return True, "matched " + "; ".join(notes)
 
 
-def _listing(quantities: list[Quantity]) -> str:
-    shown = ", ".join(q.text for q in quantities[:MAX_LISTED])
-    return shown + (", ..." if len(quantities) > MAX_LISTED else "")
+def _is_identifier(expected_answer: str) -> bool:
+    """"001-36743" is a file number, not two amounts; "2024-12-31" stays a date."""
+    text = normalize(expected_answer).strip()
+    return IDENTIFIER.fullmatch(text) is not None and re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", text) is None
+
+
+def _signed(hits: list[int], expected: Quantity, offered: list[Quantity], expected_signs: Polarity,
+            answer_signs: Polarity) -> tuple[list[int], list[int]]:
+    """The hits whose sign words do not contradict the expected's, and those that do."""
+    way = expected_signs.of(expected)
+    if not way:
+        return hits, []
+    opposed = [i for i in hits if answer_signs.of(offered[i]) == -way]
+    against = set(opposed)
+    return [i for i in hits if i not in against], opposed
+
+
+def _no_match(expected: Quantity, offered: list[Quantity], index: Offered, opposed: list[int],
+              expected_signs: Polarity, answer_signs: Polarity) -> str:
+    if opposed:
+        got = offered[opposed[0]]
+        way, why = expected_signs.explained(expected)
+        return (f"sign mismatch: the answer states {got.text} as {_WAY[-way]} ('{answer_signs.explained(got)[1]}'), "
+                f"the expected {expected.text} is {_WAY[way]} ('{why}')")
+    candidates = index.candidates(expected)
+    if not candidates:
+        return f"no {family(expected)} in the answer for {expected.text}"
+    flipped = [q for q in candidates if q.value and agrees(expected, replace(q, value=-q.value))]
+    if flipped and expected.value:
+        return (f"sign mismatch: the answer states {flipped[0].text} as {_WAY[1 if flipped[0].value > 0 else -1]}, "
+                f"the expected {expected.text} is {_WAY[1 if expected.value > 0 else -1]}")
+    return f"no match for {expected.text}; answer has {listing(candidates)}"
+
+
+def _designated(text: str, wanted: list[Quantity], offered: list[Quantity], agreements: dict[int, list[int]],
+                negated: Callable[[int], str | None]) -> str | None:
+    """A sentence that names the answer ("My answer: $120 billion") and states another value of the kind."""
+    starts = [q.start for q in offered]
+    for start, end in designations(text):
+        inside = range(bisect.bisect_left(starts, start), bisect.bisect_left(starts, end))
+        first = next((i for i in inside if not negated(i) and any(compatible(e, offered[i]) for e in wanted)), None)
+        if first is not None and first not in agreements:  # the value it names first is its answer
+            return f"the answer designates {offered[first].text} as its answer ('{text[start:end].strip()[:80]}')"
+    return None
 
 
 def _labels(expected_answer: str, stated: list[Quantity], wanted: list[Quantity], answer: str,
             offered: list[Quantity], agreements: dict[int, list[int]]) -> str | None:
     """Why the answer does not pair the expected labels with their values, or None (rules in the docstring)."""
     text = normalize(expected_answer)
-    for family in ("amount", "percent"):
-        members = [e for e, q in enumerate(wanted) if _family(q) == family]
+    for kind in ("amount", "percent"):
+        members = [e for e, q in enumerate(wanted) if family(q) == kind]
         if len(members) < 2:
             continue
         parts = distinctive(expected_labels(text, stated, [wanted[e] for e in members]))
         if not all(parts):
             continue  # unlabelled values: their kind and magnitude are all there is to compare
-        values = [i for i, q in enumerate(offered) if _family(q) == family]
+        values = [i for i, q in enumerate(offered) if family(q) == kind]
         bound = bind(normalize(answer), offered, [offered[i] for i in values], parts)
         stated_for: dict[int, list[int]] = defaultdict(list)  # part -> answer values bound to it
         for i, b in zip(values, bound):
@@ -239,101 +222,31 @@ def _labels(expected_answer: str, stated: list[Quantity], wanted: list[Quantity]
             crossed = [i for i in given if e not in agreements.get(i, ()) and any(
                 other != e and other in member_set for other in agreements.get(i, ()))]
             if crossed:
-                return (f"label mismatch: {_listing([offered[i] for i in crossed])} is stated for '{label}', "
+                return (f"label mismatch: {listing([offered[i] for i in crossed])} is stated for '{label}', "
                         f"which expects {wanted[e].text}")
             if not any(e in agreements.get(i, ()) for i in given):
-                told = f"; it is given {_listing([offered[i] for i in given])}" if given else ""
+                told = f"; it is given {listing([offered[i] for i in given])}" if given else ""
                 return f"no value stated for the label '{label}' matches {wanted[e].text}{told}"
     return None
-
-
-def _shotgun(wanted: list[Quantity], offered: list[Quantity], matching_indices: set[int], text: str) -> str | None:
-    """Why the answer hedges between values for one expected quantity, or None (rules in the module docstring)."""
-    nearby = _Nearby(wanted)
-    rivals = {i for i, q in enumerate(offered) if i not in matching_indices and nearby.has_rival(q)}
-    paired_list = re.search(r"\brespectively\b", text, re.I) is not None  # "A and B in 2024 and 2023, respectively"
-    counts = defaultdict(int)
-    for e in wanted:
-        counts[_family(e)] += 1
-    for family, expected_count in counts.items():
-        listed = [i for i, q in enumerate(offered) if _family(q) == family]
-        family_rivals = [i for i in listed if i in rivals]
-        if len({offered[i].value for i in family_rivals}) > MAX_RIVALS_PER_EXPECTED * expected_count:
-            return f"too many alternative values: {_listing([offered[i] for i in family_rivals])}"
-        if paired_list:
-            continue
-        for before, after in zip(listed, listed[1:]):
-            pair = {before, after}
-            if pair & matching_indices and pair & rivals and _is_list_gap(
-                    text[offered[before].end : offered[after].start]):
-                return f"hedged answer: {offered[before].text} and {offered[after].text} offered as alternatives"
-    return None
-
-
-class _Nearby:
-    """The expected quantities by family and currency, sorted by magnitude: is an answer value near one?"""
-
-    def __init__(self, wanted: list[Quantity]):
-        columns: dict[tuple[str, str | None], list[float]] = defaultdict(list)
-        self._dates = {"year": False, "any": False}
-        for e in wanted:
-            if e.kind == "date":
-                self._dates["any"] = True
-                self._dates["year"] |= e.is_year
-            else:
-                columns[(_family(e), e.currency)].append(abs(e.value))
-        self._columns = {key: sorted(values) for key, values in columns.items()}
-
-    def has_rival(self, offered: Quantity) -> bool:
-        """Is there an expected quantity that `offered` is compatible with and within NEAR_FACTOR of?"""
-        if offered.kind == "date":
-            return self._dates["year"] or (self._dates["any"] and not offered.is_year)
-        size = abs(offered.value)
-        if size == 0:
-            return False
-        for (family, currency), values in self._columns.items():
-            if family != _family(offered) or (currency and offered.currency and currency != offered.currency):
-                continue
-            k = bisect.bisect_left(values, size / NEAR_FACTOR * (1 - 1e-12))
-            if k < len(values) and 0 < values[k] <= size * NEAR_FACTOR * (1 + 1e-12):
-                return True
-        return False
-
-
-def _is_list_gap(gap: str) -> bool:
-    """Only punctuation or hedge words between two values, or an "or": a list of alternatives."""
-    words = re.findall(r"[^\W_]+", gap.casefold())
-    return all(word in _HEDGE_WORDS for word in words) or any(word in _ALTERNATIVES for word in words)
-
-
-def _tokens(text: str) -> list[str]:
-    text = normalize(text).casefold().replace("\u2019", "'")
-    text = re.sub(r"(?<=\w)[.'](?=\w)", "", text)  # "U.S." -> "us", "McDonald's" -> "mcdonalds"
-    words = [w for w in re.findall(r"[^\W_]+", text) if w not in _ARTICLES]
-    return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words]
-
-
-def _compare_text(expected_answer: str, answer: str) -> tuple[bool, str]:
-    wanted = _tokens(expected_answer)
-    if not wanted:
-        return False, "expected answer has nothing to compare"
-    offered = set(_tokens(answer))  # once: the answer may be long
-    missing = [w for w in dict.fromkeys(wanted) if w not in offered]
-    if missing:
-        shown = ", ".join(missing[:MAX_LISTED]) + (", ..." if len(missing) > MAX_LISTED else "")
-        return False, f"text mismatch: answer lacks {shown}"
-    return True, f"text match: {' '.join(wanted[:200])}"
 
 
 class DeterministicGrader:
     """Reward 1.0 (rating 2) when `compare` passes, else 0.0 (rating 0); the explanation goes to judge_text.
 
     `deterministic`: the same answer always gets the same grade, and grading is cheap CPU work, so /verify
-    grades first, in a worker thread (`grade_sync`), and settles the session in one shard call."""
+    grades first, in a worker thread (`grade_sync`), and settles the session in one shard call.
+    `max_answer_chars`: longer answers get 0 with failure_kind `answer_too_long`, without being read."""
 
     deterministic = True
 
+    def __init__(self, max_answer_chars: int = MAX_ANSWER_CHARS) -> None:
+        self.max_answer_chars = max_answer_chars
+
     def grade_sync(self, question: str, expected_answer: str, answer: str) -> Grade:
+        if len(answer) > self.max_answer_chars:
+            return Grade(reward=0.0, judge_rating=0, failure_kind=ANSWER_TOO_LONG, judge_text=(
+                f"{ANSWER_TOO_LONG}: the answer is {len(answer):,} characters, over the {self.max_answer_chars:,} "
+                "an answer may have; it is not graded (state the answer in a sentence or two)"))
         passed, explanation = compare(expected_answer, answer)
         return Grade(reward=1.0 if passed else 0.0, judge_rating=2 if passed else 0, judge_text=explanation)
 

@@ -13,9 +13,11 @@ Choices the grader relies on:
 - A direction word stated next to a number gives it a sign: "a decrease of $163 million", "fell $163 million" and
   "$163 million lower" are -163 million; "an increase of", "grew", "rose" are positive. Such a quantity has
   `stated_sign` (as does an explicit "-" or "+"). "Decreased to $X" and "fell from $X" state a level, not a change.
-- Parentheses mean negative, as in financial statements, but they are also how prose adds an aside, so a parenthesised
-  amount and an unsigned amount after "loss", "deficit", or a direction word too far away to bind, are flagged
-  `sign_in_words`: their sign is uncertain.
+- Parentheses mean negative, as in financial statements ("(5.0)", "$(5.0) million"), but they are also how prose adds
+  an aside, so a parenthesised amount and an unsigned amount after "loss", "deficit", or a direction word too far
+  away to bind, are flagged `sign_in_words`: their sign is uncertain.
+- Invisible characters are dropped and Cyrillic or Greek look-alike letters read as Latin (`normalize`), so an
+  answer cannot hide a word from the grader that its reader sees.
 - Any Python string is accepted (unpaired surrogates, NUL), and the work is linear in its length: every span is
   masked in one pass per pattern, and the caller can stop the scan after `limit` quantities.
 - Filing vocabulary that carries digits but no quantity ("10-K", "Item 7", "Q4", "Note 12", "401(k)") is skipped.
@@ -53,9 +55,23 @@ class Quantity:
         return self.kind == "date" and self.precision == YEAR
 
 
+# Invisible characters (zero-width spaces and joiners, soft hyphens, bidirectional controls) and the Cyrillic and
+# Greek letters that look like Latin ones: without this, "n\u043et 51%" or "not\u200b 51%" would hide a "not".
+_INVISIBLE = re.compile(r"[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+_LOOKALIKES = str.maketrans(
+    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0455\u0458\u0501\u04bb"  # Cyrillic a e o p c y x i s j d h
+    "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0406"  # Cyrillic A B E K M H O P C T X I
+    "\u03bf\u03b1\u03b5\u03c1\u03bd"  # Greek o a e p v
+    "\u039f\u0391\u0392\u0395\u0397\u0399\u039a\u039c\u039d\u03a1\u03a4\u03a7\u0396",  # Greek O A B E H I K M N P T X Z
+    "aeopcyxisjdhABEKMHOPCTXIoaepvOABEHIKMNPTXZ",
+)
+
+
 def normalize(text: str) -> str:
-    """NFKC (no-break spaces, full-width digits) and the Unicode minus as '-'. Spans refer to this text."""
-    return unicodedata.normalize("NFKC", text).replace("\u2212", "-")
+    """NFKC (no-break spaces, full-width digits), the Unicode minus as '-', invisible characters dropped and
+    look-alike letters read as Latin. Spans refer to this text."""
+    text = unicodedata.normalize("NFKC", text).replace("\u2212", "-")
+    return _INVISIBLE.sub("", text).translate(_LOOKALIKES)
 
 
 _SCALES = {
@@ -105,6 +121,7 @@ _AMOUNT = re.compile(
     (?P<open2>\(\s*)?
     (?P<sign2>-)?
     (?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)
+    (?P<close0>\s*\)(?=\s*(?:thousand|million|billion|trillion|mln|mn|mm|bln|bn|tn|[kmbt])(?![a-z])))?  # $(5.0) million
     (?:\s*(?P<word>thousand|million|billion|trillion|mln|mn|mm|bln|bn|tn)s?(?![a-z])
        |(?P<letter>[kmbt])(?![a-z]))?
     (?P<unit>\s*(?:%|percent(?:age\s+points?)?|per\s+cent|pct|pp|ppts?|bps|bp|basis\s+points?)(?![a-z]))?
@@ -210,7 +227,7 @@ def _amount(match: re.Match[str], text: str, table_scale: int) -> Quantity:
     scale_name = (match["word"] or match["letter"] or "").lower()
     currency_name = (match["cur"] or match["cur2"] or "").strip().lower()
     explicit_minus = match["sign"] == "-" or match["sign2"] is not None
-    parenthesised = bool((match["open"] or match["open2"]) and match["close"])
+    parenthesised = bool((match["open"] or match["open2"]) and (match["close"] or match["close0"]))
     written = match.group().strip()
     if not parenthesised:
         written = written.strip("() ")

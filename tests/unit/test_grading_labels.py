@@ -141,3 +141,34 @@ def test_the_grader_is_also_callable_synchronously() -> None:
     assert grader.deterministic
     for answer in ("U.S. 51%, international 49%", "U.S. 49%, international 51%"):
         assert grader.grade_sync("q", GEOGRAPHY, answer) == asyncio.run(grader.grade("q", GEOGRAPHY, answer))
+
+
+INCOME_AND_LOSS = "net income $5.0 million; operating loss $2.0 million"
+
+
+def test_sign_words_bind_to_their_own_labelled_value() -> None:
+    assert compare(INCOME_AND_LOSS, "Operating loss was $2.0 million and net income was $5.0 million.")[0]
+    passed, why = compare(INCOME_AND_LOSS, "a net loss of $5.0 million and operating income of $2.0 million")
+    assert not passed and "sign mismatch" in why
+
+
+def test_labels_do_not_excuse_a_negation_or_a_hedge() -> None:
+    passed, why = compare(GEOGRAPHY, "U.S. 51%, international not 49% but 48%")
+    assert not passed and "negates" in why
+    passed, why = compare(PERIODS, "2024: 24.1% or maybe 14.7%; 2023: 14.7%")
+    assert not passed and "hedged" in why
+
+
+def test_a_change_from_one_level_to_another_is_not_a_range() -> None:
+    assert compare("$115,877 million", "Operating cash flow grew from $84.9 billion to $115.9 billion")[0]
+    passed, why = compare("$115,877 million", "$115.9 billion to $120 billion")
+    assert not passed and "hedged" in why
+
+
+def test_a_huge_answer_is_refused_by_the_grader_unread() -> None:
+    from deployments.grading.deterministic import MAX_ANSWER_CHARS, DeterministicGrader
+
+    answer = _long_answer(1_000_000)
+    grade = DeterministicGrader().grade_sync("q", GEOGRAPHY, answer)
+    assert (grade.reward, grade.failure_kind) == (0.0, "answer_too_long")
+    assert f"{MAX_ANSWER_CHARS:,}" in (grade.judge_text or "")
