@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from fastapi import Request
 
-from session_store import SessionStore
+from session_store import SessionStore, canonical_digest, code_version
 
 from .corpus.generate import embedded_corpus_dir
 from .document_cache import DocumentCache, DocumentStoreClient
@@ -119,7 +119,8 @@ async def build_services(
         companies=companies,
         parser=PageParser(store, documents, filings, large_doc_threshold_chars=settings.large_doc_threshold_chars),
         retriever=Retriever(store, documents, filings, retrieval),
-        verifier=Verifier(store, judge, judge_lease_seconds=settings.judge_lease_seconds),
+        verifier=Verifier(store, judge, judge_lease_seconds=settings.judge_lease_seconds,
+                          lease_seconds=_lease_seconds(settings), grading_key=grading_key(settings, judge)),
         full_text=full_text,
         web=web,
         closing=[c for c in (source, full_text, web, getattr(retrieval, "model", None), judge)
@@ -159,7 +160,7 @@ def retrieval_backend(settings: Settings) -> RetrievalBackend:
 
 def grader(settings: Settings) -> Grader:
     if settings.judge_model is None:
-        return DeterministicGrader()
+        return DeterministicGrader(max_answer_chars=settings.max_answer_chars)
     options = {"prompt_template_fpath": settings.judge_prompt_template_fpath} if settings.judge_prompt_template_fpath else {}
     return LlmJudge(
         settings.judge_model,
@@ -170,6 +171,24 @@ def grader(settings: Settings) -> Grader:
         retry_delays=settings.judge_retry_delays,
         **options,
     )
+
+
+def _lease_seconds(settings: Settings) -> float | None:
+    """One judgement's worst case, and a little for the shard calls around it."""
+    budget = settings.judge_budget_seconds()
+    return None if budget is None else budget + 2.0
+
+
+def grading_key(settings: Settings, judge: Grader) -> str:
+    """What a verdict depends on besides the verify body: the grader's code and every grading setting."""
+    from . import grading
+
+    endpoint = settings.judge_model
+    return canonical_digest({
+        "grader": type(judge).__name__, "code": code_version(grading), "reward_mode": settings.reward_mode,
+        "judge": None if endpoint is None else endpoint.model_dump(mode="json", exclude={"api_key"}),
+        "template": getattr(judge, "template", None), "params": settings.judge_responses_create_params,
+    })
 
 
 def services(request: Request) -> Services:

@@ -112,7 +112,17 @@ class Settings(BaseSettings):
     judge_call_timeout: float | None = Field(60.0, gt=0)
     judge_retry_delays: list[float] = Field([1.0, 2.0], description="sleeps between the judge's attempts")
     reward_mode: Literal["binary", "scaled"] = "binary"
-    judge_lease_seconds: float = Field(300.0, gt=0, description="identical verifies wait this long for one judge")
+    max_answer_chars: int = Field(4_000, ge=100, description="deterministic grader: a longer answer gets 0 with "
+                                  "failure_kind answer_too_long, unread (an answer is a statement, not a document)")
+    judge_lease_seconds: float = Field(
+        300.0, gt=0, description="identical verifies wait at most this long for one judge; at least one judge's "
+        "worst case (judge_call_timeout x attempts + retry delays), which is also when a dead judge's lease lapses")
+
+    def judge_budget_seconds(self) -> float | None:
+        """The longest one judgement can take: every attempt timing out, with the sleeps between them."""
+        if self.judge_model is None or self.judge_call_timeout is None:
+            return None
+        return self.judge_call_timeout * (len(self.judge_retry_delays) + 1) + sum(self.judge_retry_delays)
 
     def mark_store(self) -> str | None:
         return self.mark_store_url.get_secret_value() if self.mark_store_url else None
@@ -141,6 +151,16 @@ class Settings(BaseSettings):
     def _defaults_and_consistency(self) -> "Settings":
         if self.fence_ttl_seconds is None:
             self.fence_ttl_seconds = self.session_ttl_seconds
+        if self.judge_model is not None and self.judge_call_timeout is None:
+            raise ValueError("judge_model needs a judge_call_timeout: without one a stalled judge holds its "
+                             "verify's lease, and its twins, forever")
+        budget = self.judge_budget_seconds()
+        if budget is not None and self.judge_lease_seconds < budget:
+            raise ValueError(
+                f"judge_lease_seconds ({self.judge_lease_seconds:g}) is shorter than one judgement's worst case: "
+                f"judge_call_timeout {self.judge_call_timeout:g} s x {len(self.judge_retry_delays) + 1} attempts + "
+                f"{sum(self.judge_retry_delays):g} s of judge_retry_delays = {budget:g} s. Raise "
+                "judge_lease_seconds, or lower judge_call_timeout or the retries.")
         url = self.mark_store_url.get_secret_value() if self.mark_store_url else ""
         if url and not url.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("mark_store_url must be a redis://, rediss:// or unix:// URL (or unset for the GCS)")

@@ -6,7 +6,14 @@ Two paths, by grader:
 - an LLM judge is costly and stochastic, so the shard is asked first. An identical verify already being judged
   holds a lease there; its twins, on any replica, wait for its verdict instead of judging again, so every
   re-send gets the same score (Decision 7). A judge that cannot be reached gives the masked judge_failed row.
-Verdicts are kept as the fields that rebuild a row, never as the echoed trajectory.
+Verdicts are kept as the fields that rebuild a row, never as the echoed trajectory, under a key of the body and
+of the grading settings (`grading_key`): a redeploy with another grader, judge, template or reward mode never
+gets an old verdict back.
+
+Leases cannot orphan. A lease lasts one judgement's worst case (`lease_seconds`: every attempt timing out), so
+the lease of a replica that died mid-judge lapses then and a twin takes the judging over; every other way out
+of a judgement (a verdict, a failed judge, an exception, a cancelled request or a replica shutting down)
+releases it at once. Twins wait at most `judge_lease_seconds` in all.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from session_store import (
 
 from . import offload
 from .contract import VerifyRequest, VerifyResponse
+from .failure_kinds import JUDGE_FAILED, gym_failure_kind
 from .grading.answer import HARD_GATE_TEXT, question_of, submitted_answer
 from .grading.grader import Grader, GradingFailed
 from .single_flight import SingleFlight
@@ -42,17 +50,20 @@ _REASON_LIMIT = 2000
 
 
 class Verifier:
-    def __init__(self, store: SessionStore, grader: Grader, *, judge_lease_seconds: float):
+    def __init__(self, store: SessionStore, grader: Grader, *, judge_lease_seconds: float,
+                 lease_seconds: float | None = None, grading_key: str = ""):
         self._store = store
         self._grader = grader
         self._deterministic = bool(getattr(grader, "deterministic", False))
-        self._lease = judge_lease_seconds
+        self._wait = judge_lease_seconds
+        self._lease = min(lease_seconds or judge_lease_seconds, judge_lease_seconds)
+        self._grading_key = grading_key
         self._judging: SingleFlight[tuple[str, str], tuple[dict, bool]] = SingleFlight()  # identical verifies
 
     async def verify(self, sid: str, claims: Claims, body: VerifyRequest, size: int) -> tuple[dict[str, Any], bool]:
         """The row to answer with, and whether this verify released the cookie's (agent-run) session. `size` is
         the body's: big bodies are digested, graded and echoed into the row off the event loop."""
-        digest = await offload.run(size, lambda: canonical_digest(body.model_dump(mode="json")))
+        digest = await offload.run(size, lambda: self.verdict_key(body.model_dump(mode="json")))
         if self._deterministic:
             verdict = await offload.run(size, self._grade_now, body)
             outcome = await self._store.finish_verify(sid, digest, verdict, claims)
@@ -65,6 +76,10 @@ class Verifier:
             row, released = await self._judging.run((sid, digest), lambda: self._judged(sid, claims, digest, body))
         return await offload.run(size, row), released
 
+    def verdict_key(self, body: dict[str, Any]) -> str:
+        """What a verdict is kept under: the verify body and the grading settings that judged it."""
+        return canonical_digest([self._grading_key, body])
+
     def _grade_now(self, body: VerifyRequest) -> Verdict:
         answer = submitted_answer(body.response)
         if not answer.strip():  # §D.2: no fallback to the assistant's text
@@ -74,7 +89,7 @@ class Verifier:
         return Verdict(grade.reward, grade.judge_rating, grade.judge_text, grade.failure_kind)
 
     async def _judged(self, sid: str, claims: Claims, digest: str, body: VerifyRequest) -> tuple[Row, bool]:
-        deadline = time.monotonic() + self._lease
+        deadline = time.monotonic() + self._wait
         while True:
             plan = await self._store.plan_verify(sid, digest, claims, self._lease)
             if not isinstance(plan, Pending) or time.monotonic() > deadline:
@@ -87,12 +102,19 @@ class Verifier:
         if isinstance(plan, Pending):
             raise StoreUnavailable("An identical verify is still being judged; retry shortly for its verdict.")
         assert isinstance(plan, Score)
-        verdict, failure = await self._judge(body)
-        if plan.record:
-            try:  # the row stands even if keeping it fails: a re-send is judged afresh, never a 503 now
-                await self._store.record_verdict(sid, digest, verdict)
-            except StoreUnavailable:
-                log.warning("could not keep the verdict of session %s; a re-send will be judged again", sid)
+        recorded = False
+        try:
+            verdict, failure = await self._judge(body)
+            if plan.record:
+                try:  # the row stands even if keeping it fails: a re-send is judged afresh, never a 503 now
+                    await self._store.record_verdict(sid, digest, verdict)
+                except StoreUnavailable:
+                    log.warning("could not keep the verdict of session %s; a re-send will be judged again", sid)
+                recorded = True
+        finally:
+            if plan.record and not recorded:  # cancelled, or a bug: end the lease now, even while cancelled
+                release = asyncio.ensure_future(self._store.record_verdict(sid, digest, None))
+                release.add_done_callback(lambda done: done.cancelled() or done.exception())
         if verdict is None:
             return partial(judge_failed_row, body, failure), False
         return partial(verdict_row, body, verdict), not plan.record and claims.kind == "agent_run"
@@ -106,6 +128,9 @@ class Verifier:
             grade = await self._grader.grade(question, body.expected_answer, answer)
         except GradingFailed as error:
             return None, str(error)[:_REASON_LIMIT]
+        except Exception as error:  # a fault in the judge's code is a failed measurement, never a 500
+            log.exception("the judge failed")
+            return None, f"the judge failed ({type(error).__name__})"
         return Verdict(grade.reward, grade.judge_rating, grade.judge_text, grade.failure_kind), ""
 
 
@@ -120,14 +145,15 @@ def _echo(body: VerifyRequest) -> dict[str, Any]:
 def verdict_row(body: VerifyRequest, verdict: Verdict) -> dict[str, Any]:
     return VerifyResponse(
         **_echo(body), reward=verdict.reward, judge_rating=verdict.judge_rating, judge_text=verdict.judge_text,
-        failure_kind=verdict.failure_kind,
+        failure_kind=gym_failure_kind(verdict.failure_kind),
     ).model_dump(mode="json")
 
 
 def masked_row(body: VerifyRequest, failure_kind: str, reason: str) -> dict[str, Any]:
     """A row whose reward is not a measurement (§C.5, §D.5): judge never called."""
     return VerifyResponse(
-        **_echo(body), reward=0.0, mask_sample=True, failure_kind=failure_kind, failure_reason=reason
+        **_echo(body), reward=0.0, mask_sample=True, failure_kind=gym_failure_kind(failure_kind),
+        failure_reason=reason
     ).model_dump(mode="json")
 
 
@@ -138,9 +164,9 @@ def judge_failed_row(body: VerifyRequest, reason: str) -> dict[str, Any]:
         **row,
         "reward": 0.0,
         "mask_sample": True,
-        "failure_kind": "judge_failed",
+        "failure_kind": JUDGE_FAILED,
         "failure_reason": reason,
         "instance_config": {"mask_sample": True},  # the request model keeps no instance_config to merge
-        "_ng_failure_class": "judge_failed",
+        "_ng_failure_class": JUDGE_FAILED,
         "_ng_failure_judge_error": reason,
     }

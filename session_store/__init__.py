@@ -33,6 +33,7 @@ from .reaper import Reaper
 from .routing import shard_index
 from .shard import ShardConfig, ShardService
 from .store import LocalSessionStore, SessionStore
+from .versions import code_version
 
 __all__ = [
     "NO_CLAIMS",
@@ -67,5 +68,6 @@ __all__ = [
     "VerifyOutcome",
     "VerifyPlan",
     "canonical_digest",
+    "code_version",
     "shard_index",
 ]

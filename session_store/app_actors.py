@@ -22,14 +22,13 @@ import logging
 import pickle
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
-from types import ModuleType
 from typing import Any, Awaitable
 
 import ray
 from ray.exceptions import RayError, RayTaskError
 
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreUnavailable
+from .versions import code_version  # noqa: F401 (the Ray shells name actors by it)
 
 log = logging.getLogger(__name__)
 
@@ -64,17 +63,6 @@ async def call(ref: Awaitable[Any], *, timeout: float, what: str) -> Any:
 def _unavailable(what: str, error: BaseException) -> StoreUnavailable:
     return StoreUnavailable(
         f"{what} did not answer ({type(error).__name__}); it may be restarting. Retry the request shortly.")
-
-
-def code_version(*modules: ModuleType) -> str:
-    """A digest of the source of these modules (a package means every .py file in it)."""
-    digest = hashlib.blake2b(digest_size=8)
-    for module in modules:
-        path = Path(module.__file__)
-        files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
-        for file in files:
-            digest.update(str(file.relative_to(path.parent)).encode() + b"\0" + file.read_bytes())
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ PUBLIC = {
     "DocumentStoreService", "DocumentsView", "EpisodeSeed", "Limits", "LocalSessionStore", "Masked",
     "MemoryMarkStore", "Pending", "Reaper", "Score", "Scored", "Seeded", "SessionConflict", "SessionLost", "SessionStore", "ShardConfig", "ShardService",
     "StoreFull", "StoreUnavailable", "StoredDocument", "Verdict", "VerifyOutcome", "VerifyPlan",
-    "canonical_digest", "shard_index",
+    "canonical_digest", "code_version", "shard_index",
 }
 
 
