@@ -3,8 +3,8 @@ for clusters, and the store that outlives the Ray cluster, its head included.
 
 - A mark is one string key with native expiry at its drop time (`SET ... PXAT`): nothing needs sweeping.
 - Each partition also has a sorted set of its IDs by drop time, so a shard that settles reads only the
-  partitions it owns. Writes trim a partition's lapsed members as they touch it (`ZREMRANGEBYSCORE`); the
-  reaper's sweep trims the rest.
+  partitions it owns (the members it lists are those not yet lapsed). The reaper's hourly sweep trims lapsed
+  members (`ZREMRANGEBYSCORE`); writes do not, which would cost Redis a command more per mark.
 - A shard batch's changes go out as one command (group commit): a server-side script that sets or deletes
   each mark and its index entry. One command, not two per mark, because the client's cost is per command
   (packing it and awaiting its reply: ~30 us each here), where Redis's own is ~1 us. Reads are one MGET.
@@ -24,24 +24,17 @@ from . import decode, encode
 
 _BATCH = 500  # IDs fetched or decoded between yields to the event loop
 _PARTITIONS_PER_ROUND = 64  # sorted sets listed in one pipeline
-# KEYS: n mark keys, then their n index keys. ARGV: now, then per change its value ("" deletes), its expiry
-# (ms since the epoch), its drop time and its ID, each as n values in that order.
+# KEYS: n mark keys, then their n index keys. ARGV: per change its value ("" deletes), its expiry (ms since
+# the epoch), its drop time and its ID, each as n values in that order.
 _GROUP_COMMIT = """
 local n = #KEYS / 2
-local now = ARGV[1]
-local trimmed = {}
 for i = 1, n do
-  local index, sid = KEYS[n + i], ARGV[1 + 3 * n + i]
-  if ARGV[1 + i] == '' then
+  if ARGV[i] == '' then
     redis.call('DEL', KEYS[i])
-    redis.call('ZREM', index, sid)
+    redis.call('ZREM', KEYS[n + i], ARGV[3 * n + i])
   else
-    redis.call('SET', KEYS[i], ARGV[1 + i], 'PXAT', ARGV[1 + n + i])
-    redis.call('ZADD', index, ARGV[1 + 2 * n + i], sid)
-  end
-  if not trimmed[index] then
-    trimmed[index] = true
-    redis.call('ZREMRANGEBYSCORE', index, '-inf', now)
+    redis.call('SET', KEYS[i], ARGV[i], 'PXAT', ARGV[n + i])
+    redis.call('ZADD', KEYS[n + i], ARGV[2 * n + i], ARGV[3 * n + i])
   end
 end
 return n
@@ -97,7 +90,7 @@ class RedisMarkStore:
             expiries.append(int(mark.drop_at * 1000) + 1 if live else 0)
             drops.append(mark.drop_at if live else 0)
         try:
-            await self._connected()[1](keys=marks + indexes, args=[now, *values, *expiries, *drops, *changes])
+            await self._connected()[1](keys=marks + indexes, args=[*values, *expiries, *drops, *changes])
         except Exception:
             return set(changes)
         return set()
