@@ -15,6 +15,7 @@ import pytest
 
 from deployments.ingress import app_actors
 from deployments.settings import Settings
+from tests.bodies import close_body, episode_seed, new_session_id
 
 APP = "it-serve-cli"
 
@@ -43,14 +44,42 @@ def named_actors(settings: Settings) -> list[str]:
     return [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"] == namespace]
 
 
-@pytest.mark.timeout(240)
+def durable(sid: str) -> tuple[set[str], bytes | None]:
+    """The IDs among `sid` with a durable mark, and the app's kept cookie secret, read from the cluster's GCS."""
+    import asyncio
+
+    from ray.experimental import internal_kv
+
+    from session_store.marks.gcs_store import GcsMarkStore
+
+    namespace = app_actors(Settings(app_name=APP)).kv_namespace
+    marks = asyncio.run(GcsMarkStore(namespace).read([sid]))
+    return set(marks), internal_kv._internal_kv_get(b"cookie-secret", namespace=namespace)
+
+
+@pytest.mark.timeout(300)
 def test_serve_joins_a_cluster_and_stops_without_taking_it_down(serve_url, tmp_path):
     import ray
     from ray import serve
 
     port = int(serve_url.rsplit(":", 1)[1])
     address = ray.get_runtime_context().gcs_address
-    command = [str(Path(sys.executable).parent / "finsec"), "serve", str(config(tmp_path, port)), "--address", address]
+    sid = new_session_id()
+    serve_and_stop(tmp_path, port, address, lambda client: (
+        client.post("/seed_session", json=episode_seed(sid)), client.post("/close_session", json=close_body(sid))))
+    assert APP not in serve.status().applications
+    assert named_actors(Settings(app_name=APP)) == []
+    assert ray.is_initialized() and ray.cluster_resources()  # the cluster is still up
+    marks, secret = durable(sid)
+    assert marks == {sid} and secret  # a stop keeps the fence and the cookie secret
+
+    output = serve_and_stop(tmp_path, port, address, lambda client: None, "--purge")
+    assert "purged" in output and durable(sid) == (set(), None), output
+
+
+def serve_and_stop(tmp_path, port: int, address: str, traffic, *flags: str) -> str:
+    command = [str(Path(sys.executable).parent / "finsec"), "serve", str(config(tmp_path, port)), "--address", address,
+               *flags]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
     seen: list[str] = []
@@ -62,17 +91,16 @@ def test_serve_joins_a_cluster_and_stops_without_taking_it_down(serve_url, tmp_p
             seen.append(line)
             assert time.monotonic() < deadline, "".join(seen)
         assert any("corpus: the embedded corpus" in process.stdout.readline() for _ in range(3))
-        with httpx.Client(base_url=serve_url, timeout=30) as client:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
             assert client.post("/seed_session", json={}).status_code == 200
+            traffic(client)
         assert named_actors(Settings(app_name=APP))  # shards and friends exist while it serves
         process.send_signal(signal.SIGTERM)
-        assert process.wait(120) == 0, process.stdout.read()
+        assert process.wait(120) == 0, "".join(seen)
+        return "".join(seen) + process.stdout.read()
     finally:
         if process.poll() is None:
             process.kill()
-    assert APP not in serve.status().applications
-    assert named_actors(Settings(app_name=APP)) == []
-    assert ray.is_initialized() and ray.cluster_resources()  # the cluster is still up
 
 
 def descendants(pid: int) -> set[int]:
