@@ -7,10 +7,13 @@ The cookie is Starlette's signed session cookie. Its claims:
 - `started_at`: when the session was seeded (wall clock), so the time budget of the search tools (§A.15) needs no
   shard call. It is dropped when verify or close releases the session, as §A.15 releases the budget.
 The cookie is signed, so none of this can be forged by the agent; an old cookie only makes its budget stricter.
+Its Path is where the app is mounted (`/` at route prefix "/", `/finsec` at "/finsec"), so two apps behind one
+Serve proxy keep their sessions apart even when they share a cookie name.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 
 from starlette.middleware.sessions import SessionMiddleware
@@ -19,22 +22,31 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from session_store import Claims, Seeded
 
+from .route_prefix import mount_path
+
 SESSION_ID = "session_id"
 INCARNATION = "shard_incarnation"
 SEED_KIND = "seed_kind"
 STARTED_AT = "started_at"
+_COOKIE_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,=:@/-]*")  # what a Set-Cookie Path can carry unquoted
 
 
 class SessionIdentityMiddleware:
     """Gives every request a session ID and makes every response carry the cookie, errors included (§A.0)."""
 
     def __init__(self, app: ASGIApp, *, cookie_name: str, secret: str, max_age: int):
-        self.app = SessionMiddleware(
-            _AssignSessionId(app), secret_key=secret, session_cookie=cookie_name, max_age=max_age
-        )
+        self._inner = _AssignSessionId(app)
+        self._cookie = dict(secret_key=secret, session_cookie=cookie_name, max_age=max_age)
+        # One per mount: mounts come from the server's root_path, never from the client, so there are few.
+        self._by_mount: dict[str, ASGIApp] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.app(scope, receive, send)
+        mount = mount_path(scope) if scope["type"] in ("http", "websocket") else "/"  # a lifespan has no path
+        if not _COOKIE_PATH.fullmatch(mount):
+            mount = "/"
+        if mount not in self._by_mount:
+            self._by_mount[mount] = SessionMiddleware(self._inner, path=mount, **self._cookie)
+        await self._by_mount[mount](scope, receive, send)
 
 
 class _AssignSessionId:

@@ -10,7 +10,8 @@
   UTF-8 encoder downstream would make it, and the rollout is graded instead of refused.
 - Parsing and checking a large body runs in a worker thread, so a 16 MB body never stalls the event loop;
   `StrictJsonRoute` hands the parsed value to FastAPI, so nothing is parsed twice.
-Only the named JSON routes are checked: the catch-all tool route never reads its body (§A.12).
+Only the named JSON routes are checked: the catch-all tool route never reads its body (§A.12). Routes are
+matched on the path relative to the app's mount (deployments/route_prefix.py), as the router matches them.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import offload
+from .route_prefix import route_path
 
 PARSED = "finsec.json"  # the scope key that carries the parsed body
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -111,7 +113,7 @@ class StrictJsonMiddleware:
         self.repairs = repairs
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or not self.checks(scope["path"]):
+        if scope["type"] != "http" or scope["method"] != "POST" or not self.checks(route_path(scope)):
             await self.app(scope, receive, send)
             return
         declared = dict(scope["headers"]).get(b"content-length", b"")
@@ -132,7 +134,7 @@ class StrictJsonMiddleware:
             more = message.get("more_body", False)
         body = b"".join(chunks)
         if body:
-            repair = self.repairs(scope["path"])
+            repair = self.repairs(route_path(scope))
             try:
                 parsed = await offload.run(len(body), parse_strict, body, self.max_depth, repair)
             except BadJson as error:

@@ -4,13 +4,18 @@ loopback HTTP, and the question set as a task file."""
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .errors import EXIT_OK, UsageError, check_port_free
+
+if TYPE_CHECKING:
+    from ..corpus.mirror_server import MirrorServer
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -26,9 +31,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     serve = actions.add_parser(
         "serve", help="serve a sec.gov-layout folder over HTTP on loopback",
         description="Serve DIR (a folder in the sec.gov URL layout) over HTTP on 127.0.0.1 until Ctrl-C, as a "
-        "stand-in for www.sec.gov and data.sec.gov: point a server at it with edgar_source: live, "
-        "sec_www_base_url and sec_data_base_url set to the printed URL, and fetch_trusted_networks: "
-        "[\"127.0.0.1/32\"].")
+        "stand-in for www.sec.gov and data.sec.gov. It prints the settings that point a finsec-serve app at it: "
+        "documents over the live-EDGAR path (edgar_source: live, the two base URLs, fetch_trusted_networks), "
+        "edgar_search over the same folder (corpus_dir).")
     serve.add_argument("dir", type=Path)
     serve.add_argument("--port", type=int, default=8800, help="port (default 8800; 0 picks a free one)")
     serve.add_argument("--host", default="127.0.0.1", help="a loopback address (default 127.0.0.1)")
@@ -63,14 +68,25 @@ def run_serve(options: argparse.Namespace) -> int:
     with server:
         print(f"serving {server.root} at {server.url}")
         print("use it from finsec-serve with (config args or FINSEC_<FIELD>):")
-        print("  edgar_source: live")
-        print(f"  sec_www_base_url: {server.url}")
-        print(f"  sec_data_base_url: {server.url}")
-        print(f'  fetch_trusted_networks: ["{server.host}/32"]')
+        for name, value in client_settings(server).items():
+            print(f"  {name}: {json.dumps(value)}")  # JSON: YAML, and (shell-quoted) FINSEC_<FIELD> values
         print("stop with Ctrl-C", flush=True)
         while not stop.wait(0.5):  # a timed wait, so the signal handler runs promptly
             pass
     return EXIT_OK
+
+
+def client_settings(server: MirrorServer) -> dict[str, Any]:
+    """The settings that make an app read `server` as it reads a corpus folder. Documents come over the
+    live-EDGAR path (rate limit, retries, the fetch guard) from the mirror; edgar_search, which in its default
+    `local` mode needs a folder to index, searches the same folder, so results match the folder's."""
+    return {
+        "edgar_source": "live",
+        "sec_www_base_url": server.url,
+        "sec_data_base_url": server.url,
+        "fetch_trusted_networks": [str(ipaddress.ip_network(server.host))],  # /32, or /128 for ::1
+        "corpus_dir": str(server.root),
+    }
 
 
 def run_questions(options: argparse.Namespace) -> int:

@@ -3,6 +3,7 @@
 - Every route answers NaN, 1e999, unpaired surrogates (in values and keys), 300-deep nesting, a body over
   `max_request_bytes`, wrong types in every field, an empty body and a non-object body with a 4xx that says
   what is wrong, or a 200 tool error; never a 5xx, and the server answers /health afterwards (contract §A.0).
+  All of it at route prefix "/" and at "/finsec", mounted as Serve mounts it (tests/unit/test_route_prefix.py).
 - An unpaired surrogate in what a verify grades is repaired and graded, whoever grades it (§A.3, §D.2).
 - CPU-heavy input never stalls the event loop: while a heavy request is in flight, /health requests in the same
   loop keep completing, and a thread sampling the loop thread's stack never finds it doing work whose cost grows
@@ -27,6 +28,7 @@ from tests.bodies import close_body, episode_seed, new_session_id, verify_body
 from tests.hostile import filing_url
 from tests.inprocess import InProcess
 from tests.llm_stub import closed_port_url, responses_reply
+from tests.unit.test_route_prefix import MOUNTS, ServedAt
 
 JSON = {"content-type": "application/json"}
 CAP = 1_000_000  # max_request_bytes of the hostile-body app
@@ -82,11 +84,11 @@ RAW_BODIES = {
 }
 
 
-@pytest.fixture
-def app():
+@pytest.fixture(params=MOUNTS)
+def app(request):
     # web_search configured against a port nobody listens on: its failure path runs too (no network)
-    with InProcess(edgar_search_mode=None, max_request_bytes=CAP, max_body_depth=64, tavily_api_key="tvly-test",
-                   tavily_base_url=closed_port_url(), retry_backoff_seconds=0.0) as running:
+    with ServedAt(request.param, edgar_search_mode=None, max_request_bytes=CAP, max_body_depth=64,
+                  tavily_api_key="tvly-test", tavily_base_url=closed_port_url(), retry_backoff_seconds=0.0) as running:
         yield running
 
 
@@ -224,15 +226,17 @@ def test_a_broken_emoji_in_a_trajectory_is_graded_by_the_deterministic_grader(ap
 
 
 @pytest.mark.timeout(30)
+@pytest.mark.parametrize("mount", MOUNTS)
 @pytest.mark.parametrize("where", list(BROKEN))
-def test_a_broken_emoji_in_a_trajectory_is_graded_by_the_llm_judge(stub, where):
+def test_a_broken_emoji_in_a_trajectory_is_graded_by_the_llm_judge(stub, where, mount):
     """The judge's request is UTF-8 JSON: a surrogate that reached it unrepaired made httpx raise while
-    encoding, and the verify answered 500. Mutation: dropping the repair of the submitted answer."""
+    encoding, and the verify answered 500. Mutation: dropping the repair of the submitted answer, or keying
+    it on the raw path (at /finsec)."""
     body = verify_body()
     BROKEN[where](body)
     stub.reply(responses_reply("The rating is: [[2]]"))
-    with InProcess(edgar_search_mode=None, judge_model={"base_url": stub.base_url, "model": "judge"},
-                   judge_retry_delays=[0.0, 0.0]) as app:
+    with ServedAt(mount, edgar_search_mode=None, judge_model={"base_url": stub.base_url, "model": "judge"},
+                  judge_retry_delays=[0.0, 0.0]) as app:
         response = app.post("/verify", content=json.dumps(body).encode(), headers=JSON)
         assert response.status_code == 200, response.text[:300]
         row = response.json()
