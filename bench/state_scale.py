@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/state_scale.py                      # 1M and 4M marks; ~25 min, most of it GCS writes
     .venv/bin/python bench/state_scale.py --marks 200000       # a quick pass
+    .venv/bin/python bench/state_scale.py --stores redis       # one store again; the other's rows are kept
 
 By simulation on this machine: the shards' group commits are played by 16 writer tasks in this process, each
 writing its own shard's changes in batches (one `MarkStore.write` per batch, as a shard does per coalesced
@@ -18,6 +19,7 @@ import asyncio
 import json
 import os
 import statistics
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -26,11 +28,16 @@ from _common import RESULTS, ROOT  # noqa: F401 (puts the project on sys.path)
 
 from session_store import ShardConfig, ShardService
 from session_store.core import EpisodeSeed, Mark
-from session_store.routing import owned_partitions, shard_index
+from session_store.routing import shard_index
 
 SHARDS = 16
 BATCH = 64  # changes per group commit: a busy shard's coalesced batch
 FENCE_TTL = 21600.0
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss(pid: int) -> int:
@@ -153,13 +160,16 @@ async def sweep(store) -> dict:
         return {"sweep_s": time.perf_counter() - began, "swept": swept, "sweep_worst_block_ms": lag.worst * 1000}
 
 
-async def measure(name: str, store, levels: list[int], memory) -> list[dict]:
+async def measure(name: str, store, levels: list[int], memory, server_pid: int) -> list[dict]:
     rows, written = [], 0
     base = memory()
     for level in levels:
+        client, server = time.process_time(), cpu_seconds(server_pid)
         rate = await populate(store, written, level - written)
-        written = level
+        count, written = level - written, level
         row = {"store": name, "marks": level, "writes_per_s": rate,
+               "client_us_per_write": (time.process_time() - client) / count * 1e6,
+               "server_us_per_write": (cpu_seconds(server_pid) - server) / count * 1e6,
                "bytes_per_fence": (memory() - base) / level}
         row.update(await restart_and_settle(store, ShardConfig(session_ttl_seconds=FENCE_TTL)))
         row.update(await sweep(store))
@@ -182,7 +192,7 @@ def run_gcs(levels: list[int]) -> list[dict]:
         node = ray._private.worker._global_node
         gcs_pid = node.all_processes[ray_constants.PROCESS_TYPE_GCS_SERVER][0].process.pid
         store = GcsMarkStore(f"bench-{uuid.uuid4().hex[:8]}".encode())
-        return asyncio.run(measure("gcs", store, levels, lambda: rss(gcs_pid)))
+        return asyncio.run(measure("gcs", store, levels, lambda: rss(gcs_pid), gcs_pid))
     finally:
         ray.shutdown()
 
@@ -196,16 +206,19 @@ def run_redis(levels: list[int]) -> list[dict]:
     with running_redis() as server:
         client = redis.Redis.from_url(server.url)
         store = RedisMarkStore(server.url, f"bench-{uuid.uuid4().hex[:8]}")
-        return asyncio.run(measure("redis", store, levels, lambda: client.info("memory")["used_memory"]))
+        return asyncio.run(measure("redis", store, levels, lambda: client.info("memory")["used_memory"],
+                                   server.process.pid))
 
 
 def report(rows: list[dict], levels: list[int]) -> str:
-    head = ("| store | marks | mark writes/s | restarted shard serves after | settle (1/16 share) | loaded | "
-            "worst loop block: settle / sweep / counters | seed p99 settling / settled | sweep | bytes per fence |")
-    lines = [head, "|" + "---|" * 10]
+    head = ("| store (run at, code) | marks | mark writes/s (one process) | CPU us per write: writers / store | restarted shard "
+            "serves after | settle (1/16 share) | loaded | worst loop block: settle / sweep / counters | seed p99 "
+            "settling / settled | sweep | bytes per fence |")
+    lines = [head, "|" + "---|" * 11]
     for r in rows:
         lines.append(
-            f"| {r['store']} | {r['marks']:,} | {r['writes_per_s']:,.0f} | {r['serves_after_s'] * 1000:.1f} ms | "
+            f"| {r['store']} ({r.get('ran_at', '?')}, {r.get('code', '?')}) | {r['marks']:,} | {r['writes_per_s']:,.0f} | {r['client_us_per_write']:.0f} / "
+            f"{r['server_us_per_write']:.1f} | {r['serves_after_s'] * 1000:.1f} ms | "
             f"{r['settle_s']:.2f} s | {r['settle_loaded']:,} | {r['settle_worst_block_ms']:.1f} / "
             f"{r['sweep_worst_block_ms']:.1f} / {r['counters_worst_block_ms']:.1f} ms | "
             f"{fmt(r['seed_p99_ms_settling'])} / {fmt(r['seed_p99_ms_settled'])} ms | {r['sweep_s']:.1f} s | "
@@ -220,6 +233,8 @@ def report(rows: list[dict], levels: list[int]) -> str:
         "shard 0 of 16 (a real `ShardService` on this process's loop) answers a seed, settles its 1/16 share while",
         "seeds arrive at ~200/s, and the store's sweep runs; a 1 ms timer task records the loop's worst block.",
         "Bytes per fence: the GCS process's RSS growth, or Redis's `used_memory` growth, over the marks written.",
+        "CPU per write: this process's (the 16 writers: routing, encoding, the client) and the store server's, so",
+        "the rate one store can take from many shard processes is about 1e6 / (its us per write) per core.",
         "", *lines, "", *ratios, ""])
 
 
@@ -233,9 +248,14 @@ def main() -> None:
     parser.add_argument("--stores", nargs="+", default=["redis", "gcs"], choices=["redis", "gcs"])
     options = parser.parse_args()
     levels = sorted(options.marks)
-    rows = []
+    previous = RESULTS / "state_scale.json"
+    kept = json.loads(previous.read_text())["rows"] if previous.is_file() else []
+    rows = [r for r in kept if r["store"] not in options.stores and r["marks"] in levels]
+    code = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True,
+                          text=True).stdout.strip()
     for name in options.stores:
-        rows += {"redis": run_redis, "gcs": run_gcs}[name](levels)
+        ran_at = time.strftime("%Y-%m-%d %H:%M")
+        rows += [{**row, "ran_at": ran_at, "code": code} for row in {"redis": run_redis, "gcs": run_gcs}[name](levels)]
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "state_scale.json").write_text(json.dumps({"levels": levels, "rows": rows}, indent=1))
     (RESULTS / "state_scale.md").write_text(report(rows, levels))

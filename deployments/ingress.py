@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ray import serve
 
-from session_store.app_actors import AppActors, code_version
+from session_store import code_version
+from session_store.app_actors import AppActors
 from session_store.marks import open_mark_store
 from session_store.ray_actors import ActorClient
 from session_store.ray_store import RaySessionStore, SessionActors, SessionActorsSpec

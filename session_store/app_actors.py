@@ -28,7 +28,7 @@ import ray
 from ray.exceptions import RayError, RayTaskError
 
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreUnavailable
-from .versions import code_version  # noqa: F401 (the Ray shells name actors by it)
+
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import Any, Callable
+from typing import Any
 
 import ray
 from ray.util.metrics import Counter, Gauge

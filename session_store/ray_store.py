@@ -9,7 +9,8 @@ from typing import Any
 
 import session_store
 
-from .app_actors import AppActors, call, code_version
+from .app_actors import AppActors, call
+from .versions import code_version
 from .ray_actors import DocumentStoreActor, ReaperActor, SessionShardActor
 from .shard import Op, Outcome, ShardConfig
 from .store import SessionStore

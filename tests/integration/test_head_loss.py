@@ -13,7 +13,6 @@ marks. With neither setup the fences are gone (the test fails: checked by hand).
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 import httpx
 import pytest
@@ -21,23 +20,9 @@ import redis
 
 from tests.bodies import close_body, episode_seed, new_session_id, verify_body
 from tests.ray_head import RayHead, free_port
+from tests.serve_configs import one_replica
 
 
-def config(tmp_path: Path, app: str, port: int) -> Path:
-    path = tmp_path / "serve.yaml"
-    path.write_text(f"""
-http_options: {{host: 127.0.0.1, port: {port}}}
-applications:
-  - name: {app}
-    route_prefix: /
-    import_path: deployments.builder:build_app
-    args: {{app_name: {app}, num_shards: 2, reaper_interval_seconds: 1}}
-    deployments:
-      - name: FinsecIngress
-        num_replicas: 1
-        ray_actor_options: {{num_cpus: 0}}
-""")
-    return path
 
 
 SETUPS = {
@@ -54,7 +39,7 @@ def test_a_lost_cluster_loses_no_fence_and_scores_no_lost_session(redis_server, 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     head = RayHead(SETUPS[setup](redis_server, app))
-    serve_config = config(tmp_path, app, port)
+    serve_config = one_replica(tmp_path, app, port)
     closed, open_ = [new_session_id() for _ in range(3)], [new_session_id() for _ in range(4)]
     try:
         head.start()

@@ -16,25 +16,11 @@ import pytest
 from deployments.ingress import app_actors
 from deployments.settings import Settings
 from tests.bodies import close_body, episode_seed, new_session_id
+from tests.serve_configs import one_replica
 
 APP = "it-serve-cli"
 
 
-def config(tmp_path: Path, port: int) -> Path:
-    path = tmp_path / "serve.yaml"
-    path.write_text(f"""
-http_options: {{host: 127.0.0.1, port: {port}}}
-applications:
-  - name: {APP}
-    route_prefix: /
-    import_path: deployments.builder:build_app
-    args: {{app_name: {APP}, num_shards: 2, reaper_interval_seconds: 1}}
-    deployments:
-      - name: FinsecIngress
-        num_replicas: 1
-        ray_actor_options: {{num_cpus: 0}}
-""")
-    return path
 
 
 def named_actors(settings: Settings) -> list[str]:
@@ -78,7 +64,7 @@ def test_serve_joins_a_cluster_and_stops_without_taking_it_down(serve_url, tmp_p
 
 
 def serve_and_stop(tmp_path, port: int, address: str, traffic, *flags: str) -> str:
-    command = [str(Path(sys.executable).parent / "finsec"), "serve", str(config(tmp_path, port)), "--address", address,
+    command = [str(Path(sys.executable).parent / "finsec"), "serve", str(one_replica(tmp_path, APP, port)), "--address", address,
                *flags]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -132,7 +118,7 @@ def test_serve_on_its_own_cluster_stops_it_and_its_haproxy(tmp_path):
     from deployments.local import free_port
 
     port = free_port()
-    command = [str(Path(sys.executable).parent / "finsec"), "serve", str(config(tmp_path, 8000)), "--port", str(port)]
+    command = [str(Path(sys.executable).parent / "finsec"), "serve", str(one_replica(tmp_path, APP, 8000)), "--port", str(port)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
     seen: list[str] = []
