@@ -5,7 +5,10 @@
 On one local cluster (2 ingress replicas, 4 shards, behind HAProxy): SIGKILL of a shard, of an ingress replica
 (the driver retries 5xx, as every route is safe to repeat), of the reaper and of the document store. Then a
 three-node cluster that loses a state node. For each: episodes run, episodes the fault reached (against the
-share expected), masked episodes, unmasked wrong rewards (must be 0), HTTP 500s, and the recovery time.
+share expected), masked episodes, lost sessions and how many of them were scored unmasked (must be 0, whatever
+the reward: tests/fault_scenarios.py says how a lost session is told), unmasked wrong rewards (must be 0),
+HTTP 500s by who sent them (the app: must be 0; HAProxy's page for a replica killed mid-request), and the
+recovery time. Exits 1 when a scenario shows what must never happen.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _common import machine, write_report  # noqa: E402
 
-from tests.fault_scenarios import rollouts, summarize  # noqa: E402
+from tests.fault_scenarios import THINK_SECONDS, Fault, failures, rollouts, summarize, wait_gone  # noqa: E402
 
 SECONDS = 12.0
 
@@ -49,26 +52,34 @@ def single_node() -> dict:
                      if a["namespace"] == app.namespace and a["name"].split(".")[0] == kind]
             return ray.get_actor(names[0], namespace=app.namespace)
 
+        def sigkill(pid: int):
+            os.kill(pid, signal.SIGKILL)
+            wait_gone([pid])  # the fault is over once the process is: nothing it held answers after that
+
         def kill(kind: str):
-            os.kill(ray.get(actor(kind).pid.remote(), timeout=30), signal.SIGKILL)
+            sigkill(ray.get(actor(kind).pid.remote(), timeout=30))
 
         def kill_replica():
             from pathlib import Path as P
 
             title = f"ray::ServeReplica:{settings.app_name}:FinsecIngress".encode()
-            pid = next(int(p.name) for p in P("/proc").iterdir()
-                       if p.name.isdigit() and _cmdline(p).startswith(title))
-            os.kill(pid, signal.SIGKILL)
+            sigkill(next(int(p.name) for p in P("/proc").iterdir()
+                         if p.name.isdigit() and _cmdline(p).startswith(title)))
 
+        def shard_of(e) -> int:
+            return shard_index(e.sid, settings.num_shards)
+
+        # name: (the fault, the episodes it can reach, the shards whose process it kills, retry 5xx, their share)
         scenarios = {
-            "shard SIGKILL": (lambda: kill("shard-1-of-4"), lambda e: shard_index(e.sid, 4) == 1, False, 0.25),
-            "ingress replica SIGKILL": (kill_replica, lambda e: True, True, 0.0),
-            "reaper SIGKILL": (lambda: kill("reaper"), lambda e: True, False, 0.0),
-            "document store SIGKILL": (lambda: kill("documents"), lambda e: True, False, 0.0),
+            "shard SIGKILL": (lambda: kill("shard-1-of-4"), lambda e: shard_of(e) == 1, {1}, False, 0.25),
+            "ingress replica SIGKILL": (kill_replica, lambda e: True, set(), True, 0.0),
+            "reaper SIGKILL": (lambda: kill("reaper"), lambda e: True, set(), False, 0.0),
+            "document store SIGKILL": (lambda: kill("documents"), lambda e: True, set(), False, 0.0),
         }
-        for name, (fault, exposed, retry, share) in scenarios.items():
-            episodes, at = asyncio.run(rollouts(url, 16, SECONDS, fault, fault_after=3.0, retry_5xx=retry))
-            results[name] = {**summarize(episodes, at, exposed), "expected_share": share}
+        for name, (fault, exposed, killed, retry, share) in scenarios.items():
+            episodes, ran = asyncio.run(rollouts(url, 16, SECONDS, fault, fault_after=3.0, retry_5xx=retry))
+            ran = Fault(ran.began, ran.ended, frozenset(killed))
+            results[name] = {**summarize(episodes, ran, exposed, shard_of), "expected_share": share}
             print(name, results[name], flush=True)
     finally:
         undeploy(settings)
@@ -96,22 +107,34 @@ def node_loss() -> dict:
 
 def render(results: dict) -> str:
     out = ["# Fault scenarios", "", f"{machine()}. Rollouts (seed, parse_html_page, retrieve_information, verify, "
-           f"close) from 16 concurrent clients for {SECONDS:.0f} s; the fault at 3 s. Produced by "
-           "`bench/faults.py`; the same scenarios run as tests (tests/integration/test_shard_failure.py, "
-           "test_node_loss.py).", "",
+           f"close) from 16 concurrent clients for {SECONDS:.0f} s, half of them pausing {THINK_SECONDS} s before "
+           "verify as a policy writing its answer does; the fault at 3 s. Produced by `bench/faults.py`; the same "
+           "scenarios run as tests (tests/integration/test_shard_failure.py, test_node_loss.py).", "",
            "| fault | episodes | reached by the fault | open on what died at the fault | share of sessions on it "
-           "| masked | unmasked wrong rewards | HTTP 500s | requests retried | recovery (s) |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "| masked | lost sessions verified (seen only by verify) | **lost, scored unmasked** | verified while "
+           "it died | unmasked wrong rewards | HTTP 500s: app / HAProxy page | requests retried | recovery (s) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in results.items():
         exposed = r.get("exposed_at_the_fault", "-") if r["expected_share"] else 0
         out.append(f"| {name} | {r['episodes']} | {r['episodes_the_fault_reached']} | {exposed} | "
-                   f"{100 * r['expected_share']:.0f}% | {r['masked']} | {r['unmasked_wrong_rewards']} | "
-                   f"{r['server_errors_500']} | {r.get('requests_retried', 0)} | {r['recovery_seconds']} |")
+                   f"{100 * r['expected_share']:.0f}% | {r['masked']} | {r['lost_sessions_verified']} "
+                   f"({r['lost_seen_only_by_verify']}) | **{r['lost_scored_unmasked']}** | "
+                   f"{r['verified_while_dying']} | {r['unmasked_wrong_rewards']} | {r['app_500s']} / "
+                   f"{r['ingress_500_pages']} | {r.get('requests_retried', 0)} | {r['recovery_seconds']} |")
     out += ["", "- *reached by the fault*: episodes with a 404 session_lost, a 503, a transport error or a masked "
             "verify. *Open on what died*: episodes whose session was open on the killed shard or node at the "
             "instant of the fault. Reached can exceed it: an episode that starts on the shard while it restarts, or "
             "while the node is being removed, can get a 503 (the store is unavailable; retry) before the new "
-            "incarnation answers. None of them gets an unmasked reward.",
+            "incarnation answers.",
+            "- *lost sessions verified*: episodes whose session was gone when their verify arrived: a stateful tool "
+            "answered 404 session_lost, or the shard life that seeded them (the seed cookie's incarnation) died "
+            "before their verify was sent. *Seen only by verify*: no tool call came between the loss and the "
+            "verify, so the verify itself had to notice. *Lost, scored unmasked* counts those whose verify was "
+            "not masked, whatever the reward (a right answer scores 1.0 on a lost session too): it must be 0. "
+            "*Verified while it died*: the verify was in flight during the kill, so either answer is right.",
+            "- *HTTP 500s*, every attempt counted (retried ones too): *app* are the app's own (must be 0); "
+            "*HAProxy page* is HAProxy's fixed reply for a backend that died mid-request (Serve's HAProxy config "
+            "turns 502/503/504 into it), which only a killed ingress replica causes.",
             "- *recovery*: from the fault to the end of the first clean episode that needed what was killed.",
             "- A killed ingress replica loses no session (its state is in the shards); its in-flight requests get a "
             "5xx or a dropped connection, which the driver retries.",
@@ -124,14 +147,18 @@ def render(results: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def main() -> None:
+def main() -> int:
     results = single_node()
     results["node loss (3-node cluster)"] = node_loss()
     results["node loss (3-node cluster)"].setdefault("expected_share", 0.5)
     (ROOT / "bench/results/faults.json").write_text(json.dumps(results, indent=1))
     write_report("faults.md", render(results))
     print(render(results))
+    failed = {name: failures(r) for name, r in results.items() if failures(r)}
+    for name, why in failed.items():
+        print(f"FAILED {name}: {'; '.join(why)}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

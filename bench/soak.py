@@ -4,8 +4,10 @@
 
 10% of the episodes are abandoned before verify (and so never closed), 5% after verify but before close: only
 the TTL can release them. With a short TTL, after the TTL and a reaper tick the store must hold zero sessions,
-documents and references, the document store no text a session names, and the deployment's resident memory
-must be back within 10% of its level before the run (measured after a warm-up, so caches count as before).
+documents and references, and the deployment's resident memory must be back within 10% of its level before
+the run (measured after a warm-up, so caches count as before). Nothing fails here, so every request must get a
+200 and every verify an unmasked reward of 1.0 (the scripted answers are right). The script exits 1 when any
+of these does not hold, and the report says which.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ async def episodes(url: str, n: int, concurrency: int, seed: int = 7) -> dict[st
 
     tasks, rng = questions(), random.Random(seed)
     plan = iter(range(n))
-    outcome = {"completed": 0, "abandoned_before_verify": 0, "abandoned_before_close": 0, "errors": 0}
+    outcome = {"completed": 0, "abandoned_before_verify": 0, "abandoned_before_close": 0, "errors": 0,
+               "verifies_not_rewarded": 0}
 
     async def worker():
         async with httpx.AsyncClient(base_url=url, timeout=60) as client:
@@ -56,10 +59,13 @@ async def episodes(url: str, n: int, concurrency: int, seed: int = 7) -> dict[st
                 else:
                     answer = {"type": "function_call", "name": "submit_final_result", "call_id": "c",
                               "arguments": json.dumps({"final_result": task["expected_answer"]})}
-                    statuses.append((await client.post("/verify", json={
+                    verify = await client.post("/verify", json={
                         "responses_create_params": {"input": [{"role": "user", "content": task["question"]}]},
                         "response": {"output": [answer]}, "question": task["question"],
-                        "expected_answer": task["expected_answer"]})).status_code)
+                        "expected_answer": task["expected_answer"]})
+                    statuses.append(verify.status_code)
+                    row = verify.json() if verify.status_code == 200 else {}
+                    outcome["verifies_not_rewarded"] += (row.get("mask_sample"), row.get("reward")) != (False, 1.0)
                     if fate < 0.15:
                         outcome["abandoned_before_close"] += 1
                     else:
@@ -72,7 +78,7 @@ async def episodes(url: str, n: int, concurrency: int, seed: int = 7) -> dict[st
     return outcome
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--episodes", type=int, default=10_000)
     parser.add_argument("--concurrency", type=int, default=32)
@@ -129,10 +135,25 @@ def main() -> None:
               "held_at_end_of_run": {k: at_end[k] for k in held}, "held_after_ttl": held,
               "rss_before_mb": before, "rss_after_mb": after, "rss_change": (after - before) / before,
               "curve": curve}
+    result["failures"] = failures(result)
     (ROOT / "bench/results/soak.json").write_text(json.dumps(result, indent=1))
     write_report("soak.md", render(result))
     plot(curve)
     print(render(result))
+    return 1 if result["failures"] else 0
+
+
+def failures(r: dict) -> list[str]:
+    """What the soak promises, each as a reason it failed; empty when it held."""
+    o = r["outcome"]
+    found = [f"{k} = {v} after the TTL (must be 0)" for k, v in r["held_after_ttl"].items() if v]
+    if r["rss_change"] > 0.10:
+        found.append(f"resident memory {100 * r['rss_change']:+.1f}% over its level before the run (at most +10%)")
+    if o["errors"]:
+        found.append(f"{o['errors']} requests did not get a 200")
+    if o["verifies_not_rewarded"]:
+        found.append(f"{o['verifies_not_rewarded']} verifies were masked or not rewarded 1.0 (the answers are right)")
+    return found
 
 
 def render(r: dict) -> str:
@@ -142,7 +163,8 @@ def render(r: dict) -> str:
         f"{r['machine']}. {r['episodes']:,} episodes through 2 ingress replicas and 2 shards in {r['run_seconds']:.0f} s "
         f"(session TTL {TTL:.0f} s, reaper every 1 s): {o['completed']:,} completed and closed, "
         f"{o['abandoned_before_verify']:,} abandoned before verify, {o['abandoned_before_close']:,} after verify but "
-        f"before close; {o['errors']} requests failed. Produced by `bench/soak.py`.", "",
+        f"before close; {o['errors']} requests failed, {o.get('verifies_not_rewarded', 0)} verifies masked or not "
+        f"rewarded. Produced by `bench/soak.py`.", "",
         "| | sessions | documents | characters | text references |", "|---|---|---|---|---|",
         "| at the end of the run | " + " | ".join(f"{r['held_at_end_of_run'][k]:,}" for k in
                                                   ("sessions", "documents", "document_chars", "digests")) + " |",
@@ -151,7 +173,10 @@ def render(r: dict) -> str:
         + " |", "",
         f"Resident memory of every process of the deployment: {r['rss_before_mb']:.0f} MB before the run (after a "
         f"warm-up), {r['rss_after_mb']:.0f} MB after ({100 * r['rss_change']:+.1f}%). The curve is "
-        "`soak.png` (and `curve` in soak.json).", ""])
+        "`soak.png` (and `curve` in soak.json).", "",
+        "**Failed:** " + "; ".join(r["failures"]) + "." if r.get("failures") else
+        "Every check held: nothing left after the TTL, memory within +10%, every request a 200, every verify an "
+        "unmasked 1.0.", ""])
 
 
 def plot(curve: list[tuple[float, float]]) -> None:
@@ -170,4 +195,4 @@ def plot(curve: list[tuple[float, float]]) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

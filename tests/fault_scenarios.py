@@ -2,9 +2,16 @@
 and every episode is checked afterwards. Used by the fault tests and by `bench/faults.py` (the report).
 
 Each scenario returns a summary: episodes run, episodes the fault reached, how many of those were masked,
-unmasked wrong rewards (must be 0: the scripted answers are right, so an unmasked reward other than 1.0 is a
-fault turned into a training signal), and the recovery time (from the fault to the first clean episode that
-needed what was killed).
+unmasked wrong rewards, and the recovery time (from the fault to the first clean episode that needed what was
+killed). The scripted answer is always right and grading never reads session state, so a lost session scored
+unmasked would look right: each episode therefore records what shows whether its session was lost when its
+verify arrived (the shard life that seeded it, from the seed's cookie; whether a stateful tool answered 404
+session_lost; when its verify was sent), and `lost_scored_unmasked` counts lost sessions whose verify was not
+masked, whatever the reward (must be 0). Half the clients pause between their last tool call and verify, as a
+policy does while it writes its answer, so a kill often lands where only the verify can see the loss.
+
+HTTP 500s are split by who answered: the app (must be 0) or HAProxy's own page for a backend that died
+mid-request (`ingress_error_page`), which only a killed ingress replica may cause.
 
     python -m tests.fault_scenarios node-loss [--seconds 12]    # prints the summary as JSON
     python -m tests.fault_scenarios serve-shutdown
@@ -14,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import signal
@@ -24,6 +32,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import httpx
 
@@ -32,6 +41,16 @@ from session_store import shard_index
 
 TASK = questions()[0]
 PROMPT = "total net revenues {{doc}}"
+THINK_SECONDS = 0.25  # what half the clients wait between their last tool call and verify
+
+
+@dataclass(frozen=True)
+class Call:
+    path: str
+    status: int  # 0: no reply (a dropped connection)
+    sent: float
+    done: float
+    ingress_page: bool = False  # HAProxy's own 500 page, not an answer of the app
 
 
 @dataclass
@@ -39,9 +58,12 @@ class Episode:
     sid: str
     started: float
     ended: float = 0.0
-    statuses: list[int] = field(default_factory=list)
+    statuses: list[int] = field(default_factory=list)  # each step's last status
+    calls: list[Call] = field(default_factory=list)  # every attempt of every step
     row: dict | None = None
     retried: int = 0  # requests repeated after a 5xx or a dropped connection
+    incarnation: str | None = None  # the shard life that seeded the session (the seed reply's cookie)
+    tool_lost: bool = False  # a stateful tool answered 404 session_lost
 
     @property
     def clean(self) -> bool:
@@ -51,10 +73,37 @@ class Episode:
     def faulted(self) -> bool:
         return any(s not in (200,) for s in self.statuses)
 
+    def last(self, path: str) -> Call | None:
+        return next((c for c in reversed(self.calls) if c.path == path), None)
 
-async def episode(client: httpx.AsyncClient, retry_5xx: bool) -> Episode:
+
+def ingress_error_page(response: httpx.Response) -> bool:
+    """HAProxy's reply for a backend that died mid-request. Serve's HAProxy config maps 502, 503 and 504 to one
+    fixed page (ray/serve/_private/haproxy.py writes it as 500.http): status 500, `text/plain`, "Internal Server
+    Error", and no session cookie. No answer of the app has that shape: its 5xx are JSON 503s with a cookie,
+    Starlette's own 500 is `text/plain; charset=utf-8` and a Serve replica's 500 has no content type."""
+    return (response.status_code == 500 and response.headers.get("content-type") == "text/plain"
+            and response.content == b"Internal Server Error" and "set-cookie" not in response.headers)
+
+
+def seeded_by(response: httpx.Response) -> str | None:
+    """The shard incarnation named by the session cookie a seed reply sets (tests/bodies.py cookie_claims reads
+    one cookie by name; the fault clients do not know the app's cookie name)."""
+    for header in response.headers.get_list("set-cookie"):
+        payload = header.partition("=")[2].split(";")[0].split(".")[0]
+        try:
+            claims = json.loads(base64.b64decode(payload + "=" * (-len(payload) % 4)))
+        except ValueError:
+            continue
+        if isinstance(claims, dict) and "session_id" in claims:
+            return claims.get("shard_incarnation")
+    return None
+
+
+async def episode(client: httpx.AsyncClient, retry_5xx: bool, think: float = 0.0) -> Episode:
     """One episode as single_agent_turn drives it. With `retry_5xx`, a 5xx or a dropped connection is retried,
-    as a rollout driver may: every route is safe to repeat by the contract."""
+    as a rollout driver may: every route is safe to repeat by the contract. `think` seconds pass between the
+    last tool call and verify."""
     sid = f"resources-session-{uuid.uuid4().hex}"
     ep = {"rollout_id": sid[-10:], "attempt": 0}
     record = Episode(sid, time.monotonic())
@@ -69,17 +118,26 @@ async def episode(client: httpx.AsyncClient, retry_5xx: bool) -> Episode:
                           "expected_answer": TASK["expected_answer"]}),
              ("/close_session", {"resources_session_id": sid, "episode_id": ep})]
     for path, body in steps:
+        if path == "/verify" and think:
+            await asyncio.sleep(think)
         for attempt in range(40 if retry_5xx else 1):
+            sent = time.monotonic()
             try:
                 response = await client.post(path, json=body)
                 status = response.status_code
             except httpx.HTTPError:
                 response, status = None, 0
+            record.calls.append(Call(path, status, sent, time.monotonic(),
+                                     response is not None and ingress_error_page(response)))
             if status < 500 and status != 0 or not retry_5xx:
                 break
             record.retried += 1
             await asyncio.sleep(0.25)
         record.statuses.append(status)
+        if path == "/seed_session" and status == 200:
+            record.incarnation = seeded_by(response)
+        if path in ("/parse_html_page", "/retrieve_information") and status == 404:
+            record.tool_lost |= response.json().get("failure_kind") == "session_lost"
         if path == "/verify" and status == 200:
             record.row = response.json()
         if path == "/seed_session" and status != 200:
@@ -88,49 +146,110 @@ async def episode(client: httpx.AsyncClient, retry_5xx: bool) -> Episode:
     return record
 
 
-async def rollouts(url: str, workers: int, seconds: float, fault, fault_after: float,
-                   retry_5xx: bool = False) -> tuple[list[Episode], float]:
-    """Episodes from `workers` concurrent clients for `seconds`; `fault()` runs (in a thread) after
-    `fault_after` seconds. Returns the episodes and when the fault happened."""
+@dataclass(frozen=True)
+class Fault:
+    """When the fault ran (monotonic: `began` before it, `ended` once it returned; a fault that kills processes
+    returns once they are gone, `wait_gone`) and the shards whose process it killed. Nothing a killed process
+    held answers after `ended` (`grace` is a margin for the clock reads around it)."""
+
+    began: float
+    ended: float
+    shards: frozenset[int] = frozenset()
+    grace: float = 0.05
+
+
+async def rollouts(url: str, workers: int, seconds: float, fault, fault_after: float, retry_5xx: bool = False,
+                   think: float = THINK_SECONDS) -> tuple[list[Episode], Fault]:
+    """Episodes from `workers` concurrent clients for `seconds` (every other client thinks `think` seconds before
+    verify); `fault()` runs (in a thread) after `fault_after` seconds. Returns the episodes and when the fault
+    ran (its `shards` are the caller's to fill in)."""
     done: list[Episode] = []
     stop_at = time.monotonic() + seconds
-    fault_at = 0.0
+    window: list[float] = []
 
-    async def worker():
+    async def worker(n: int):
         async with httpx.AsyncClient(base_url=url, timeout=60) as client:
             while time.monotonic() < stop_at:
                 client.cookies.clear()
-                done.append(await episode(client, retry_5xx))
+                done.append(await episode(client, retry_5xx, think if n % 2 else 0.0))
 
     async def inject():
-        nonlocal fault_at
         await asyncio.sleep(fault_after)
-        fault_at = time.monotonic()
+        window.append(time.monotonic())
         await asyncio.to_thread(fault)
+        window.append(time.monotonic())
 
-    await asyncio.gather(inject(), *(worker() for _ in range(workers)))
-    return done, fault_at
+    await asyncio.gather(inject(), *(worker(n) for n in range(workers)))
+    return done, Fault(*window)
 
 
-def summarize(episodes: list[Episode], fault_at: float, hit) -> dict:
+def lost_at_verify(e: Episode, fault: Fault, shard: int, old: set[str], reborn: float) -> bool | None:
+    """Whether the session was gone when the episode's verify reached the server. True: a tool said so (404
+    session_lost), or the life of the shard that seeded it (the seed cookie's incarnation) died before the verify
+    was sent. False: not seeded by a life that died, or verified before the fault began. None: the verify was in
+    flight while the shard died, so either answer is right. `reborn`: when a later life of the shard first
+    answered (the old one was surely dead by then)."""
+    if e.tool_lost:
+        return True
+    if shard not in fault.shards or e.incarnation is None or e.incarnation not in old:
+        return False
+    verify = e.last("/verify")
+    if verify is None or verify.done < fault.began:
+        return False
+    if verify.sent > min(fault.ended + fault.grace, reborn):
+        return True
+    return None
+
+
+def losses(episodes: list[Episode], fault: Fault, shard_of: Callable[[Episode], int],
+           old: set[str] | None = None) -> dict[int, bool | None]:
+    """`lost_at_verify` of every episode, by id(). `old`: the incarnations of the killed shards' lives before the
+    fault; by default those that answered seeds before it began."""
+    if old is None:
+        old = {e.incarnation for e in episodes if e.incarnation and shard_of(e) in fault.shards
+               and e.last("/seed_session").done < fault.began}
+    reborn = {k: min((e.last("/seed_session").done for e in episodes if shard_of(e) == k and e.incarnation
+                      and e.incarnation not in old), default=float("inf")) for k in fault.shards}
+    return {id(e): lost_at_verify(e, fault, shard_of(e), old, reborn.get(shard_of(e), float("inf")))
+            for e in episodes}
+
+
+def summarize(episodes: list[Episode], fault: Fault, hit, shard_of: Callable[[Episode], int]) -> dict:
     """`hit(episode)`: whether the fault could reach this episode (its shard died, its node went away)."""
+    fault_at = fault.began
     spanning = [e for e in episodes if e.started <= fault_at + 60 and e.ended >= fault_at - 5]
     reached = [e for e in episodes if e.faulted or (e.row is not None and e.row["mask_sample"])]
     wrong = [e for e in episodes if e.row is not None and not e.row["mask_sample"] and e.row["reward"] != 1.0]
     after = sorted((e for e in episodes if e.started >= fault_at and hit(e) and e.clean), key=lambda e: e.ended)
+    lost = losses(episodes, fault, shard_of)
+    verified = [e for e in episodes if e.row is not None]
+    calls = [c for e in episodes for c in e.calls]
     return {
         "episodes": len(episodes),
         "episodes_around_the_fault": len(spanning),
         "exposed_at_the_fault": sum(1 for e in episodes if e.started <= fault_at <= e.ended and hit(e)),
         "episodes_the_fault_reached": len(reached),
         "reached_but_not_exposed": sum(1 for e in reached if not hit(e)),
-        "masked": sum(1 for e in episodes if e.row is not None and e.row["mask_sample"]),
+        "masked": sum(1 for e in verified if e.row["mask_sample"]),
         "unmasked_wrong_rewards": len(wrong),
-        "server_errors_500": sum(s == 500 for e in episodes for s in e.statuses),
+        "lost_sessions_verified": sum(1 for e in verified if lost[id(e)]),
+        "lost_seen_only_by_verify": sum(1 for e in verified if lost[id(e)] and not e.tool_lost),
+        "lost_scored_unmasked": sum(1 for e in verified if lost[id(e)] and not e.row["mask_sample"]),
+        "verified_while_dying": sum(1 for e in verified if lost[id(e)] is None),
+        "masked_not_lost": sum(1 for e in verified if lost[id(e)] is False and e.row["mask_sample"]),
+        "server_errors_500": sum(c.status == 500 for c in calls),  # every attempt, retried ones too
+        "app_500s": sum(c.status == 500 and not c.ingress_page for c in calls),
+        "ingress_500_pages": sum(c.ingress_page for c in calls),
         "requests_retried": sum(e.retried for e in episodes),
-        "statuses": sorted({s for e in episodes for s in e.statuses}),
+        "statuses": sorted({c.status for c in calls}),
         "recovery_seconds": round(after[0].ended - fault_at, 2) if after else None,
     }
+
+
+def failures(summary: dict) -> list[str]:
+    """What a scenario must never show, by name; empty when it passed."""
+    checks = {"lost_scored_unmasked": 0, "unmasked_wrong_rewards": 0, "app_500s": 0, "reached_but_not_exposed": 0}
+    return [f"{name} = {summary[name]} (must be {want})" for name, want in checks.items() if summary[name] != want]
 
 
 # ----- node loss: a three-node cluster, the state actors kept off the head ----------------------------------
@@ -179,21 +298,29 @@ def node_loss(seconds: float = 12.0) -> dict:
         victim = max(state, key=lambda node: sum(v == node.node_id for v in shards.values()))
         lost = {int(n.split("-")[1]) for n, node in shards.items() if node == victim.node_id}
 
+        doomed = [ray.get(ray.get_actor(n, namespace=app.namespace).pid.remote(), timeout=30)
+                  for n, node in shards.items() if node == victim.node_id]
+
+        def remove_victim() -> None:  # over once the shards' processes are gone, not only the node's raylet
+            cluster.remove_node(victim)
+            wait_gone(doomed)
+
         closed = _closed_ids(url, 8)
-        episodes, fault_at = asyncio.run(rollouts(url, 8, seconds, lambda: cluster.remove_node(victim),
-                                                  fault_after=2.0))
+        episodes, fault = asyncio.run(rollouts(url, 8, seconds, remove_victim, fault_after=2.0))
+        fault = Fault(fault.began, fault.ended, frozenset(lost))
+
+        def shard_of(e: Episode) -> int:
+            return shard_index(e.sid, settings.num_shards)
 
         def exposed(e: Episode) -> bool:
-            return shard_index(e.sid, settings.num_shards) in lost
+            return shard_of(e) in lost
 
-        summary = summarize(episodes, fault_at, exposed)
+        summary = summarize(episodes, fault, exposed, shard_of)
         with httpx.Client(base_url=url, timeout=60) as late:
             summary["closed_ids_still_fenced"] = all(
                 late.post("/seed_session", json=_seed(sid)).status_code == 409 for sid in closed)
         summary.update({"placement": placement, "shards_lost": sorted(lost), "expected_share": len(lost) / 4,
-                        "exposed_episodes_not_clean": sum(1 for e in episodes if exposed(e) and not e.clean),
-                        "unexposed_episodes_not_clean": sum(1 for e in episodes if not exposed(e) and not e.clean
-                                                            and e.started > fault_at + 30)})
+                        "exposed_episodes_not_clean": sum(1 for e in episodes if exposed(e) and not e.clean)})
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=120)
         summary["actors_left_after_stop"] = len(_actor_nodes(app))
@@ -272,6 +399,24 @@ def _actor_nodes(app) -> dict[str, str]:
             except (ValueError, ray.exceptions.RayError):  # killed meanwhile
                 pass
     return found
+
+
+def wait_gone(pids: list[int], timeout: float = 30.0) -> None:
+    """Until none of these processes runs any more (exited, or a zombie nobody reaped yet)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in pids:
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state != "Z":
+                alive.append(pid)
+        if not alive:
+            return
+        time.sleep(0.01)
+    raise RuntimeError(f"processes {pids} still run {timeout:.0f} s after they were killed")
 
 
 def _seed(sid: str) -> dict:

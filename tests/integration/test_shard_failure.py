@@ -1,5 +1,8 @@
 """Actor processes die (SIGKILL, not ray.kill) while rollouts run: what they held is reported lost, loudly;
-everything else carries on, closed IDs stay fenced, and no fault turns into an unmasked reward."""
+everything else carries on, closed IDs stay fenced, and no fault turns into an unmasked reward. A lost session
+is told by what the episode saw (tests/fault_scenarios.py: the shard life that seeded it, a tool's 404, when
+its verify was sent), not by its reward: the scripted answers are right, so a lost session scored unmasked
+would look like any clean episode."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import pytest
 
 from deployments.corpus.generate import questions
 from session_store import StoreUnavailable, shard_index
+from tests.fault_scenarios import THINK_SECONDS, Episode, Fault, episode, ingress_error_page, losses, wait_gone
 
 from .conftest import close_body, cookie_claims, deployed_app, episode_seed, new_session_id, verify_body
 
@@ -48,23 +52,6 @@ def wait_for_restart(app, shard: int, before: str) -> float:
     raise AssertionError("the killed shard did not come back")
 
 
-async def rollout(client, sid: str, log: list[dict]) -> None:
-    """One episode as single_agent_turn drives it; every status and the verify row are logged."""
-    steps, row = [], None
-    for path, body in (("/seed_session", episode_seed(sid)),
-                       ("/parse_html_page", {"url": FILING_URL, "key": "doc"}),
-                       ("/retrieve_information", {"prompt": "total net revenues {{doc}}"}),
-                       ("/verify", verify_body())):
-        r = await client.post(path, json=body)
-        steps.append(r.status_code)
-        if path == "/seed_session" and r.status_code != 200:
-            break
-        if path == "/verify" and r.status_code == 200:
-            row = r.json()
-    await client.post("/close_session", json=close_body(sid))
-    log.append({"sid": sid, "steps": steps, "row": row})
-
-
 def test_a_sigkilled_shard_loses_only_its_sessions_loudly(app):
     k = app.settings.num_shards
     victim = 1
@@ -81,60 +68,66 @@ def test_a_sigkilled_shard_loses_only_its_sessions_loudly(app):
             assert c.post("/seed_session", json=episode_seed(sid)).status_code == 200
             assert c.post("/parse_html_page", json={"url": FILING_URL, "key": "doc"}).status_code == 200
     before = incarnation(app, victim)
-    log: list[dict] = []
+    log: list[Episode] = []
 
     async def load(stop: asyncio.Event) -> None:  # rollouts on every shard keep running through the crash
-        async def worker():
+        async def worker(n: int):  # every other one pauses before verify, so kills land where only it can tell
             async with app.async_client() as client:
                 while not stop.is_set():
                     client.cookies.clear()
-                    await rollout(client, new_session_id(), log)
-        await asyncio.gather(*(worker() for _ in range(8)))
+                    log.append(await episode(client, retry_5xx=False, think=THINK_SECONDS if n % 2 else 0.0))
+        await asyncio.gather(*(worker(n) for n in range(8)))
 
-    async def scenario() -> float:
+    async def scenario() -> tuple[Fault, float]:
         stop = asyncio.Event()
         running = asyncio.create_task(load(stop))
         await asyncio.sleep(1.0)
-        app.sigkill(app.actors.shard_names[victim].split(".")[0])
+        began = time.monotonic()
+        pid = await asyncio.to_thread(app.sigkill, app.actors.shard_names[victim].split(".")[0])
+        await asyncio.to_thread(wait_gone, [pid])
+        fault = Fault(began, time.monotonic(), frozenset({victim}))
         recovery = await asyncio.to_thread(wait_for_restart, app, victim, before)
         await asyncio.sleep(1.5)  # and rollouts go on after the restart
         stop.set()
         await running
-        return recovery
+        return fault, recovery
 
-    recovery = asyncio.run(scenario())
+    fault, recovery = asyncio.run(scenario())
     assert recovery < 30
 
-    for row in log:
-        assert all(status in (200, 404, 409, 503) for status in row["steps"]), row  # never a 500
-        faulted = any(status in (404, 503) for status in row["steps"][1:])
-        if row["row"] is not None:
-            if faulted:  # the fault reached this episode: its reward is not a measurement
-                assert row["row"]["mask_sample"] is True, row
-            elif row["row"]["mask_sample"]:  # the kill landed between its last tool call and its verify
-                assert shard_index(row["sid"], k) == victim, row
-                assert row["row"]["failure_kind"] == "session_lost", row
-            else:
-                assert row["row"]["reward"] == 1.0, row
-    on_victim = [r for r in log if shard_index(r["sid"], k) == victim]
-    assert any(r["steps"] == [200, 200, 200, 200] for r in on_victim[-3:]), "restarted shard serves again"
-    assert all(r["steps"] == [200, 200, 200, 200] for r in log if shard_index(r["sid"], k) != victim
-               and 503 not in r["steps"])
+    def shard_of(e: Episode) -> int:
+        return shard_index(e.sid, k)
+
+    lost = losses(log, fault, shard_of, old={before})
+    for e in log:
+        assert all(c.status in (200, 404, 409, 503) for c in e.calls), e  # never a 500
+        if e.row is None:
+            continue
+        if lost[id(e)]:  # gone when its verify came, whatever the reward says
+            assert (e.row["mask_sample"], e.row["failure_kind"]) == (True, "session_lost"), e
+        elif lost[id(e)] is False:  # a measurement: the answer is right
+            assert (e.row["mask_sample"], e.row["reward"]) == (False, 1.0), e
+        elif e.row["mask_sample"]:  # verified while the shard died: either is right, masked only as lost
+            assert e.row["failure_kind"] == "session_lost", e
+    on_victim = [e for e in log if shard_of(e) == victim]
+    assert any(e.clean for e in on_victim[-3:]), "restarted shard serves again"
+    assert all(e.statuses == [200] * 5 for e in log if shard_of(e) != victim), "other shards never noticed"
 
     for shard, sids in open_ids.items():
         for sid in sids:
             client = clients.pop(sid)
-            retrieve = client.post("/retrieve_information", json={"prompt": "revenues {{doc}}"})
+            # verify first: no tool call between the crash and it, so the verify alone must see the loss
             row = client.post("/verify", json=verify_body()).json()
+            retrieve = client.post("/retrieve_information", json={"prompt": "revenues {{doc}}"})
             if shard == victim:
+                assert (row["mask_sample"], row["failure_kind"], row["reward"]) == (True, "session_lost", 0.0)
                 assert retrieve.status_code == 404 and retrieve.json()["failure_kind"] == "session_lost"
                 assert "restarted" in retrieve.json()["detail"]
-                assert (row["mask_sample"], row["failure_kind"]) == (True, "session_lost")
                 with app.client() as retry:  # the loss is fenced: a cookie-less seed cannot resurrect it
                     assert retry.post("/seed_session", json=episode_seed(sid)).status_code == 409
             else:
-                assert retrieve.status_code == 200 and "passages" in retrieve.json()["results"]
                 assert (row["mask_sample"], row["reward"]) == (False, 1.0)
+                assert retrieve.status_code == 200 and "passages" in retrieve.json()["results"]
             client.post("/close_session", json=close_body(sid))
             client.close()
     with app.client() as late:  # closed IDs stay fenced, on the restarted shard too (durable marks)
@@ -211,9 +204,17 @@ def replica_pids(app_name: str) -> list[int]:
     return pids
 
 
+INGRESS_SETTLES = 10.0  # seconds after a replica's death within which HAProxy may still send a request to it
+
+
 def test_a_sigkilled_ingress_replica_loses_no_session(app):
     """Replicas are stateless: killing one mid-run fails its in-flight requests in a way a driver retries (every
-    route is safe to repeat by the contract), and every session carries on with its documents."""
+    route is safe to repeat by the contract), and every session carries on with its documents.
+
+    The app itself never answers 500. What a killed replica's in-flight requests get is a dropped connection or
+    HAProxy's own page for a backend that died mid-request (Serve's HAProxy config turns 502/503/504 into one
+    500 page, `ingress_error_page`): those are told apart from an app 500 by their shape, and may only come
+    for requests sent before HAProxy stopped routing to the dead replica."""
     import os
     import signal
 
@@ -224,26 +225,29 @@ def test_a_sigkilled_ingress_replica_loses_no_session(app):
     for sid, client in clients.items():
         client.post("/seed_session", json=episode_seed(sid))
         assert client.post("/parse_html_page", json={"url": FILING_URL, "key": "doc"}).status_code == 200
-    statuses: list[int] = []
+    replies: list[tuple[float, int, bool]] = []  # (sent, status or 0 for a dropped connection, HAProxy's page)
 
     async def retrying(client, path, body):
         for _ in range(60):
+            sent = time.monotonic()
             try:
                 response = await client.post(path, json=body)
             except httpx.TransportError:
-                statuses.append(0)
+                replies.append((sent, 0, False))
                 await asyncio.sleep(0.25)
                 continue
-            statuses.append(response.status_code)
+            replies.append((sent, response.status_code, ingress_error_page(response)))
             if response.status_code < 500:
                 return response
             await asyncio.sleep(0.25)
         raise AssertionError(f"{path} never recovered")
 
     async def scenario():
+        until = time.monotonic() + 0.3 + INGRESS_SETTLES + 2  # on past the window, so "late" can be seen
+
         async def session_loop(sid):
             async with app.async_client(cookies=clients[sid].cookies) as client:
-                for _ in range(12):
+                while time.monotonic() < until:
                     r = await retrying(client, "/retrieve_information", {"prompt": "total net revenues {{doc}}"})
                     assert r.status_code == 200, r.text  # the session never lost its document
                     await asyncio.sleep(0.1)
@@ -251,13 +255,16 @@ def test_a_sigkilled_ingress_replica_loses_no_session(app):
         await asyncio.sleep(0.3)
         victim = replica_pids(app.settings.app_name)[0]
         os.kill(victim, signal.SIGKILL)
-        started = time.monotonic()
+        killed = time.monotonic()
         await running
-        return victim, time.monotonic() - started
+        return victim, killed
 
-    victim, _ = asyncio.run(scenario())
+    victim, killed = asyncio.run(scenario())
     assert victim not in replica_pids(app.settings.app_name)
-    assert set(statuses) <= {0, 200, 500, 502, 503}
+    app_errors = [r for r in replies if r[1] >= 500 and not r[2] and r[1] != 503]
+    assert not app_errors, f"the app answered {app_errors}: a replica's death is never an app 500"
+    late = [r for r in replies if (r[1] == 0 or r[2]) and r[0] > killed + INGRESS_SETTLES]
+    assert not late, f"{late}: requests sent {INGRESS_SETTLES:.0f} s after the kill still reached the dead replica"
     for sid, client in clients.items():  # every session, whichever replica held its requests, is intact
         row = client.post("/verify", json=verify_body()).json()
         assert (row["mask_sample"], row["reward"]) == (False, 1.0)

@@ -193,6 +193,12 @@ VERIFY_VARIANTS = {
 }
 
 
+# The answer "42" is read only where the trajectory says it as an answer: the question's input may be junk, but
+# a final_result that is not a string (NaN, a list) or arguments that are not a JSON object are no answer.
+JUNK_REWARD = {label: 1.0 if label in ("input a string", "input of junk", "final_result an object") else 0.0
+               for label in VERIFY_VARIANTS}
+
+
 @pytest.mark.timeout(60)
 def test_a_verify_whose_trajectory_is_junk_is_graded_not_a_500(app):
     """§D.2's robustness recommendations: non-object arguments, non-string final_result and the like count as
@@ -200,7 +206,7 @@ def test_a_verify_whose_trajectory_is_junk_is_graded_not_a_500(app):
     for label, patch in VERIFY_VARIANTS.items():
         response = app.post("/verify", json={**verify_body(), **patch})
         assert response.status_code == 200, (label, response.text[:300])
-        assert response.json()["reward"] in (0.0, 1.0), label
+        assert response.json()["reward"] == JUNK_REWARD[label], label
     still_works(app)
 
 
