@@ -4,9 +4,10 @@ does the deterministic grader score restated answers right and wrong ones wrong?
     .venv/bin/python bench/retrieval_hit_rate.py [--previous bench/results/retrieval_hit_rate.json]
 
 Two question sets over the eight real filings, each filing reduced to text with `html_to_text`:
-- `current` (bench/retrieval_questions.json): one figure per question, by category (cover, statement, prose);
+- `current` (bench/retrieval_questions.json): one figure per question, by category (cover, statement, prose,
+  headcount, total);
 - `hard` (bench/retrieval_questions_hard.json): analyst questions by kind (change, segment, balance, ratio,
-  deep_prose, multipart) that need one to three figures each.
+  deep_prose, multipart, headcount, total) that need one to four figures each.
 `PassageRetriever().answer(question, {"filing": excerpt(text)})` is called for each. A question is a hit only when
 EVERY figure it needs occurs in the first 8,000 characters of the reply (as a standalone number: `1.08` does not
 match inside `11.08`).
@@ -64,8 +65,8 @@ BUDGET = 8000
 WINDOW = 700
 TOP = 8  # the baselines' window count
 WIDE = 12  # a wider reply, still cut to the budget
-GROUPS = {"current": ("cover", "statement", "prose"),
-          "hard": ("change", "segment", "balance", "ratio", "deep_prose", "multipart")}
+GROUPS = {"current": ("cover", "statement", "prose", "headcount", "total"),
+          "hard": ("change", "segment", "balance", "ratio", "deep_prose", "multipart", "headcount", "total")}
 METHODS = ("ours", f"ours k={WIDE}", "ours, 8 filings in session", "first 8k", "bm25 windows/ws", "bm25 windows/fin")
 
 

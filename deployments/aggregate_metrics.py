@@ -9,6 +9,11 @@ returns renders as strict JSON (no NaN or infinity; Starlette renders with allow
 - Statistics that overflow the usual way are computed another way that cannot (mean of fractions, median
   by halves, std scaled by the largest magnitude); a statistic that would still not be finite is dropped.
 - `sample` (a row echoed back) has every non-finite float replaced by null.
+
+Grounding: `grounding/checked_rollouts` counts the measured rows whose `grounded` is true or false (null means
+there was nothing to check), and `grounding/grounded_rate` is the grounded share of those. Both go in
+`agent_metrics` and `key_metrics`. The rate equals `mean/grounded` (a bool counts as 0/1); this block states the
+denominator as well.
 """
 
 from __future__ import annotations
@@ -122,6 +127,13 @@ def _perf_summary(rows: list[dict[str, Any]]) -> dict[str, float] | None:
     return {"rows": len(perf), **_stats(perf)}
 
 
+def _grounding(rows: list[dict[str, Any]]) -> dict[str, float]:
+    checked = [row["grounded"] for row in rows if isinstance(row.get("grounded"), bool)]
+    if not checked:
+        return {}
+    return {"grounding/checked_rollouts": len(checked), "grounding/grounded_rate": sum(checked) / len(checked)}
+
+
 def aggregate_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
     rows = [row for row in rows if isinstance(row, dict)]
     if not rows:
@@ -143,6 +155,9 @@ def aggregate_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
     if measured:
         agent_metrics = {**_stats(measured), "num_repeats": len(by_repeat)}
     key_metrics = {name: value for name, value in agent_metrics.items() if name.startswith("mean/")}
+    grounding = _grounding(measured)
+    agent_metrics.update(grounding)
+    key_metrics.update(grounding)
     if len(measured) < len(rows):
         all_tasks = {_index(row, "_ng_task_index") for row in rows}
         coverage = {

@@ -127,6 +127,10 @@ class VerifyResponse(BaseModel):
     expected_answer: str
     judge_rating: int | None = None
     judge_text: str | None = None
+    # Whether the answer's figures appear in the documents this session stored (deployments/grading/grounding.py):
+    # null when there is nothing to check (no figures, no session documents to read, or a masked row).
+    grounded: bool | None = None
+    ungrounded_figures: list[str] = Field(default_factory=list)  # as written; at most 8, each at most 40 characters
 
 
 class RetireRequest(BaseModel):

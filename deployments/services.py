@@ -20,6 +20,7 @@ from .edgar.source import EdgarSource, MirrorSource
 from .grading.deterministic import DeterministicGrader
 from .grading.grader import Grader
 from .grading.judge import LlmJudge
+from .grounding import Grounder
 from .net.policy import FetchPolicy
 from .net.safe_fetch import FetchError
 from .retrieval.backends import ModelBackend, PassageBackend, RetrievalBackend
@@ -120,7 +121,9 @@ async def build_services(
         parser=PageParser(store, documents, filings, large_doc_threshold_chars=settings.large_doc_threshold_chars),
         retriever=Retriever(store, documents, filings, retrieval),
         verifier=Verifier(store, judge, judge_lease_seconds=settings.judge_lease_seconds,
-                          lease_seconds=_lease_seconds(settings), grading_key=grading_key(settings, judge)),
+                          lease_seconds=_lease_seconds(settings), grading_key=grading_key(settings, judge),
+                          grounder=Grounder(store, documents, index_cache_bytes=settings.grounding_index_cache_bytes),
+                          require_grounded=settings.require_grounded_answer),
         full_text=full_text,
         web=web,
         closing=[c for c in (source, full_text, web, getattr(retrieval, "model", None), judge)
@@ -188,6 +191,7 @@ def grading_key(settings: Settings, judge: Grader) -> str:
         "grader": type(judge).__name__, "code": code_version(grading), "reward_mode": settings.reward_mode,
         "judge": None if endpoint is None else endpoint.model_dump(mode="json", exclude={"api_key"}),
         "template": getattr(judge, "template", None), "params": settings.judge_responses_create_params,
+        "require_grounded": settings.require_grounded_answer,
     })
 
 

@@ -114,6 +114,12 @@ class Settings(BaseSettings):
     reward_mode: Literal["binary", "scaled"] = "binary"
     max_answer_chars: int = Field(4_000, ge=100, description="deterministic grader: a longer answer gets 0 with "
                                   "failure_kind answer_too_long, unread (an answer is a statement, not a document)")
+    # grounding in /verify: do the answer's figures appear in the documents the session stored (grading/grounding.py)
+    require_grounded_answer: bool = Field(
+        False, description="an answer whose figures appear in none of the session's documents gets 0 with "
+        "failure_kind ungrounded, ungraded (the judge is not asked): a policy cannot be rewarded for a guess")
+    grounding_index_cache_bytes: int = Field(64_000_000, ge=0, description="the numbers of document texts, "
+                                             "indexed once per text for grounding and kept per replica")
     judge_lease_seconds: float = Field(
         300.0, gt=0, description="identical verifies wait at most this long for one judge; at least one judge's "
         "worst case (judge_call_timeout x attempts + retry delays), which is also when a dead judge's lease lapses")
@@ -137,6 +143,12 @@ class Settings(BaseSettings):
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):
         return env_settings, init_settings  # the environment overrides the config file's args
+
+    @field_validator("edgar_search_mode", mode="before")
+    @classmethod
+    def _search_off(cls, mode):
+        """`null` in a config; "off" (or "none", "null", "") where only a string can be written: the environment."""
+        return None if isinstance(mode, str) and mode.strip().lower() in ("", "off", "none", "null") else mode
 
     @field_validator(
         "corpus_dir", "cache_dir", "sec_dump_path", "supplementary_tickers_fpath", "retrieval_system_prompt_fpath",

@@ -14,6 +14,13 @@ Leases cannot orphan. A lease lasts one judgement's worst case (`lease_seconds`:
 the lease of a replica that died mid-judge lapses then and a twin takes the judging over; every other way out
 of a judgement (a verdict, a failed judge, an exception, a cancelled request or a replica shutting down)
 releases it at once. Twins wait at most `judge_lease_seconds` in all.
+
+Grounding. Every row that is not masked says whether the answer's figures appear in the documents this session
+stored (`grounded`, `ungrounded_figures`; rule in grading/grounding.py, lookup in grounding.py). On the
+deterministic path the one shard call hands the refs back (`Scored.documents`, read before it releases an
+agent-run session); only when the verdict depends on grounding (`require_grounded_answer`: an ungrounded answer
+gets 0 with failure_kind `ungrounded`, ungraded, so a policy cannot be rewarded for a guess) or on the judge
+path are they read first. The setting is part of the grading key.
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ from .contract import VerifyRequest, VerifyResponse
 from .failure_kinds import JUDGE_FAILED, gym_failure_kind
 from .grading.answer import HARD_GATE_TEXT, question_of, submitted_answer
 from .grading.grader import Grader, GradingFailed
+from .grading.grounding import NOT_CHECKED, UNGROUNDED, Grounding
+from .grounding import Grounder
 from .single_flight import SingleFlight
 
 log = logging.getLogger(__name__)
@@ -51,44 +60,64 @@ _REASON_LIMIT = 2000
 
 class Verifier:
     def __init__(self, store: SessionStore, grader: Grader, *, judge_lease_seconds: float,
-                 lease_seconds: float | None = None, grading_key: str = ""):
+                 lease_seconds: float | None = None, grading_key: str = "", grounder: Grounder | None = None,
+                 require_grounded: bool = False):
         self._store = store
         self._grader = grader
         self._deterministic = bool(getattr(grader, "deterministic", False))
         self._wait = judge_lease_seconds
         self._lease = min(lease_seconds or judge_lease_seconds, judge_lease_seconds)
         self._grading_key = grading_key
+        self._grounder = grounder
+        self._require_grounded = require_grounded
         self._judging: SingleFlight[tuple[str, str], tuple[dict, bool]] = SingleFlight()  # identical verifies
 
     async def verify(self, sid: str, claims: Claims, body: VerifyRequest, size: int) -> tuple[dict[str, Any], bool]:
         """The row to answer with, and whether this verify released the cookie's (agent-run) session. `size` is
         the body's: big bodies are digested, graded and echoed into the row off the event loop."""
         digest = await offload.run(size, lambda: self.verdict_key(body.model_dump(mode="json")))
+        grounding, first = NOT_CHECKED, self._grounder is not None and (self._require_grounded or
+                                                                        not self._deterministic)
+        if first:  # the verdict (or the judge path's row) needs it before the shard settles the verify
+            grounding = await self._grounder.ground(sid, body.response, size)
         if self._deterministic:
-            verdict = await offload.run(size, self._grade_now, body)
+            verdict = await offload.run(size, self._grade_now, body, grounding)
             outcome = await self._store.finish_verify(sid, digest, verdict, claims)
             if isinstance(outcome, Masked):
                 row, released = partial(masked_row, body, outcome.failure_kind, outcome.reason), False
             else:
-                row = partial(verdict_row, body, outcome.verdict)
+                if self._grounder is not None and not first and outcome.documents is not None:
+                    figures = await self._grounder.figures(body.response, size)
+                    grounding = await self._grounder.against(figures, outcome.documents, size)
+                row = partial(verdict_row, body, outcome.verdict, grounding)
                 released = isinstance(outcome, Scored) and outcome.released
         else:
-            row, released = await self._judging.run((sid, digest), lambda: self._judged(sid, claims, digest, body))
+            row, released = await self._judging.run((sid, digest),
+                                                    lambda: self._judged(sid, claims, digest, body, grounding))
         return await offload.run(size, row), released
 
     def verdict_key(self, body: dict[str, Any]) -> str:
         """What a verdict is kept under: the verify body and the grading settings that judged it."""
         return canonical_digest([self._grading_key, body])
 
-    def _grade_now(self, body: VerifyRequest) -> Verdict:
+    def _ungrounded(self, grounding: Grounding) -> Verdict | None:
+        """The verdict of an answer that require_grounded_answer refuses to grade; None when it is graded."""
+        if self._require_grounded and grounding.grounded is False:
+            return Verdict(0.0, 0, grounding.explanation(), UNGROUNDED)
+        return None
+
+    def _grade_now(self, body: VerifyRequest, grounding: Grounding) -> Verdict:
         answer = submitted_answer(body.response)
         if not answer.strip():  # §D.2: no fallback to the assistant's text
             return Verdict(0.0, 0, HARD_GATE_TEXT)
+        if (refused := self._ungrounded(grounding)) is not None:
+            return refused
         grade = self._grader.grade_sync(question_of(body.responses_create_params.input), body.expected_answer,
                                         answer)
         return Verdict(grade.reward, grade.judge_rating, grade.judge_text, grade.failure_kind)
 
-    async def _judged(self, sid: str, claims: Claims, digest: str, body: VerifyRequest) -> tuple[Row, bool]:
+    async def _judged(self, sid: str, claims: Claims, digest: str, body: VerifyRequest,
+                      grounding: Grounding) -> tuple[Row, bool]:
         deadline = time.monotonic() + self._wait
         while True:
             plan = await self._store.plan_verify(sid, digest, claims, self._lease)
@@ -98,13 +127,13 @@ class Verifier:
         if isinstance(plan, Masked):
             return partial(masked_row, body, plan.failure_kind, plan.reason), False
         if isinstance(plan, Cached):
-            return partial(verdict_row, body, plan.verdict), False
+            return partial(verdict_row, body, plan.verdict, grounding), False
         if isinstance(plan, Pending):
             raise StoreUnavailable("An identical verify is still being judged; retry shortly for its verdict.")
         assert isinstance(plan, Score)
         recorded = False
         try:
-            verdict, failure = await self._judge(body)
+            verdict, failure = await self._judge(body, grounding)
             if plan.record:
                 try:  # the row stands even if keeping it fails: a re-send is judged afresh, never a 503 now
                     await self._store.record_verdict(sid, digest, verdict)
@@ -117,12 +146,14 @@ class Verifier:
                 release.add_done_callback(lambda done: done.cancelled() or done.exception())
         if verdict is None:
             return partial(judge_failed_row, body, failure), False
-        return partial(verdict_row, body, verdict), not plan.record and claims.kind == "agent_run"
+        return partial(verdict_row, body, verdict, grounding), not plan.record and claims.kind == "agent_run"
 
-    async def _judge(self, body: VerifyRequest) -> tuple[Verdict | None, str]:
+    async def _judge(self, body: VerifyRequest, grounding: Grounding) -> tuple[Verdict | None, str]:
         answer = submitted_answer(body.response)
         if not answer.strip():
             return Verdict(0.0, 0, HARD_GATE_TEXT), ""
+        if (refused := self._ungrounded(grounding)) is not None:  # the judge is not asked: its grade would not count
+            return refused, ""
         question = question_of(body.responses_create_params.input)
         try:
             grade = await self._grader.grade(question, body.expected_answer, answer)
@@ -142,10 +173,11 @@ def _echo(body: VerifyRequest) -> dict[str, Any]:
     }
 
 
-def verdict_row(body: VerifyRequest, verdict: Verdict) -> dict[str, Any]:
+def verdict_row(body: VerifyRequest, verdict: Verdict, grounding: Grounding = NOT_CHECKED) -> dict[str, Any]:
     return VerifyResponse(
         **_echo(body), reward=verdict.reward, judge_rating=verdict.judge_rating, judge_text=verdict.judge_text,
-        failure_kind=gym_failure_kind(verdict.failure_kind),
+        failure_kind=gym_failure_kind(verdict.failure_kind), grounded=grounding.grounded,
+        ungrounded_figures=grounding.ungrounded_figures,
     ).model_dump(mode="json")
 
 

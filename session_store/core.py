@@ -13,6 +13,7 @@ Where each rule lives:
 | retire (§C.8, Decision 8)                         | `retire`                                        |
 | masked verify, verdict cache (§C.5, D6, D7)       | `plan_verify`, `finish_verify`, `record_verdict`|
 | stateful tools on a session not open (§C.6)       | `put_document`, `read_documents`, `check_open`  |
+| what a verify's answer is grounded in             | `document_refs`, `Scored.documents`             |
 | TTL eviction and expired marks (§C.9, D10)        | `evict_expired`, `_evict`, `_open`              |
 | lost sessions: incarnations in cookies            | `_note_if_lost`, `mark_lost`                    |
 | durable marks (fences, expired marks, seeds)      | `Mark`, `wants_mark`, `learn_mark`, `take_mark_writes` |
@@ -160,6 +161,7 @@ class Masked:
 @dataclass(frozen=True)
 class Cached:
     verdict: Verdict
+    documents: dict[str, DocumentRef] | None = field(default=None, compare=False)  # as Scored's, for a re-send
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,8 @@ class Scored:
 
     verdict: Verdict
     released: bool  # an agent-run session was released by this verify
+    # The open session's documents before any release, for grounding the row; not part of what was decided.
+    documents: dict[str, DocumentRef] | None = field(default=None, compare=False)
 
 
 VerifyPlan = Masked | Cached | Score | Pending
@@ -409,16 +413,23 @@ class SessionCore:
             if cached is not None:
                 return cached
             self._keep_verdict(session, body_digest, verdict)
+        documents = dict(session.documents) if session is not None else None
         released = session is not None and session.episode is None
         if released:
             self._release(sid)
         self.counters["verifies.scored"] += 1
-        return Scored(verdict, released)
+        return Scored(verdict, released, documents)
 
     # ----- the stateful tools (§C.6) -----
 
     def check_open(self, sid: str, claims: Claims = NO_CLAIMS) -> None:
         self._require_open(sid, claims)
+
+    def document_refs(self, sid: str) -> dict[str, DocumentRef] | None:
+        """The open session's documents, or None. No side effects (no 404 counted, nothing fenced): grounding
+        asks this before a verify decides what the session is."""
+        session = self._open(sid)
+        return None if session is None else dict(session.documents)
 
     def started_at(self, sid: str) -> float | None:
         """When the open session was seeded, or None: a session that is not open has no time budget (§A.15).
@@ -595,7 +606,7 @@ class SessionCore:
         if verdict is None:
             return None
         self.counters["verifies.cached"] += 1
-        return Cached(verdict)
+        return Cached(verdict, dict(session.documents))
 
     def _keep_verdict(self, session: Session, body_digest: str, verdict: Verdict) -> None:
         held = len(session.verdicts)

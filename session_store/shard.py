@@ -40,7 +40,7 @@ Outcome = tuple[bool, Any]  # (True, result) or (False, the session error to rai
 
 OPERATIONS = frozenset({
     "seed_episode", "seed_agent_run", "close", "retire", "mark_lost", "plan_verify", "record_verdict",
-    "finish_verify", "check_open", "started_at", "put_document", "read_documents", "describe",
+    "finish_verify", "check_open", "started_at", "put_document", "read_documents", "describe", "document_refs",
 })
 # Operations whose answer depends on, or that may write, a fence or expired mark of an ID that is not open
 # (a tool on a lost session fences it: the durable mark must be known first, or it would be overwritten).

@@ -78,6 +78,9 @@ class SessionStore(ABC):
     async def check_open(self, sid: str, claims: Claims) -> None:
         await self._on(sid, "check_open", claims)
 
+    async def document_refs(self, sid: str) -> dict[str, DocumentRef] | None:
+        return await self._on(sid, "document_refs")
+
     async def started_at(self, sid: str) -> float | None:
         return await self._on(sid, "started_at")
 

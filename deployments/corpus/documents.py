@@ -7,6 +7,8 @@ from __future__ import annotations
 from .model import Filing, previous_annual
 
 _STATEMENT_ROWS = (
+    ("ProductRevenues", "Product revenues"),  # the top line split, then stated as its total
+    ("ServiceRevenues", "Service revenues"),
     ("Revenues", "Total net revenues"),
     ("CostOfRevenue", "Cost of revenues"),
     ("OperatingExpenses", "Selling, general and administrative"),

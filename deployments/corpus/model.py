@@ -8,7 +8,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-CORPUS_VERSION = "2"
+CORPUS_VERSION = "3"  # names the cached folder: bump it whenever a document's text changes
+_FACTS_SEED = "2"  # seeds the figures: kept when only the layout changes, so every figure stays the same
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,13 @@ def _facts(rng: random.Random, loss_making: bool) -> dict[str, int]:
     }
 
 
+def _split_revenues(facts: dict[str, int]) -> dict[str, int]:
+    """Revenues split into products and services, as statements that state the top line as a total do. The share
+    comes from the figure itself, not from the random stream, so adding the split changed no other figure."""
+    products = facts["Revenues"] * (55 + facts["Revenues"] % 23) // 100
+    return {**facts, "ProductRevenues": products, "ServiceRevenues": facts["Revenues"] - products}
+
+
 def _accession(rng: random.Random, issuer: Issuer, year: int) -> str:
     return f"{issuer.cik:010d}-{year % 100:02d}-{rng.randrange(1, 999999):06d}"
 
@@ -79,9 +87,9 @@ def filings() -> list[Filing]:
     """Per issuer: a 10-K and a results 8-K for each fiscal year, then a 10-Q; in filing order."""
     out = []
     for issuer in ISSUERS:
-        rng = random.Random(f"{CORPUS_VERSION}:{issuer.ticker}")
+        rng = random.Random(f"{_FACTS_SEED}:{issuer.ticker}")
         for n, year in enumerate(FISCAL_YEARS):
-            facts = _facts(rng, issuer.loss_making)
+            facts = _split_revenues(_facts(rng, issuer.loss_making))
             out.append(Filing(
                 issuer, "8-K", year, f"{year + 1}-01-{28 + n:02d}", f"{year + 1}-01-{29 + n:02d}",
                 _accession(rng, issuer, year + 1), f"{issuer.ticker.lower()}-8k-{year + 1}01{28 + n:02d}.htm", facts,
@@ -91,7 +99,7 @@ def filings() -> list[Filing]:
                 _accession(rng, issuer, year + 1), f"{issuer.ticker.lower()}-{year}1231.htm", facts,
             ))
         year = FISCAL_YEARS[-1] + 1
-        quarter = {k: v // 4 for k, v in _facts(rng, issuer.loss_making).items()}
+        quarter = _split_revenues({k: v // 4 for k, v in _facts(rng, issuer.loss_making).items()})
         out.append(Filing(
             issuer, "10-Q", year, f"{year}-03-31", f"{year}-05-02", _accession(rng, issuer, year),
             f"{issuer.ticker.lower()}-{year}0331.htm", quarter,

@@ -16,6 +16,9 @@
   Services", "North America, International and AWS") or a ratio that needs two figures ("operating margin" needs
   operating income and revenues). Each part is searched on its own words, with the rest of the question as
   context at a lower weight.
+- A figure the filing states in other words than the question uses is matched by concept too (concepts.py): a
+  headcount question searches for the tag of passages that state a number of employees, and a question for the
+  top line ("revenue") also searches for its other names ("total net sales").
 - The reply fills a character budget shared fairly among the parts: the part that has used the fewest characters
   adds its next best row or passage, so one part cannot crowd out another. A single-part question gets its best
   rows and passages, best first.
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import concepts
 from .bm25 import Bm25Index, idf
 from .tokenize import normalize, stem, tokenize
 
@@ -83,7 +87,7 @@ def query_weights(question: str) -> dict[str, float]:
             continue
         weight = 0.25 if token in _PERIOD_WORDS or re.fullmatch(r"(?:19|20)\d\d|fy\d+|q[1-4]|\d{1,2}", token) else 1.0
         weights[token] = weights.get(token, 0.0) + weight
-    return weights
+    return _add(weights, concepts.question_terms(question, weights))
 
 
 # Ratios and derived figures: the stated figures an analyst computes them from (each becomes a part).
@@ -237,7 +241,8 @@ class _Units:
 
     def __init__(self, text: str, units: list[Passage]):
         self.units = units
-        self.index = Bm25Index([tokenize(u.context + "\n" + text[u.start : u.end]) for u in units])
+        self.index = Bm25Index([tokenize(u.context + "\n" + text[u.start : u.end])
+                                + concepts.document_tags(text[u.start : u.end]) for u in units])
         self._starts = np.array([u.start for u in units], dtype=np.int64)
         self._ends = np.array([u.end for u in units], dtype=np.int64)
 

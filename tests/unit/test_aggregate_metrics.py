@@ -114,3 +114,16 @@ def test_over_http_a_hostile_body_gets_200() -> None:
         reply = client.post("/aggregate_metrics", content=body, headers={"Content-Type": "application/json"})
     assert reply.status_code == 200, reply.text
     assert reply.json()["agent_metrics"]["mean/judge_rating"] == 1e308
+
+
+def test_the_grounded_share_counts_measured_rows_that_were_checked() -> None:
+    """Null grounding (nothing to check) and masked rows are left out of the denominator; no checked row, no keys.
+    Mutation: counting null as ungrounded, or masked rows, fails this."""
+    rows = [{"reward": 1.0, "grounded": True}, {"reward": 0.0, "grounded": False}, {"reward": 1.0, "grounded": True},
+            {"reward": 1.0, "grounded": None}, {"reward": 0.0, "mask_sample": True, "grounded": False},
+            {"reward": 1.0, "grounded": "yes"}]
+    result = strict_json(aggregate_metrics(rows))
+    for block in ("agent_metrics", "key_metrics"):
+        assert result[block]["grounding/checked_rollouts"] == 3
+        assert result[block]["grounding/grounded_rate"] == 2 / 3
+    assert "grounding/grounded_rate" not in aggregate_metrics([{"reward": 1.0, "grounded": None}])["agent_metrics"]

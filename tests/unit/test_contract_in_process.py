@@ -389,3 +389,80 @@ def test_without_an_admin_token_no_body_shows_the_retire_route():
             response = app.post("/admin/retire_session_state", content=body,
                                        headers={"content-type": "application/json"})
             assert response.status_code == 404, body
+
+
+# ----- grounding: are the answer's figures in the session's documents (issue 15) -----
+
+
+def parsed_then_answered(answer: str, *keys: str) -> dict:
+    """A verify body whose trajectory parsed the filing under `keys` before submitting `answer`."""
+    body = verify_body(answer, expected=Q["expected_answer"])
+    calls = [{"type": "function_call", "name": "parse_html_page", "call_id": f"p{i}",
+              "arguments": json.dumps({"url": Q["url"], "key": k})} for i, k in enumerate(keys)]
+    body["response"]["output"][:0] = calls
+    return body
+
+
+def test_a_verify_row_says_whether_the_answers_figures_are_in_the_parsed_filing(app):
+    """Seed, parse a corpus filing, retrieve, verify: a figure read from the filing (at its own scale or another)
+    is grounded, a guessed one is not and is listed, an answer with no figures is not checked."""
+    app.post("/seed_session", json=episode_seed(new_session_id()))
+    assert results(parse(app)).startswith("SUCCESS")
+    assert Q["evidence"] in results(app.post("/retrieve_information", json={"prompt": Q["question"] + " {{doc}}"}))
+    in_thousands = float(Q["evidence"].replace(",", "")) / 1_000
+    for answer in (Q["expected_answer"], f"${in_thousands:,.1f} million"):  # the table's figure, rescaled
+        row = app.post("/verify", json=parsed_then_answered(answer, "doc")).json()
+        assert (row["reward"], row["grounded"], row["ungrounded_figures"]) == (1.0, True, []), answer
+    row = app.post("/verify", json=parsed_then_answered("$4,321.7 million", "doc")).json()
+    assert (row["reward"], row["grounded"], row["ungrounded_figures"]) == (0.0, False, ["$4,321.7 million"])
+    row = app.post("/verify", json=parsed_then_answered("Delaware", "doc")).json()
+    assert (row["grounded"], row["ungrounded_figures"]) == (None, [])
+
+
+def test_an_answer_no_document_of_the_session_states_is_ungrounded_even_when_right(app):
+    """The expected figure, submitted by a session that never parsed the filing: the grader passes it (default
+    settings), and the row says it is not grounded."""
+    app.post("/seed_session", json=episode_seed(new_session_id()))
+    row = app.post("/verify", json=verify_body(Q["expected_answer"], expected=Q["expected_answer"])).json()
+    assert (row["reward"], row["grounded"], row["ungrounded_figures"]) == (1.0, False, [Q["expected_answer"]])
+
+
+def test_require_grounded_answer_gives_a_guess_zero_with_reason_ungrounded():
+    """A right answer that no document of the session states earns 0, again on an identical re-send (the kept
+    verdict is the gated one); once the session parsed the filing, it earns 1. Mutation: no gate, a gate on
+    grounded answers too, or one that ignores the setting, fails this."""
+    with InProcess(require_grounded_answer=True) as app:
+        app.post("/seed_session", json=episode_seed(new_session_id()))
+        guessed = verify_body(Q["expected_answer"], expected=Q["expected_answer"])  # right, but read from nothing
+        for _ in range(2):  # and the same for an identical re-send
+            row = app.post("/verify", json=guessed).json()
+            assert (row["reward"], row["failure_kind"], row["grounded"]) == (0.0, "finance_sec_search:ungrounded",
+                                                                            False)
+            assert row["judge_text"].startswith("ungrounded: no document this session stored states")
+        parse(app)
+        row = app.post("/verify", json=parsed_then_answered(Q["expected_answer"], "doc")).json()
+        assert (row["reward"], row["failure_kind"], row["grounded"]) == (1.0, None, True)
+
+
+def test_an_agent_run_sessions_documents_are_read_before_its_verify_releases_them(app):
+    """Mutation: reading the documents after finish_verify (which releases an agent-run session) gives null."""
+    app.post("/seed_session", json={})
+    parse(app)
+    row = app.post("/verify", json=parsed_then_answered(Q["expected_answer"], "doc")).json()
+    assert (row["reward"], row["grounded"]) == (1.0, True)
+    assert app.stats()["sessions"] == 0  # released by the verify, as before
+
+
+def test_aggregate_metrics_report_the_grounded_share_of_checked_rows(app):
+    """Rows with grounded true and false count; a row with nothing to check (null) and a masked row do not."""
+    app.post("/seed_session", json=episode_seed(new_session_id()))
+    parse(app)
+    rows = [app.post("/verify", json=parsed_then_answered(answer, "doc")).json()
+            for answer in (Q["expected_answer"], "$4,321.7 million", "Delaware")]
+    app.restart_shards()  # the session is lost: its verify is masked, and its row carries no grounding
+    masked = app.post("/verify", json=parsed_then_answered(Q["expected_answer"], "doc")).json()
+    assert masked["mask_sample"] and masked["grounded"] is None
+    metrics = app.post("/aggregate_metrics", json={"verify_responses": rows + [masked]}).json()
+    for block in ("agent_metrics", "key_metrics"):
+        assert metrics[block]["grounding/checked_rollouts"] == 2
+        assert metrics[block]["grounding/grounded_rate"] == 0.5

@@ -45,3 +45,26 @@ def test_every_answer_is_in_its_filings_text(tmp_path):
                                                         .read_bytes()))
         assert q["evidence"] in text, q
     assert {q["form"] for q in written} == {"10-K", "10-Q", "8-K"}
+
+
+def test_statements_split_the_top_line_and_state_it_as_a_total(tmp_path):
+    """Products and services, then the total (the top line of deployments/retrieval/concepts.py), and the split
+    left every other figure as it was: the facts' seed did not move with the corpus version."""
+    root = write_corpus(tmp_path / "c")
+    for filing in filings():
+        if filing.form == "8-K":
+            continue
+        f = filing.facts
+        assert f["ProductRevenues"] + f["ServiceRevenues"] == f["Revenues"] and 0 < f["ServiceRevenues"]
+        text = html_to_text((root / filing.url_path).read_bytes())
+        rows = [text.index(f"{label} | ${value:,}") for label, value in (
+            ("Product revenues", f["ProductRevenues"]), ("Service revenues", f["ServiceRevenues"]),
+            ("Total net revenues", f["Revenues"]))]
+        assert rows == sorted(rows), filing.url
+    assert questions()[0]["expected_answer"] == "$979,207 thousand"
+
+
+def test_reworded_questions_come_last_so_a_runs_first_tasks_stay():
+    asked = questions()
+    reworded = [q for q in asked if "headcount" in q["question"] or "net sales" in q["question"]]
+    assert len(reworded) == 20 and asked[-len(reworded):] == reworded

@@ -66,6 +66,7 @@ def graded(question: str, expected: str, given: str | None) -> float:
     ("How much net cash did Acme Corp. (ACME1) use in operating activities in 2024?", "$563,601 thousand",
      "$563,601 thousand"),
     ("How many full-time employees did Acme Corp. (ACME1) report at the end of 2024?", "1,451", "1,451"),
+    ("What was Acme Corp. (ACME1)'s headcount at the end of 2024?", "1,451", "1,451"),  # a count, not money
     ("By what percentage did Acme Corp. (ACME1)'s total net revenues change in fiscal 2024 compared with 2023?",
      "-12.5%", "a decrease of 12.5%"),
 ])

@@ -67,14 +67,17 @@ def read_question(text: str, ticker_hint: str | None = None, form_hint: str | No
     if ("percent" in lowered or "%" in lowered) and any(w in lowered for w in ("change", "grow", "increase",
                                                                                  "decrease", "decline")):
         kind = "percent_change"
-    elif "how many" in lowered:
-        kind = "count"
+    elif "how many" in lowered or any(word in lowered for word in ("headcount", "employees")):
+        kind = "count"  # a number of things, never money: "What was the headcount", "employees at year end"
     else:
         kind = "amount"
     form = _form(lowered, form_hint)
     # The company's name and ticker say who, not what: they are left out of the keywords.
+    keywords = stems(_strip_company(text))
+    if "headcount" in lowered:  # filings state it as "N full-time employees"
+        keywords |= stems("employees")
     return Question(text, ticker, kind, years, date_match.group(0) if date_match else None, form,
-                    frozenset(stems(_strip_company(text))))
+                    frozenset(keywords))
 
 
 def _form(lowered: str, hint: str | None) -> str:
