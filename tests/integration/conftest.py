@@ -11,7 +11,7 @@ import pytest
 
 from deployments.corpus.generate import embedded_corpus_dir
 from deployments.ingress import app_actors, session_actors_spec
-from deployments.local import deploy, start_ray_and_serve, stop_ray_and_serve, undeploy
+from deployments.local import QUIET_LOGS, deploy_application, start_ray_and_serve, stop_ray_and_serve, undeploy
 from deployments.settings import Settings
 from session_store.ray_store import RaySessionStore, SessionActors
 from tests.bodies import close_body, cookie_claims, episode_seed, new_session_id, verify_body  # noqa: F401 (shared)
@@ -68,12 +68,15 @@ class App:
         return asyncio.run(self.store.stats())
 
 
-def deployed_app(serve_url: str, name: str, replicas: int = 2, **settings: Any) -> Iterator[App]:
+def deployed_app(serve_url: str, name: str, replicas: int = 2, route_prefix: str = "/",
+                 **settings: Any) -> Iterator[App]:
+    """The app deployed as a serve config would, at `route_prefix` (its clients' relative URLs go under it)."""
     options = dict(app_name=name, num_shards=4, corpus_dir=embedded_corpus_dir(), reaper_interval_seconds=1.0)
     app_settings = Settings(**{**options, **settings})
-    deploy(app_settings, serve_url, replicas=replicas)
+    url = deploy_application(app_settings, serve_url, name=name, route_prefix=route_prefix, options={
+        "num_replicas": replicas, "ray_actor_options": {"num_cpus": 0}, "logging_config": QUIET_LOGS})
     try:
-        yield App(serve_url, app_settings, *store_of(app_settings))
+        yield App(url, app_settings, *store_of(app_settings))
     finally:
         undeploy(app_settings, purge=True)
 

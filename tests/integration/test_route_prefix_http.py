@@ -2,9 +2,10 @@
 
 Serve keeps the prefix in the ASGI path and names it in root_path (tests/unit/test_route_prefix.py has the
 in-process cases and the evidence); strict JSON, the body cap, the `/ng-rollout/<id>/` prefix and the cookie
-must behave as they do at "/". A representative subset of the contract checks, against one app for the
-module: seed, retried seed, close, fence 409; verify masked after close; NaN 422; oversize 413; the rollout
-prefix; the cookie set on every reply, scoped to the mount and honoured.
+must behave as they do at "/". The whole session contract suite runs under /finsec too
+(test_sessions_http.py); here, what is the prefix's own: seed, retried seed, close and fence 409 with and
+without the cookie; NaN 422; oversize 413; the rollout prefix; the cookie set on every reply, scoped to the
+mount and honoured.
 """
 
 from __future__ import annotations
@@ -56,15 +57,6 @@ def test_seed_close_and_the_fence_under_the_prefix(app):
     with app.client() as fresh:  # a late seed without the cookie, as single_agent_turn sends it
         assert fresh.post("/seed_session", json=episode_seed(sid)).status_code == 409
     assert app.describe(sid)["fenced"] and not app.describe(sid)["open"]
-
-
-def test_verify_after_close_is_masked_under_the_prefix(app):
-    sid = new_session_id()
-    with app.client() as client:
-        client.post("/seed_session", json=episode_seed(sid))
-        client.post("/close_session", json=close_body(sid))
-        row = client.post("/verify", json=verify_body("42")).json()
-    assert (row["reward"], row["mask_sample"], row["failure_kind"]) == (0.0, True, "session_lost")
 
 
 def test_strict_json_and_the_body_cap_hold_under_the_prefix(app):

@@ -18,9 +18,11 @@ from .conftest import close_body, cookie_claims, deployed_app, episode_seed, new
 FILING_URL = questions()[0]["url"]
 
 
-@pytest.fixture(scope="module")
-def app(serve_url):
-    yield from deployed_app(serve_url, "it-sessions")
+@pytest.fixture(scope="module", params=["/", "/finsec"], ids=["at /", "under /finsec"])
+def app(serve_url, request):
+    """The whole contract suite at the root and again under a route prefix (Serve keeps it in the path)."""
+    yield from deployed_app(serve_url, "it-sessions" if request.param == "/" else "it-sessions-prefixed",
+                            route_prefix=request.param)
 
 
 def parse(client, key: str = "doc"):
