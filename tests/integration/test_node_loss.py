@@ -29,7 +29,9 @@ def test_state_actors_sit_only_on_the_nodes_meant_for_them(summary):
 
 def test_losing_a_node_loses_only_its_shards_sessions_loudly(summary):
     assert 0 < summary["expected_share"] < 1  # some shards were on the lost node, some were not
-    assert summary["lost_sessions_verified"] >= 1  # the node held open sessions, and their verifies came
+    # The node held open sessions (whether one of them got as far as a verify, or was past its verify and only
+    # closing, depends on when the node went, so neither is asserted) and some were noticed.
+    assert summary["exposed_at_the_fault"] >= 1 and summary["episodes_the_fault_reached"] >= 1
     assert summary["lost_scored_unmasked"] == 0  # not one of them scored as a measurement, whatever its reward
     assert summary["unmasked_wrong_rewards"] == 0  # no fault became a training signal
     assert summary["reached_but_not_exposed"] == 0  # sessions on other shards never noticed

@@ -12,6 +12,7 @@ from deployments.corpus.generate import embedded_corpus_dir, questions
 from deployments.ingress import app_actors
 from deployments.local import deploy, undeploy
 from deployments.settings import Settings
+from tests.fault_scenarios import ingress_error_page
 
 from .conftest import close_body, episode_seed, new_session_id, verify_body
 
@@ -80,6 +81,9 @@ def retried(send, attempts: int = 20):
         response = send()
         if response.status_code < 500:
             return response
+        # Serve's (no content type) or HAProxy's page; the app's 5xx are JSON 503s. Never Starlette's own 500.
+        assert response.status_code != 500 or ingress_error_page(response) or (
+            "content-type" not in response.headers), (response.headers, response.text[:300])
         time.sleep(0.5)
     return response
 
