@@ -48,12 +48,11 @@ _NEEDS_MARKS = frozenset({"seed_episode", "seed_agent_run", "close", "plan_verif
                           "check_open", "put_document", "read_documents", "mark_lost"})
 _SESSION_ERRORS = (SessionConflict, SessionLost, DocumentRefused, StoreFull)
 _RUN = 5_000  # marks sorted at once while settling
+_ABSENT = object()
 
 
 def _drop_at(item: tuple[str, Any]) -> float:
     return item[1].drop_at
-
-_ABSENT = object()
 
 
 @dataclass(frozen=True)
