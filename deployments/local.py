@@ -22,6 +22,7 @@ from typing import Any, Literal
 import httpx
 
 from .builder import ingress_application
+from .serve_tuning import SERVE_TUNING, node_env
 from .settings import Settings
 
 Ingress = Literal["haproxy", "proxy"]
@@ -32,20 +33,9 @@ LOCAL_RAY_ENV = {
     "RAY_USAGE_STATS_ENABLED": "0",
     "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
     "RAY_SERVE_LOG_TO_STDERR": "0",
-    # Requests on the replica's own event loop, not handed to a second loop in another thread: our handlers never
-    # block (CPU-heavy work goes to worker threads), and the hand-off cost ~20% of throughput here.
-    "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
+    "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": SERVE_TUNING["RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD"],
 }
 _HAPROXY_FOLDER_ENV = "FINSEC_HAPROXY_DIR"
-# The environment overrides both.
-HAPROXY_TUNING = {
-    # Serve turns each request's HAProxy log line into its serve_num_http_* metrics in an actor (its CPU is in
-    # bench/results/serve_rollouts.md's CPU table). HAProxy's own exporter (per-backend rates, latencies,
-    # statuses) stays on.
-    "RAY_SERVE_HAPROXY_METRICS_ENABLED": "0",
-    # Serve starts 4 HAProxy threads; on a small machine they compete with the replicas for cores.
-    "RAY_SERVE_HAPROXY_NBTHREAD": str(min(4, max(1, (os.cpu_count() or 1) // 4))),
-}
 # Serve writes an access-log line per request by default: ~2% of a replica's CPU at RL request rates.
 QUIET_LOGS = {"enable_access_log": False, "log_level": "WARNING"}
 
@@ -76,7 +66,9 @@ def ingress_env(ingress: Ingress) -> dict[str, str]:
         "RAY_SERVE_HAPROXY_METRICS_SOCKET_PATH": f"{folder}/metrics.sock",
         "RAY_SERVE_HAPROXY_STATS_PORT": str(free_port()),
         "RAY_SERVE_HAPROXY_METRICS_PORT": str(free_port()),
-        **{name: os.environ.get(name, value) for name, value in HAPROXY_TUNING.items()},
+        # The operator's own setting of a tuning variable wins.
+        **{name: os.environ.get(name, value) for name, value in node_env().items()
+           if name.startswith("RAY_SERVE_HAPROXY_")},
     }
 
 

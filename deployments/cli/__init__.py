@@ -19,11 +19,27 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="finsec", description="finsec-serve: NeMo Gym's finance_sec_search resources server on Ray Serve, "
         "and the rollout drivers that exercise it.")
+    top.add_argument("--version", action="version", version=f"finsec-serve {version()}")
     commands = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
     serve.add_parser(commands)
     rollouts.add_parser(commands)
     corpus.add_parser(commands)
     return top
+
+
+def version() -> str:
+    """The installed package's version, and the code's digest (what actor names and verdict keys follow)."""
+    from importlib import metadata
+
+    import deployments
+    import session_store
+    from session_store.versions import code_version
+
+    try:
+        installed = metadata.version("finsec-serve")
+    except metadata.PackageNotFoundError:
+        installed = "(not installed)"
+    return f"{installed} (code {code_version(deployments, session_store)})"
 
 
 def main(argv: list[str] | None = None) -> int:

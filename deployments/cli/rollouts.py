@@ -19,7 +19,7 @@ from ..local import start_ray
 from ..rollouts.drivers import DRIVERS
 from ..rollouts.policies.llm import ModelSpec
 from ..rollouts.progress import Progress
-from ..rollouts.records import EpisodeRecord, RecordWriter
+from ..rollouts.records import EpisodeRecord, RecordWriter, read_records
 from ..rollouts.runner import RunPlan, new_run_id, run_episodes
 from ..rollouts.summary import render, summarize
 from ..rollouts.tasks import TaskFileError, embedded_tasks, load_tasks
@@ -44,7 +44,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     target.add_argument("--ingress", choices=("haproxy", "proxy"), default="haproxy",
                         help="the in-process server's ingress (default haproxy)")
     run = parser.add_argument_group("episodes")
-    run.add_argument("-n", "--episodes", type=int, default=96, help="episodes to play (default 96)")
+    run.add_argument("-n", "--episodes", type=int, help="episodes to play (default 96; with -r, every task once "
+                     "as a group: tasks x K x drivers)")
+    run.add_argument("-r", "--repeats", type=int, default=1, metavar="K", help="play each task K times side by "
+                     "side as one group (a GRPO group); the records carry `group` and `group_size` (default 1)")
+    run.add_argument("--resume", type=Path, metavar="FILE", help="go on with the run recorded in FILE (its "
+                     "episodes JSONL): episodes it holds as scored or masked are not played again, failed ones "
+                     "are; new records are appended to FILE. Give the run's own options again")
     run.add_argument("-c", "--concurrency", type=int, default=16, help="episodes in flight (default 16)")
     run.add_argument("--driver", action="append", choices=DRIVERS,
                      help="environment-server (default) or legacy-agent; give both to alternate them")
@@ -66,6 +72,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     policy.add_argument("--model-api-key-env", default="OPENAI_API_KEY",
                         help="llm: environment variable holding the API key, if any (default OPENAI_API_KEY)")
     policy.add_argument("--max-turns", type=int, default=12, help="llm: model turns per episode (default 12)")
+    policy.add_argument("-T", "--temperature", type=float, help="llm: sampling temperature (default: the endpoint's)")
+    policy.add_argument("--max-tokens", type=int, help="llm: most tokens per model turn (default: the endpoint's)")
     output = parser.add_argument_group("output")
     output.add_argument("--out", type=Path, help="episodes JSONL (default runs/rollouts-<time>.jsonl); the "
                         "summary goes beside it as .summary.json")
@@ -78,21 +86,34 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def _plan_from(options: argparse.Namespace, url: str) -> RunPlan:
     tasks = tuple(load_tasks(options.tasks) if options.tasks else embedded_tasks())
+    drivers = tuple(dict.fromkeys(options.driver or ["environment-server"]))
     model = None
     if options.policy == "llm":
         model = ModelSpec(options.model_url, options.model, os.environ.get(options.model_api_key_env) or None,
-                          max_turns=options.max_turns, timeout=options.request_timeout)
-    return RunPlan(url, tasks, 1 if options.trace else options.episodes, options.concurrency,
-                   tuple(dict.fromkeys(options.driver or ["environment-server"])), model,
-                   options.request_timeout, options.agent_run_seed, new_run_id(), options.give_up_after)
+                          max_turns=options.max_turns, timeout=options.request_timeout,
+                          temperature=options.temperature, max_tokens=options.max_tokens)
+    episodes = options.episodes or (len(tasks) * options.repeats * len(drivers) if options.repeats > 1 else 96)
+    plan = RunPlan(url, tasks, 1 if options.trace else episodes, options.concurrency, drivers, model,
+                   options.request_timeout, options.agent_run_seed, new_run_id(), options.give_up_after,
+                   options.repeats)
+    return replace(plan, skip=frozenset(r.episode for r in options.resumed)) if options.resumed else plan
 
 
 def _check(options: argparse.Namespace) -> None:
     """Everything that can be checked before a cluster starts or an episode runs."""
     if options.url:
         options.url = check_url(options.url)
-    if options.episodes < 1 or options.concurrency < 1 or options.workers < 0 or options.max_turns < 1:
-        raise UsageError("--episodes, --concurrency and --max-turns must be at least 1, --workers at least 0")
+    if (options.episodes is not None and options.episodes < 1) or min(
+            options.concurrency, options.max_turns, options.repeats) < 1 or options.workers < 0:
+        raise UsageError("--episodes, --concurrency, --repeats and --max-turns must be at least 1, --workers at "
+                         "least 0")
+    if options.max_tokens is not None and options.max_tokens < 1:
+        raise UsageError("--max-tokens must be at least 1")
+    if options.temperature is not None and not 0 <= options.temperature <= 2:
+        raise UsageError("--temperature must be between 0 and 2")
+    options.resumed = _resumed(options)
+    if options.resumed:
+        _check_resumed(_plan_from(options, "http://127.0.0.1"), options.resumed)
     if options.request_timeout <= 0 or options.give_up_after < 0:
         raise UsageError("--request-timeout must be positive and --give-up-after at least 0")
     if options.policy == "llm":
@@ -113,6 +134,37 @@ def _check(options: argparse.Namespace) -> None:
             raise UsageError(str(error)) from None
     if options.config:
         load_serve_config(options.config)
+
+
+def _resumed(options: argparse.Namespace) -> list[EpisodeRecord]:
+    """The records of the run being resumed that need no replay (scored or masked)."""
+    if options.resume is None:
+        return []
+    if options.out and options.out.resolve() != options.resume.resolve():
+        raise UsageError("--resume appends to its own file: leave out --out, or give it the same file")
+    if options.trace or options.workers:
+        raise UsageError("--resume plays in this process: leave out --trace and --workers")
+    try:
+        with options.resume.open() as stream:
+            records = read_records(stream)
+    except FileNotFoundError:
+        raise UsageError(f"--resume: {options.resume} does not exist") from None
+    except (ValueError, TypeError, KeyError) as error:
+        raise UsageError(f"--resume: {options.resume} is not an episodes JSONL of finsec rollouts ({error})") from None
+    return [r for r in records if r.outcome != "failed"]
+
+
+def _check_resumed(plan: RunPlan, resumed: list[EpisodeRecord]) -> None:
+    """A resumed file must be the same run: each recorded episode the task and driver this plan gives it."""
+    for record in resumed:
+        if record.episode >= plan.episodes:
+            raise UsageError(f"--resume: episode {record.episode} is beyond this run's {plan.episodes} episodes: "
+                             "give the run's own --episodes, --repeats, --tasks and --driver")
+        episode = plan.episode(record.episode)
+        if (record.task_id, record.driver, record.group) != (episode.task.task_id, episode.driver, episode.group):
+            raise UsageError(f"--resume: episode {record.episode} was task {record.task_id} ({record.driver}) "
+                             f"there, task {episode.task.task_id} ({episode.driver}) here: give the run's own "
+                             "--episodes, --repeats, --tasks and --driver")
 
 
 @contextlib.contextmanager
@@ -159,21 +211,24 @@ def run_rollouts(options: argparse.Namespace) -> int:
 def _run(options: argparse.Namespace, plan: RunPlan, url: str) -> int:
     from ..rollouts import server_view
 
-    out = options.out or Path("runs") / f"rollouts-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.jsonl"
+    out = options.resume or options.out or Path("runs") / f"rollouts-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
     notes: list[str] = []
     try:
         before = server_view.session_counters(url, min(server_view.TIMEOUT, plan.request_timeout))
     except server_view.Unavailable as why:
         before, notes = None, [f"no session counters: {why}"]
-    records: list[EpisodeRecord] = []
-    progress = None if options.quiet else Progress(plan.episodes)
+    records: list[EpisodeRecord] = list(options.resumed)
+    to_play = plan.to_play()
+    progress = None if options.quiet else Progress(len(to_play))
     dead: list[str] = []
     drivers = " and ".join(plan.drivers)
     where = f"on {options.workers} Ray workers" if options.workers else "in this process"
-    print(f"{plan.episodes} episodes ({drivers} driver, {plan.policy_name} policy, {len(plan.tasks)} tasks) at "
-          f"concurrency {plan.concurrency} {where} against {url}", file=sys.stderr, flush=True)
-    with out.open("w") as stream:
+    groups = f", groups of {plan.repeats}" if plan.repeats > 1 else ""
+    resumed = f" ({len(records)} already in {out})" if options.resume else ""
+    print(f"{len(to_play)} episodes{resumed} ({drivers} driver, {plan.policy_name} policy, {len(plan.tasks)} tasks"
+          f"{groups}) at concurrency {plan.concurrency} {where} against {url}", file=sys.stderr, flush=True)
+    with out.open("a" if options.resume else "w") as stream:
         writer = RecordWriter(stream)
 
         def on_record(record: EpisodeRecord) -> None:
@@ -188,7 +243,7 @@ def _run(options: argparse.Namespace, plan: RunPlan, url: str) -> int:
                 dead, nodes = _on_workers(options, plan, on_record)
                 notes.append(f"{options.workers} workers ran on {nodes} node(s)")
             else:
-                asyncio.run(run_episodes(plan, range(plan.episodes), on_record))
+                asyncio.run(run_episodes(plan, to_play, on_record))
         except KeyboardInterrupt:
             notes.append(f"interrupted: {plan.episodes - len(records)} episodes were not played")
         wall = time.monotonic() - began
@@ -197,7 +252,7 @@ def _run(options: argparse.Namespace, plan: RunPlan, url: str) -> int:
     after, key_metrics = _server_after(url, records, notes, min(server_view.TIMEOUT, plan.request_timeout))
     summary = summarize(records, wall, counters_before=before and before["counters"],
                         counters_after=after and after["counters"], held=after and after.get("held"),
-                        key_metrics=key_metrics, dead_workers=dead, notes=notes)
+                        key_metrics=key_metrics, dead_workers=dead, notes=notes, resumed=len(options.resumed))
     print(render(summary))
     summary_path = out.with_suffix(".summary.json")
     summary_path.write_text(json.dumps(summary.to_json(), indent=1))

@@ -2,8 +2,12 @@
 
 Cookies are handled explicitly rather than by a shared jar, because the two callers differ (contract §B.1): the
 Environment Server sends the episode seed's cookies with every later request, while the legacy agent carries each
-reply's cookies to its next request. A request that gets no reply at all (refused, reset, timed out) raises
-`TransportFailure`; any reply, whatever its status, is returned."""
+reply's cookies to its next request.
+
+Every route of the contract is safe to repeat (a retried seed, a repeated close, a re-sent verify, stateless or
+overwriting tools), so a 5xx or a dropped connection is retried (`Retries`: jittered exponential backoff, a 503's
+Retry-After honoured, a total deadline), every attempt recorded. A request that still gets no reply at all
+(refused, reset, timed out) raises `TransportFailure`; any reply, whatever its status, is returned."""
 
 from __future__ import annotations
 
@@ -14,6 +18,22 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import aiohttp
+import stamina
+
+RETRIED_STATUSES = frozenset({500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class Retries:
+    """How a request is retried: at most `attempts` tries within `deadline` seconds, waiting `initial` seconds
+    doubled each time up to `longest`, plus up to `jitter`, or as long as a Retry-After says (within the
+    deadline). `attempts=1` never retries."""
+
+    attempts: int = 4
+    deadline: float = 60.0
+    initial: float = 0.2
+    longest: float = 5.0
+    jitter: float = 0.5
 
 
 @dataclass
@@ -24,12 +44,30 @@ class Call:
     status: int | None  # None: no reply
     ms: float
     error: str | None = None  # why there was no reply
+    retried: bool = False  # this attempt failed (5xx or no reply) and the request was sent again
 
     def to_json(self) -> dict[str, Any]:
         row: dict[str, Any] = {"route": self.route, "status": self.status, "ms": round(self.ms, 3)}
         if self.error:
             row["error"] = self.error
+        if self.retried:
+            row["retried"] = True
         return row
+
+
+class _Again(Exception):
+    """An attempt to send again: a 5xx (with its Retry-After, if any) or no reply."""
+
+    def __init__(self, call: "Call", reply: "Reply | None", retry_after: float | None):
+        self.call, self.reply, self.retry_after = call, reply, retry_after
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Retry-After in seconds (the delay form; an HTTP date is taken as no hint)."""
+    try:
+        return max(0.0, float(headers.get("Retry-After", "")))
+    except ValueError:
+        return None
 
 
 @dataclass
@@ -82,12 +120,13 @@ class ServerClient:
     """One per process (or Ray worker): a connection pool to the server, shared by concurrent episodes."""
 
     def __init__(self, base_url: str, *, timeout: float = 60.0, connections: int = 256,
-                 observer: Observer | None = None):
+                 observer: Observer | None = None, retries: Retries | None = None):
         self.base_url = base_url.rstrip("/")
         self.timeout = aiohttp.ClientTimeout(total=timeout)
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
         self.observer = observer
+        self.retries = retries or Retries(deadline=2 * timeout)
 
     async def __aenter__(self) -> "ServerClient":
         connector = aiohttp.TCPConnector(limit=self._connections, limit_per_host=self._connections)
@@ -108,6 +147,33 @@ class ServerClient:
 
     async def _request(self, method: str, route: str, body: Any, cookies: Cookies | None,
                        calls: list[Call]) -> Reply:
+        """Send until a reply that is not a 5xx, or the retries are spent: then the last 5xx is returned, or
+        `TransportFailure` raised when the last attempt got no reply."""
+        policy, began = self.retries, time.monotonic()
+
+        def again(error: Exception) -> bool | float:
+            if not isinstance(error, _Again):
+                return False
+            if error.retry_after is not None and error.retry_after > policy.deadline - (time.monotonic() - began):
+                return False  # the server asks for longer than the deadline leaves: its answer stands
+            error.call.retried = True
+            return True if error.retry_after is None else error.retry_after
+
+        try:
+            async for attempt in stamina.retry_context(
+                    on=again, attempts=policy.attempts, timeout=policy.deadline, wait_initial=policy.initial,
+                    wait_max=policy.longest, wait_jitter=policy.jitter):
+                with attempt:
+                    reply = await self._attempt(method, route, body, cookies, calls)
+            return reply
+        except _Again as spent:
+            spent.call.retried = False  # the last attempt: nothing was sent after it
+            if spent.reply is None:
+                raise TransportFailure(route, spent.call.error) from None
+            return spent.reply
+
+    async def _attempt(self, method: str, route: str, body: Any, cookies: Cookies | None,
+                       calls: list[Call]) -> Reply:
         assert self._session is not None, "use `async with ServerClient(...)`"
         headers = cookies.header() if cookies else {}
         started = time.perf_counter()
@@ -116,16 +182,19 @@ class ServerClient:
                                              headers=headers) as response:
                 text = await response.text(errors="replace")
                 reply = Reply(response.status, text, {k: m.value for k, m in response.cookies.items()})
+                hint = _retry_after(response.headers)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as error:
             call = Call(route, None, (time.perf_counter() - started) * 1000, describe(error))
             calls.append(call)
             self._observe(call, body, None)
-            raise TransportFailure(route, call.error) from None
+            raise _Again(call, None, None) from None
         call = Call(route, reply.status, (time.perf_counter() - started) * 1000)
         calls.append(call)
         if cookies is not None and cookies.follow:
             cookies.take(reply)
         self._observe(call, body, reply)
+        if reply.status in RETRIED_STATUSES:
+            raise _Again(call, reply, hint)
         return reply
 
     def _observe(self, call: Call, body: Any, reply: Reply | None) -> None:

@@ -41,6 +41,8 @@ class Episode:
     repeat: int
     run_id: str
     driver: str
+    group: int | None = None  # the GRPO group it belongs to (`finsec rollouts -r K`)
+    group_size: int | None = None
 
     @property
     def rollout_id(self) -> str:
@@ -65,7 +67,8 @@ def new_record(episode: Episode, policy: str, worker: int | None) -> EpisodeReco
     task = episode.task
     return EpisodeRecord(episode.index, episode.driver, policy, task.index, episode.repeat, task.taskset,
                          task.task_id, task.question, task.expected_answer, worker=worker,
-                         rollout_id=episode.rollout_id, started_at=time.time())
+                         rollout_id=episode.rollout_id, group=episode.group, group_size=episode.group_size,
+                         started_at=time.time())
 
 
 class Driver:

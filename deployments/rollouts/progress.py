@@ -12,6 +12,14 @@ from .records import EpisodeRecord
 BAR_WIDTH = 24
 
 
+def clock(seconds: float) -> str:
+    """1h02m, 3m05s, 42s."""
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
+
+
 class Progress:
     def __init__(self, total: int, stream: TextIO | None = None, *, interval: float | None = None,
                  clock=time.monotonic):
@@ -43,8 +51,10 @@ class Progress:
         elapsed = max(self._clock() - self._started, 1e-9)
         filled = int(BAR_WIDTH * self.done / self.total) if self.total else BAR_WIDTH
         mean = f"{self._reward / self.scored:.3f}" if self.scored else "-"
+        rate = self.done / elapsed
+        eta = f"  ETA {clock(max(0, self.total - self.done) / rate)}" if rate and self.done < self.total else ""
         return (f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {self.done}/{self.total} episodes  "
-                f"{self.done / elapsed:.1f}/s  mean reward {mean}  masked {self.masked}  failed {self.failed}")
+                f"{rate:.1f}/s  mean reward {mean}  masked {self.masked}  failed {self.failed}{eta}")
 
     def close(self) -> None:
         self._show(final=True)

@@ -36,6 +36,8 @@ class EpisodeRecord:
     question: str
     expected_answer: str
     worker: int | None = None
+    group: int | None = None  # with `-r K`: its GRPO group (K plays of one task), and K
+    group_size: int | None = None
     rollout_id: str | None = None
     resources_session_id: str | None = None
     calls: list[dict[str, Any]] = field(default_factory=list)

@@ -1,8 +1,10 @@
 """N episodes at concurrency C in one process: one HTTP connection pool, C lanes each playing one episode at a
 time. The same runner plays a Ray worker's share of a distributed run (workers.py).
 
-Episode i plays driver i mod D on task (i div D) mod T, so with both drivers every task is played by both, and
-the run's requests mix episode seeds and agent-run seeds as a shared server sees them."""
+Episode i plays driver i mod D; with groups of K (`repeats`, a GRPO group), the j = i div D th play of that
+driver belongs to group j div K, which plays task (j div K) mod T: K plays of one task side by side, one after
+another in the order the lanes take them. With both drivers every task is played by both, and the run's requests
+mix episode seeds and agent-run seeds as a shared server sees them."""
 
 from __future__ import annotations
 
@@ -36,15 +38,22 @@ class RunPlan:
     # After this many transport failures in a row the server is taken for gone: the episodes left are recorded
     # as transport failures without being tried, so a hung server cannot hold a long run for hours. 0: never.
     give_up_after: int = 32
+    repeats: int = 1  # K plays of each task as one group (GRPO); 1: no groups
+    skip: frozenset[int] = frozenset()  # episodes a resumed run already has
 
     @property
     def policy_name(self) -> str:
         return "scripted" if self.model is None else "llm"
 
     def episode(self, index: int) -> Episode:
-        d, t = len(self.drivers), len(self.tasks)
-        return Episode(index, self.tasks[(index // d) % t], index // (d * t), self.run_id or "finsec",
-                       self.drivers[index % d])
+        d, t, k = len(self.drivers), len(self.tasks), self.repeats
+        play = index // d  # this driver's play number
+        group = play // k
+        return Episode(index, self.tasks[group % t], (group // t) * k + play % k, self.run_id or "finsec",
+                       self.drivers[index % d], group if k > 1 else None, k if k > 1 else None)
+
+    def to_play(self) -> list[int]:
+        return [i for i in range(self.episodes) if i not in self.skip]
 
 
 def new_run_id() -> str:

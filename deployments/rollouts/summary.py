@@ -43,6 +43,8 @@ class Summary:
     key_metrics: dict[str, Any] = field(default_factory=dict)  # /aggregate_metrics over the verify rows
     dead_workers: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what could not be measured, and why
+    retried: int = 0  # requests sent again after a 5xx or no reply
+    groups: dict[str, int] = field(default_factory=dict)  # with -r K: groups played, complete, with a spread
 
     @property
     def completed(self) -> int:
@@ -74,12 +76,13 @@ def counter_delta(before: dict[str, int] | None, after: dict[str, int] | None) -
 
 def summarize(records: list[EpisodeRecord], wall_seconds: float, *, counters_before: dict | None = None,
               counters_after: dict | None = None, held: dict | None = None, key_metrics: dict | None = None,
-              dead_workers: list[str] | None = None, notes: list[str] | None = None) -> Summary:
+              dead_workers: list[str] | None = None, notes: list[str] | None = None, resumed: int = 0) -> Summary:
+    """`resumed`: how many of the records (all completed) an earlier run played, left out of the rate."""
     masked: Counter[str] = Counter()
     failed: Counter[str] = Counter()
     drivers: dict[str, DriverTotals] = defaultdict(DriverTotals)
     latencies: dict[str, list[float]] = defaultdict(list)
-    reward_sum, scored = 0.0, 0
+    reward_sum, scored, retried = 0.0, 0, 0
     for record in records:
         totals = drivers[record.driver]
         totals.episodes += 1
@@ -95,19 +98,37 @@ def summarize(records: list[EpisodeRecord], wall_seconds: float, *, counters_bef
             totals.scored += 1
             totals.reward_sum += record.reward or 0.0
         for call in record.calls:
-            if call["status"] is not None:
+            if call["status"] is not None and not call.get("retried"):
                 latencies[call["route"]].append(call["ms"])
+            retried += bool(call.get("retried"))
     completed = len(records) - sum(failed.values())
     return Summary(
         episodes=len(records), scored=scored, masked=dict(masked), failed=dict(failed),
         mean_reward=reward_sum / scored if scored else None, by_driver=dict(drivers), wall_seconds=wall_seconds,
-        rollouts_per_second=completed / wall_seconds if wall_seconds > 0 else 0.0,
+        rollouts_per_second=(completed - resumed) / wall_seconds if wall_seconds > 0 else 0.0,
         latency_ms={route: {"n": len(v), "p50": percentile(v, 0.5), "p99": percentile(v, 0.99)}
                     for route, v in sorted(latencies.items())},
         counters=counter_delta(counters_before, counters_after), held=dict(held or {}),
         key_metrics={k: v for k, v in (key_metrics or {}).items() if k in KEY_METRICS_SHOWN},
-        dead_workers=list(dead_workers or []), notes=list(notes or []),
+        dead_workers=list(dead_workers or []), notes=list(notes or []), retried=retried,
+        groups=group_totals(records),
     )
+
+
+def group_totals(records: list[EpisodeRecord]) -> dict[str, int]:
+    """GRPO groups: how many were played, how many have every member scored, and how many of those have rewards
+    that differ (a group whose members all got the same reward has no advantage to learn from)."""
+    rewards: dict[tuple[str, int], list[float | None]] = defaultdict(list)
+    sizes: dict[tuple[str, int], int] = {}
+    for record in records:
+        if record.group is not None:
+            key = (record.driver, record.group)
+            rewards[key].append(None if record.failure is not None or record.masked else record.reward)
+            sizes[key] = record.group_size or 0
+    if not rewards:
+        return {}
+    complete = [r for key, r in rewards.items() if len(r) == sizes[key] and None not in r]
+    return {"played": len(rewards), "complete": len(complete), "with_spread": sum(len(set(r)) > 1 for r in complete)}
 
 
 def _reward(value: float | None) -> str:
@@ -128,6 +149,11 @@ def render(summary: Summary) -> str:
             add(f"  failed ({kind}){' ' * max(1, 12 - len(kind))}{n}")
     add(f"  rollouts/s          {summary.rollouts_per_second:.1f}  ({summary.completed} completed in "
         f"{summary.wall_seconds:.1f}s)")
+    add(f"  requests retried    {summary.retried}  (a 5xx or no reply, sent again)")
+    if summary.groups:
+        g = summary.groups
+        add(f"  groups              {g['played']} played, {g['complete']} with every member scored, "
+            f"{g['with_spread']} of those with rewards that differ")
     if summary.dead_workers:
         add(f"  dead workers        {len(summary.dead_workers)}: " + "; ".join(summary.dead_workers))
     if len(summary.by_driver) > 1 or summary.by_driver:

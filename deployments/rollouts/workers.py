@@ -44,9 +44,9 @@ def worker_name(plan: RunPlan, worker: int) -> str:
     return f"{plan.run_id or 'finsec'}-worker-{worker}"
 
 
-def shares(episodes: int, workers: int) -> list[list[int]]:
+def shares(indices: list[int], workers: int) -> list[list[int]]:
     """Episode indices per worker, dealt round-robin, so every worker gets both drivers and every task."""
-    return [list(range(w, episodes, workers)) for w in range(workers)]
+    return [indices[w::workers] for w in range(workers)]
 
 
 def run_on_workers(plan: RunPlan, workers: int, on_record: Callable[[EpisodeRecord], None]) -> tuple[list[str], int]:
@@ -55,11 +55,12 @@ def run_on_workers(plan: RunPlan, workers: int, on_record: Callable[[EpisodeReco
     import ray
     from ray.exceptions import GetTimeoutError, RayError
 
-    workers = max(1, min(workers, plan.episodes))
+    to_play = plan.to_play()
+    workers = max(1, min(workers, len(to_play)))
     remote = ray.remote(RolloutWorker)
     options = dict(num_cpus=0, scheduling_strategy="SPREAD", max_restarts=0, max_task_retries=0)
     per_worker_plan = [replace(plan, concurrency=max(1, plan.concurrency // workers)) for _ in range(workers)]
-    dealt = shares(plan.episodes, workers)
+    dealt = shares(to_play, workers)
     # Named after the run, so an operator can find them (`ray list actors`) while it lasts.
     actors = [remote.options(name=worker_name(plan, w), **options).remote(per_worker_plan[w], w, dealt[w])
               for w in range(workers)]

@@ -80,6 +80,47 @@ def test_the_session_counters_match_what_the_run_did(app, tmp_path):
     assert delta(before, counters(app)) == {"seeds.agent_run": 1, "verifies.scored": 1, "session_lost": 1}
 
 
+def test_repeats_play_each_task_as_a_group_side_by_side(app, tmp_path):
+    """`-r K`: K plays of one task, recorded with their group; without -n, every task once as a group."""
+    tasks = tmp_path / "two.jsonl"
+    tasks.write_text("".join(json.dumps(q) + "\n" for q in questions()[:2]))
+    status, records, summary = rollouts(tmp_path, app, "-r", "3", "-c", "6", "--tasks", str(tasks), name="groups")
+    assert status == 0 and len(records) == 2 * 3
+    by_group: dict[int, list[dict]] = {}
+    for r in records:
+        by_group.setdefault(r["group"], []).append(r)
+    assert sorted(by_group) == [0, 1]
+    for group, members in by_group.items():
+        assert len(members) == 3 and {r["group_size"] for r in members} == {3}
+        assert {r["task_id"] for r in members} == {str(group)}  # one task per group
+        assert sorted(r["repeat"] for r in members) == [0, 1, 2]
+        assert len({r["rollout_id"] for r in members}) == 3  # each member its own episode
+    assert summary["groups"] == {"played": 2, "complete": 2, "with_spread": 0}  # the scripted policy: all 1.0
+
+
+def test_resume_plays_only_what_the_file_lacks(app, tmp_path):
+    """`--resume FILE`: episodes recorded as scored or masked are not played again; failed and missing ones are,
+    and their records are appended to FILE."""
+    status, records, _ = rollouts(tmp_path, app, "-n", "6", "-c", "3", name="resumed")
+    assert status == 0
+    out = tmp_path / "resumed.jsonl"
+    failed = {"kind": "transport", "route": "verify", "detail": "cut"}
+    kept = [r if r["episode"] else {**r, "failure": failed}  # 0 failed, and a run cut short never recorded 1 and 4
+            for r in records if r["episode"] not in (1, 4)]
+    out.write_text("".join(json.dumps(r) + "\n" for r in kept))
+    before = counters(app)
+    status = main(["rollouts", "--url", app.base_url, "--resume", str(out), "-n", "8", "-c", "3", "--quiet"])
+    assert status == 0
+    assert delta(before, counters(app))["seeds.episode.created"] == 5  # 0, 1, 4, and the new 6 and 7
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    played = [r["episode"] for r in rows[len(kept):]]
+    assert sorted(played) == [0, 1, 4, 6, 7]
+    summary = json.loads(out.with_suffix(".summary.json").read_text())
+    assert summary["episodes"] == 8 and summary["scored"] == 8
+    # the same file with other options is another run: refused before anything is played
+    assert main(["rollouts", "--url", app.base_url, "--resume", str(out), "-n", "8", "-r", "2", "--quiet"]) == 2
+
+
 def test_workers_run_as_ray_actors_and_their_records_gather_into_one_file(app, tmp_path):
     status, records, summary = rollouts(tmp_path, app, "-n", "12", "-c", "4", "--workers", "2", name="workers")
     assert status == 0
@@ -120,7 +161,8 @@ def test_the_llm_policy_plays_through_tool_calls_and_is_scored_on_its_submission
     stub.respond_with(fake_analyst)
     status, records, _ = rollouts(tmp_path, app, "--policy", "llm", "--model-url", stub.base_url, "--model",
                                   "fake", "--tasks", str(tasks), "-n", "6", "-c", "3", "--driver",
-                                  "environment-server", "--driver", "legacy-agent", name="llm")
+                                  "environment-server", "--driver", "legacy-agent", "-T", "0.7", "--max-tokens",
+                                  "256", name="llm")
     assert status == 0
     for r in records:
         assert r["policy"] == "llm" and r["tools"] == TOOLS
@@ -128,6 +170,7 @@ def test_the_llm_policy_plays_through_tool_calls_and_is_scored_on_its_submission
         assert r["usage"]["total_tokens"] == 4 * 18  # four model turns
     sent = stub.bodies[0]
     assert sent["model"] == "fake" and {t["function"]["name"] for t in sent["tools"]} >= set(TOOLS)
+    assert all(b["temperature"] == 0.7 and b["max_tokens"] == 256 for b in stub.bodies)  # the sampling flags
     assert app.stats()["sessions"] == 0
 
 

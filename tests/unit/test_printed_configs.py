@@ -232,15 +232,19 @@ def test_the_readme_corpus_serve_paragraph_starts(corpus):
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.name)
-def test_the_shipped_configs_start(path, monkeypatch):
-    """With the secrets cluster/README.md says every node's environment carries."""
+def test_the_shipped_configs_start(path, monkeypatch, redis_server):
+    """With the environment cluster/README.md says every node of a running Ray cluster carries (the marks in a
+    real Redis)."""
     (app_config,) = yaml.safe_load(path.read_text())["applications"]
-    env = {name: f"{name.lower()}-value" for name in re.findall(r"`(FINSEC_[A-Z_]+)`", CLUSTER_README)}
-    assert {"FINSEC_COOKIE_SECRET", "FINSEC_ADMIN_TOKEN"} <= set(env)
+    section = CLUSTER_README.split("## On a running Ray cluster", 1)[1].split("\n## ", 1)[0]
+    env = {name: f"{name.lower()}-value" for name in re.findall(r"`(FINSEC_[A-Z_]+)`", section)}
+    assert {"FINSEC_COOKIE_SECRET", "FINSEC_ADMIN_TOKEN", "FINSEC_MARK_STORE_URL"} <= set(env)
+    env["FINSEC_MARK_STORE_URL"] = redis_server.url
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     with started(app_config["args"]) as app:
         assert app.settings.admin_token.get_secret_value() == "finsec_admin_token-value"
+        assert app.settings.mark_store() == redis_server.url
         serves(app)
 
 

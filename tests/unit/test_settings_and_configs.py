@@ -49,32 +49,6 @@ def test_fence_ttl_defaults_to_session_ttl():
     assert Settings(session_ttl_seconds=60, fence_ttl_seconds=5).fence_ttl_seconds == 5
 
 
-def test_the_rayservice_embeds_the_cluster_config_verbatim():
-    """cluster/rayservice.yaml's serveConfigV2 is configs/serve-cluster.yaml: one source, checked."""
-    root = Path(__file__).parents[2]
-    service = yaml.safe_load((root / "cluster/rayservice.yaml").read_text())
-    embedded = yaml.safe_load(service["spec"]["serveConfigV2"])
-    assert embedded == yaml.safe_load((root / "configs/serve-cluster.yaml").read_text())
-
-
-def test_the_rayservice_keeps_state_off_the_head_and_runs_behind_haproxy():
-    root = Path(__file__).parents[2]
-    spec = yaml.safe_load((root / "cluster/rayservice.yaml").read_text())["spec"]
-    cluster = spec["rayClusterConfig"]
-    args = yaml.safe_load(spec["serveConfigV2"])["applications"][0]["args"]
-    (resource,) = args["state_actor_resources"]
-    assert resource not in cluster["headGroupSpec"]["rayStartParams"].get("resources", "")
-    assert cluster["headGroupSpec"]["rayStartParams"]["num-cpus"] == "0"
-    assert any(resource in g["rayStartParams"].get("resources", "") for g in cluster["workerGroupSpecs"])
-    assert cluster["authOptions"]["mode"] == "token" and spec["upgradeStrategy"]["type"] == "None"
-    for group in [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]]:
-        (container,) = group["template"]["spec"]["containers"]
-        assert {"name": "RAY_SERVE_ENABLE_HA_PROXY", "value": "1"} in container["env"]
-        assert {"name": "RAY_SERVE_HAPROXY_METRICS_ENABLED", "value": "0"} in container["env"]
-        assert container["resources"]["limits"] and ":latest" not in container["image"]
-        assert group["template"]["metadata"]["annotations"]["prometheus.io/scrape"] == "true"
-
-
 def test_haproxy_is_the_ingress_where_a_binary_exists_and_the_proxy_where_none_does(monkeypatch, tmp_path, capsys):
     """Ray bundles HAProxy on Linux only: a laptop without it must still start, on Serve's default proxy."""
     from deployments import local

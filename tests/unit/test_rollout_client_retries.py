@@ -1,0 +1,95 @@
+"""The rollout client retries a 5xx and a dropped connection (every contract route is safe to repeat, README
+"Running it"), honours a 503's Retry-After within its deadline, records every attempt, and gives up as it says:
+against a real aiohttp server on loopback that fails on purpose."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from aiohttp import web
+
+from deployments.rollouts.client import Retries, ServerClient, TransportFailure
+
+FAST = Retries(attempts=4, deadline=10.0, initial=0.01, longest=0.05, jitter=0.0)
+
+
+class Flaky:
+    """Answers each route's first `failures` requests with `status` (or drops them, status None), then 200."""
+
+    def __init__(self, failures: int, status: int | None, retry_after: str | None = None):
+        self.failures, self.status, self.retry_after = failures, status, retry_after
+        self.seen: list[float] = []
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.seen.append(time.monotonic())
+        if len(self.seen) <= self.failures:
+            if self.status is None:
+                request.transport.close()  # no reply at all: the connection drops
+                return web.Response()
+            headers = {"Retry-After": self.retry_after} if self.retry_after else {}
+            return web.json_response({"detail": "busy"}, status=self.status, headers=headers)
+        return web.json_response({"ok": True, "body": await request.json()})
+
+
+async def serve(flaky: Flaky):
+    app = web.Application()
+    app.router.add_post("/{route}", flaky.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    return runner, f"http://127.0.0.1:{port}"
+
+
+async def post(flaky: Flaky, retries: Retries = FAST):
+    runner, url = await serve(flaky)
+    try:
+        calls: list = []
+        async with ServerClient(url, timeout=5, retries=retries) as client:
+            try:
+                reply = await client.post("seed_session", {"n": 1}, None, calls)
+            except TransportFailure as failure:
+                return failure, calls
+        return reply, calls
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504, None])
+def test_a_5xx_or_a_dropped_connection_is_sent_again_until_it_succeeds(status):
+    reply, calls = asyncio.run(post(Flaky(2, status)))
+    assert reply.status == 200 and reply.json()["body"] == {"n": 1}
+    assert [c.status for c in calls] == [status, status, 200]
+    assert [c.retried for c in calls] == [True, True, False]
+    assert [c.to_json().get("retried") for c in calls] == [True, True, None]
+
+
+@pytest.mark.parametrize("status", [400, 404, 409, 422, 429])
+def test_an_answer_that_is_not_a_5xx_is_never_repeated(status):
+    reply, calls = asyncio.run(post(Flaky(1, status)))
+    assert reply.status == status and len(calls) == 1 and not calls[0].retried
+
+
+def test_when_the_attempts_are_spent_the_last_answer_stands():
+    reply, calls = asyncio.run(post(Flaky(10, 503)))
+    assert reply.status == 503 and len(calls) == FAST.attempts
+    assert [c.retried for c in calls] == [True] * (FAST.attempts - 1) + [False]
+    failure, calls = asyncio.run(post(Flaky(10, None)))
+    assert isinstance(failure, TransportFailure) and len(calls) == FAST.attempts
+
+
+def test_retry_after_is_waited_and_a_hint_past_the_deadline_is_not():
+    flaky = Flaky(1, 503, retry_after="1")
+    reply, calls = asyncio.run(post(flaky))
+    assert reply.status == 200 and flaky.seen[1] - flaky.seen[0] >= 0.95  # not the 10 ms backoff
+    flaky = Flaky(1, 503, retry_after="60")  # longer than the 10 s deadline leaves
+    reply, calls = asyncio.run(post(flaky))
+    assert reply.status == 503 and len(calls) == 1 and not calls[0].retried
+
+
+def test_one_attempt_means_no_retry():
+    reply, calls = asyncio.run(post(Flaky(1, 503), Retries(attempts=1)))
+    assert reply.status == 503 and len(calls) == 1
