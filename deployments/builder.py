@@ -9,6 +9,7 @@ from typing import Any
 import ray
 from ray.serve import Application
 
+from . import serve_tuning
 from .ingress import FinsecIngress, durable_records
 from .settings import Settings
 
@@ -40,4 +41,6 @@ def ingress_application(settings: Settings, **deployment_options: Any) -> Applic
 
 
 def build_app(args: dict[str, Any]) -> Application:
+    if (untuned := serve_tuning.warning()) is not None:  # `serve run` without the environment, say
+        log.warning(untuned)
     return ingress_application(Settings(**(args or {})))

@@ -16,6 +16,8 @@ from typing import Callable, Protocol
 
 from session_store import BoundedLru, Coalescer
 
+from .observability.metrics import NO_METRICS, Metrics
+
 
 class DocumentStoreClient(Protocol):
     async def put(self, digest: str, text: str, url: str | None, cacheable: bool) -> None: ...
@@ -29,8 +31,9 @@ class DocumentStoreClient(Protocol):
 
 class DocumentCache:
     def __init__(self, store: DocumentStoreClient, *, max_bytes: int, grace_seconds: float,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, metrics: Metrics = NO_METRICS):
         self._store = store
+        self._metrics = metrics
         self._texts: BoundedLru[str, str] = BoundedLru(max_bytes, sys.getsizeof)
         self._filings: BoundedLru[str, str] = BoundedLru(8 << 20, lambda digest: 200)  # filing URL -> digest
         self._confirmed: BoundedLru[str, float] = BoundedLru(8 << 20, lambda at: 100)  # digest -> when
@@ -72,6 +75,8 @@ class DocumentCache:
         """The texts of these digests: this replica's, then the store's. A digest neither holds is absent."""
         found = {d: t for d in digests if (t := self._texts.get(d)) is not None}
         missing = [d for d in digests if d not in found]
+        for digest in digests:
+            self._metrics.cache_lookup("texts", digest in found)
         if missing:
             fetched = await self._store.get(missing)
             for digest, text in fetched.items():

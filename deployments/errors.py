@@ -31,6 +31,9 @@ async def _lost(request: Request, error: SessionLost) -> JSONResponse:
 
 
 async def _unavailable(request: Request, error: StoreUnavailable) -> JSONResponse:
+    services = getattr(request.app.state, "services", None)
+    if services is not None:
+        services.metrics.unavailable(error.cause)
     return JSONResponse({"detail": str(error)}, status_code=503, headers={"Retry-After": RETRY_AFTER_SECONDS})
 
 

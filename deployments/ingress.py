@@ -14,6 +14,7 @@ from session_store.shard import ShardConfig
 from .asgi import create_api
 from .edgar import limiter as limiter_module
 from .edgar.limiter import ClusterRateLimiter, RateLimiterActor
+from .observability.logs import into_serve_logs
 from .services import build_services
 from .settings import Settings
 
@@ -50,6 +51,7 @@ def durable_records(settings: Settings):
 @serve.ingress()
 class FinsecIngress:
     def __init__(self, settings: Settings, cookie_secret: str):
+        into_serve_logs()
         self._settings = settings
         self._cookie_secret = cookie_secret
         self._app = app_actors(settings)

@@ -15,6 +15,7 @@ from session_store import (DocumentStore, DocumentStoreService, LocalSessionStor
 
 from .asgi import create_api
 from .edgar.limiter import LocalRateLimiter
+from .observability.metrics import Metrics
 from .services import build_services
 from .settings import Settings
 
@@ -37,6 +38,8 @@ def in_process_app(settings: Settings, cookie_secret: str = "in-process-secret",
     documents = DocumentStore(max_bytes=settings.document_store_bytes, grace_seconds=settings.document_grace_seconds,
                               **({"clock": clock} if clock else {}))
     limiter = LocalRateLimiter(settings.requests_per_second, settings.rate_limit_window_seconds)
+    metrics = Metrics(settings.app_name, ray=False)  # this process's own, even beside a Ray cluster
     api = create_api(settings, lambda: build_services(settings, store, limiter, DocumentStoreService(documents),
-                                                      **({"clock": clock} if clock else {})), cookie_secret)
+                                                      **({"clock": clock} if clock else {}), metrics=metrics),
+                     cookie_secret)
     return InProcessApp(api, store, documents, marks, Reaper(store.shards, DocumentStoreService(documents)), settings)

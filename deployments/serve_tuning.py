@@ -20,6 +20,32 @@ SERVE_TUNING = {
 }
 
 
+# What each costs when it is missing, as measured (bench/results/serve_rollouts.md; issue figures on 2 cores).
+MISSING_COST = {
+    "RAY_SERVE_ENABLE_HA_PROXY": "Serve's default proxy: 0.07x the one-process baseline's rollouts/s at "
+                                 "concurrency 64, against ~0.5x behind HAProxy",
+    "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "a second event loop per replica: ~20% of throughput",
+    "RAY_SERVE_HAPROXY_METRICS_ENABLED": "Serve parsing a HAProxy log line per request: ~7% of the CPU",
+}
+
+
+def missing(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The tuning this environment lacks (variable -> what that costs); empty when it runs as measured."""
+    env = os.environ if env is None else env
+    return {name: MISSING_COST[name] for name, value in SERVE_TUNING.items() if env.get(name) != value}
+
+
+def warning(env: dict[str, str] | None = None) -> str | None:
+    """One start-up warning naming what is missing and its cost; None when nothing is."""
+    lacking = missing(env)
+    if not lacking:
+        return None
+    named = "; ".join(f"{name}={SERVE_TUNING[name]} (without it: {cost})" for name, cost in lacking.items())
+    return (f"finsec-serve runs without the Serve tuning it is measured with: {named}. Set them in every node's "
+            "environment before `ray start` (KubeRay: the RayService's env), or start with `finsec serve`, "
+            "which sets them.")
+
+
 def haproxy_threads(cpus: int | None = None) -> str:
     """HAProxy's threads on a node of `cpus` CPUs: a quarter of them, 1 to 4 (Serve starts 4, which on a small
     node compete with the replicas for cores; a choice, not measured)."""

@@ -23,6 +23,7 @@ from .grading.judge import LlmJudge
 from .grounding import Grounder
 from .net.policy import FetchPolicy
 from .net.safe_fetch import FetchError
+from .observability.metrics import NO_METRICS, Metrics
 from .retrieval.backends import ModelBackend, PassageBackend, RetrievalBackend
 from .retrieval.model import LlmRetrieval
 from .retrieval.passages import PassageRetriever
@@ -44,6 +45,7 @@ class Services:
     verifier: Verifier
     full_text: LocalFullTextIndex | LiveFullTextSearch | None
     web: WebSearchProvider | None
+    metrics: Metrics = NO_METRICS
     closing: list[Any] = field(default_factory=list)  # clients with aclose(), closed when the replica stops
     clock: Callable[[], float] = time.time  # wall clock, the shards' too: the time budget compares the two
 
@@ -65,7 +67,7 @@ def fetch_policy(settings: Settings, limiter: RateLimiter) -> FetchPolicy:
     )
 
 
-def edgar_source(settings: Settings, limiter: RateLimiter) -> EdgarSource:
+def edgar_source(settings: Settings, limiter: RateLimiter, metrics: Metrics = NO_METRICS) -> EdgarSource:
     """Live SEC through the guarded SEC fetcher, or a mirror folder; both under the same byte cap."""
     if settings.edgar_source == "live":
         return LiveSource(
@@ -76,16 +78,19 @@ def edgar_source(settings: Settings, limiter: RateLimiter) -> EdgarSource:
             max_attempts=settings.max_retries,
             backoff_seconds=settings.retry_backoff_seconds,
             max_connections_per_host=settings.max_connections_per_host,
+            metrics=metrics,
         )
-    return MirrorSource(settings.corpus_dir or embedded_corpus_dir(), max_bytes=settings.fetch_max_bytes)
+    return MirrorSource(settings.corpus_dir or embedded_corpus_dir(), max_bytes=settings.fetch_max_bytes,
+                        metrics=metrics)
 
 
 async def build_services(
     settings: Settings, store: SessionStore, limiter: RateLimiter, document_store: DocumentStoreClient,
-    clock: Callable[[], float] = time.time,
+    clock: Callable[[], float] = time.time, metrics: Metrics | None = None,
 ) -> Services:
     """Everything a replica needs; fails (and so the replica does) when the ticker registry cannot be loaded."""
-    source = edgar_source(settings, limiter)
+    metrics = metrics or Metrics(settings.app_name)
+    source = edgar_source(settings, limiter, metrics)
     cache = DiskCache(settings.cache_dir) if settings.use_cache else None
     companies = CompanyDirectory(source, cache, settings.supplementary_tickers_fpath)
     await companies.load(attempts=5 if settings.edgar_source == "live" else 1,
@@ -102,18 +107,18 @@ async def build_services(
     elif settings.edgar_search_mode == "live":
         full_text = LiveFullTextSearch(
             settings.sec_api_base_url, settings.sec_api_key.get_secret_value(),
-            attempts=settings.max_retries, backoff_seconds=settings.retry_backoff_seconds,
+            attempts=settings.max_retries, backoff_seconds=settings.retry_backoff_seconds, metrics=metrics,
         )
     web = None
     if settings.tavily_api_key is not None:
         web = TavilySearch(settings.tavily_api_key.get_secret_value(), settings.tavily_base_url,
-                           backoff_seconds=settings.retry_backoff_seconds)
+                           backoff_seconds=settings.retry_backoff_seconds, metrics=metrics)
     filings = FilingTexts(source, companies, cache=cache, dump_root=settings.sec_dump_path,
                           dump_max_bytes=settings.fetch_max_bytes, fetch_page=page_fetcher(settings, limiter))
     documents = DocumentCache(document_store, max_bytes=settings.replica_text_cache_bytes,
-                              grace_seconds=settings.document_grace_seconds, clock=clock)
-    retrieval = retrieval_backend(settings)
-    judge = grader(settings)
+                              grace_seconds=settings.document_grace_seconds, clock=clock, metrics=metrics)
+    retrieval = retrieval_backend(settings, metrics)
+    judge = grader(settings, metrics)
     return Services(
         settings=settings,
         store=store,
@@ -123,9 +128,10 @@ async def build_services(
         verifier=Verifier(store, judge, judge_lease_seconds=settings.judge_lease_seconds,
                           lease_seconds=_lease_seconds(settings), grading_key=grading_key(settings, judge),
                           grounder=Grounder(store, documents, index_cache_bytes=settings.grounding_index_cache_bytes),
-                          require_grounded=settings.require_grounded_answer),
+                          require_grounded=settings.require_grounded_answer, metrics=metrics),
         full_text=full_text,
         web=web,
+        metrics=metrics,
         closing=[c for c in (source, full_text, web, getattr(retrieval, "model", None), judge)
                  if hasattr(c, "aclose")],
         clock=clock,
@@ -146,10 +152,10 @@ def page_fetcher(settings: Settings, limiter: RateLimiter) -> PageFetcher:
     return fetch
 
 
-def retrieval_backend(settings: Settings) -> RetrievalBackend:
+def retrieval_backend(settings: Settings, metrics: Metrics = NO_METRICS) -> RetrievalBackend:
     if settings.retrieval_model is None:
         return PassageBackend(PassageRetriever(settings.retrieval_top_passages, settings.retrieval_reply_chars),
-                              index_cache_bytes=settings.replica_index_cache_bytes)
+                              index_cache_bytes=settings.replica_index_cache_bytes, metrics=metrics)
     options = {"system_prompt_fpath": settings.retrieval_system_prompt_fpath} if settings.retrieval_system_prompt_fpath else {}
     return ModelBackend(LlmRetrieval(
         settings.retrieval_model,
@@ -157,11 +163,12 @@ def retrieval_backend(settings: Settings) -> RetrievalBackend:
         responses_create_params=settings.retrieval_responses_create_params,
         max_output_tokens=settings.retrieval_max_output_tokens,
         call_timeout=settings.retrieval_call_timeout,
+        metrics=metrics,
         **options,
     ))
 
 
-def grader(settings: Settings) -> Grader:
+def grader(settings: Settings, metrics: Metrics = NO_METRICS) -> Grader:
     if settings.judge_model is None:
         return DeterministicGrader(max_answer_chars=settings.max_answer_chars)
     options = {"prompt_template_fpath": settings.judge_prompt_template_fpath} if settings.judge_prompt_template_fpath else {}
@@ -172,6 +179,7 @@ def grader(settings: Settings) -> Grader:
         reward_mode=settings.reward_mode,
         call_timeout=settings.judge_call_timeout,
         retry_delays=settings.judge_retry_delays,
+        metrics=metrics,
         **options,
     )
 

@@ -51,6 +51,7 @@ from .grading.answer import HARD_GATE_TEXT, question_of, submitted_answer
 from .grading.grader import Grader, GradingFailed
 from .grading.grounding import NOT_CHECKED, UNGROUNDED, Grounding
 from .grounding import Grounder
+from .observability.metrics import NO_METRICS, Metrics
 from .single_flight import SingleFlight
 
 log = logging.getLogger(__name__)
@@ -61,8 +62,9 @@ _REASON_LIMIT = 2000
 class Verifier:
     def __init__(self, store: SessionStore, grader: Grader, *, judge_lease_seconds: float,
                  lease_seconds: float | None = None, grading_key: str = "", grounder: Grounder | None = None,
-                 require_grounded: bool = False):
+                 require_grounded: bool = False, metrics: Metrics = NO_METRICS):
         self._store = store
+        self._metrics = metrics
         self._grader = grader
         self._deterministic = bool(getattr(grader, "deterministic", False))
         self._wait = judge_lease_seconds
@@ -83,6 +85,8 @@ class Verifier:
         if self._deterministic:
             verdict = await offload.run(size, self._grade_now, body, grounding)
             outcome = await self._store.finish_verify(sid, digest, verdict, claims)
+            if not isinstance(outcome, Masked):
+                self._metrics.cache_lookup("verdicts", isinstance(outcome, Cached))
             if isinstance(outcome, Masked):
                 row, released = partial(masked_row, body, outcome.failure_kind, outcome.reason), False
             else:
@@ -126,10 +130,13 @@ class Verifier:
             await asyncio.sleep(plan.retry_after)  # an identical verify is being judged: share its verdict
         if isinstance(plan, Masked):
             return partial(masked_row, body, plan.failure_kind, plan.reason), False
+        if isinstance(plan, (Cached, Score)):
+            self._metrics.cache_lookup("verdicts", isinstance(plan, Cached))
         if isinstance(plan, Cached):
             return partial(verdict_row, body, plan.verdict, grounding), False
         if isinstance(plan, Pending):
-            raise StoreUnavailable("An identical verify is still being judged; retry shortly for its verdict.")
+            raise StoreUnavailable("An identical verify is still being judged; retry shortly for its verdict.",
+                                   "judge_busy")
         assert isinstance(plan, Score)
         recorded = False
         try:

@@ -62,7 +62,8 @@ async def call(ref: Awaitable[Any], *, timeout: float, what: str) -> Any:
 
 def _unavailable(what: str, error: BaseException) -> StoreUnavailable:
     return StoreUnavailable(
-        f"{what} did not answer ({type(error).__name__}); it may be restarting. Retry the request shortly.")
+        f"{what} did not answer ({type(error).__name__}); it may be restarting. Retry the request shortly.",
+        "actor_unreachable")
 
 
 @dataclass(frozen=True)

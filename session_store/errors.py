@@ -26,8 +26,23 @@ class DocumentRefused(Exception):
 
 class StoreUnavailable(Exception):
     """The shard holding a session did not answer in time, or its answer could not be made durable; the caller
-    may retry: 503 with Retry-After."""
+    may retry: 503 with Retry-After. `cause` names why, for the operator's 503 counts: a word from a short,
+    fixed list (a metric label)."""
+
+    default_cause = "unavailable"
+
+    def __init__(self, message: str = "", cause: str | None = None):
+        super().__init__(message, cause or self.default_cause)  # both in args: they survive pickling by Ray
+
+    @property
+    def cause(self) -> str:
+        return self.args[1]
+
+    def __str__(self) -> str:
+        return self.args[0]
 
 
 class StoreFull(StoreUnavailable):
     """A shard is at one of its capacity limits: 503 with Retry-After, never a silently dropped fence."""
+
+    default_cause = "store_full"

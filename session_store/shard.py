@@ -102,10 +102,11 @@ class ShardService:
         for name, args in ops:
             sid = args[0] if args else None
             if name not in OPERATIONS:
-                outcomes.append((False, StoreUnavailable(f"unknown session-store operation {name!r}")))
+                outcomes.append((False, StoreUnavailable(f"unknown session-store operation {name!r}", "internal")))
             elif name in _NEEDS_MARKS and sid in unreadable:
                 outcomes.append((False, StoreUnavailable(
-                    "The session store could not read its fence records; retry the request shortly.")))
+                    "The session store could not read its fence records; retry the request shortly.",
+                    "marks_unreadable")))
             else:
                 outcomes.append(self._apply(name, args))
             changed = self._core.take_mark_writes()
@@ -115,7 +116,7 @@ class ShardService:
         for i, ids in enumerate(depends):
             if ids & failed:
                 outcomes[i] = (False, StoreUnavailable(
-                    "The session store could not record this durably; retry the request shortly."))
+                    "The session store could not record this durably; retry the request shortly.", "not_durable"))
         return outcomes
 
     def _apply(self, name: str, args: tuple) -> Outcome:
@@ -125,7 +126,7 @@ class ShardService:
             return False, error
         except Exception as error:  # a bug must not take the batch, or the request, down with a 500
             log.exception("session-store operation %s failed", name)
-            return False, StoreUnavailable(f"The session store failed on {name} ({type(error).__name__}).")
+            return False, StoreUnavailable(f"The session store failed on {name} ({type(error).__name__}).", "internal")
 
     async def _learn_marks(self, ops: list[Op]) -> set[str]:
         if self._complete:

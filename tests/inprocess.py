@@ -50,6 +50,11 @@ class InProcess:
             self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         self._loop.close()
 
+    @property
+    def metrics(self):
+        """The app's operator metrics, counted in memory here (deployments/observability/metrics.py)."""
+        return self.app.api.state.services.metrics
+
     def new_client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(transport=httpx.ASGITransport(self.app.api), base_url="http://in-process")
 

@@ -2,6 +2,7 @@
 
     finsec serve [CONFIG]           the app from a serve config until Ctrl-C (local cluster, or --address)
     finsec rollouts [...]           N episodes at concurrency C against --url or an in-process server
+    finsec status --url URL         what a running server is: version, settings, actors, sessions, fences
     finsec corpus write|serve|questions
 
 A usage error (bad URL, no server, bad config, port in use) is one line on stderr and exit status 2."""
@@ -11,7 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import corpus, rollouts, serve
+from ..about import version
+from . import corpus, rollouts, serve, status
 from .errors import EXIT_USAGE, UsageError
 
 
@@ -23,23 +25,9 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
     serve.add_parser(commands)
     rollouts.add_parser(commands)
+    status.add_parser(commands)
     corpus.add_parser(commands)
     return top
-
-
-def version() -> str:
-    """The installed package's version, and the code's digest (what actor names and verdict keys follow)."""
-    from importlib import metadata
-
-    import deployments
-    import session_store
-    from session_store.versions import code_version
-
-    try:
-        installed = metadata.version("finsec-serve")
-    except metadata.PackageNotFoundError:
-        installed = "(not installed)"
-    return f"{installed} (code {code_version(deployments, session_store)})"
 
 
 def main(argv: list[str] | None = None) -> int:

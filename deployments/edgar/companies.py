@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..net.retry import RetryPolicy, TryAgain, with_retries
 from ..single_flight import SingleFlight
 from .cache import DiskCache
 from .source import TICKERS_PATH, EdgarSource, submissions_path
@@ -167,17 +168,20 @@ class CompanyDirectory:
         that is not one is downloaded again; a download that is not one is retried like a failed one."""
         cached = await self._cache.read_json(self._cache.tickers_file) if self._cache else None
         raw, table = cached, _registry(cached, "the cached tickers.json")
-        for attempt in range(attempts):
-            if table is not None:
-                break
-            raw = await self._source.read_json(TICKERS_PATH)
-            table = _registry(raw, "company_tickers.json from the source")
-            if table is None and attempt < attempts - 1:
-                await asyncio.sleep(backoff_seconds * 2**attempt)
+
+        async def download() -> tuple[Any, dict[str, Company]]:
+            got = await self._source.read_json(TICKERS_PATH)
+            if (registry := _registry(got, "company_tickers.json from the source")) is None:
+                raise TryAgain("unreadable")
+            return got, registry
+
         if table is None:
-            raise RuntimeError(
-                "Failed to load SEC ticker data after retries. Server cannot start without company_tickers.json."
-            )
+            retries = RetryPolicy(attempts=attempts, first_wait=backoff_seconds, jitter=backoff_seconds / 2)
+            try:
+                raw, table = await with_retries(retries, "sec", download)
+            except TryAgain:
+                raise RuntimeError("Failed to load SEC ticker data after retries. Server cannot start without "
+                                   "company_tickers.json.") from None
         self._companies = table
         if self._cache and raw is not cached:
             await self._cache.write_json(self._cache.tickers_file, raw)

@@ -1,6 +1,8 @@
 """Live EDGAR over HTTP: www.sec.gov and data.sec.gov (base URLs from settings), NeMo Gym's client policy
 (contract §F.2): a declared User-Agent on every request, a rate-limit slot before every attempt, retries
-with exponential backoff on 403/429/503 and on transport errors or timeouts, and "no data" otherwise.
+(deployments/net/retry.py: jittered exponential backoff, Retry-After) on 403/429/503 and on transport errors or
+timeouts, and "no data" otherwise. Each read is counted by status, and each slot's wait timed
+(`finsec_sec_fetches`, `finsec_rate_limit_wait_seconds`).
 
 Every request goes through the guarded fetcher (`deployments.net.policy.FetchPolicy.sec_fetcher`): SEC
 hosts only, every redirect hop and resolved address checked, the byte cap, no environment proxies. A
@@ -11,10 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any, Protocol
 
 from ..net.policy import RateLimiter
+from ..net.retry import RetryPolicy, TryAgain, with_retries
 from ..net.safe_fetch import FetchedPage, FetchFailed, FetchRefused
+from ..observability.metrics import NO_METRICS, Metrics
 from .source import parse_json
 from .urls import is_edgar_path
 
@@ -42,13 +47,16 @@ class LiveSource:
         max_attempts: int = 3,
         backoff_seconds: float = 1.0,
         max_connections_per_host: int = 10,
+        metrics: Metrics = NO_METRICS,
     ):
         self._fetcher = fetcher
         self._www = www_base_url.rstrip("/")
         self._data = data_base_url.rstrip("/")
         self._limiter = limiter
-        self._attempts = max_attempts
-        self._backoff = backoff_seconds
+        # §F.2: 2^attempt x backoff between attempts (jittered); a Retry-After is honoured up to the longest of them
+        self._retries = RetryPolicy(attempts=max_attempts, first_wait=backoff_seconds, jitter=backoff_seconds / 2,
+                                    longest_wait=backoff_seconds * 2 ** max(0, max_attempts - 2))
+        self._metrics = metrics
         # The guarded fetcher opens a connection per request (no pool), so cap concurrent requests per
         # base URL here, as the shared pool did (§F.2 max_connections_per_host).
         self._connections = {base: asyncio.Semaphore(max_connections_per_host) for base in (self._www, self._data)}
@@ -71,21 +79,29 @@ class LiveSource:
             return await self._get(self.url_for(path))
 
     async def _get(self, url: str) -> bytes | None:
-        for attempt in range(self._attempts):
-            last = attempt == self._attempts - 1
-            await self._limiter.acquire()  # a slot per attempt: retries count against the limit too
-            try:
-                return (await self._fetcher.fetch(url)).body
-            except FetchRefused as refusal:
-                log.warning("EDGAR %s refused by the fetch guard: %s", url, refusal)
+        try:
+            return await with_retries(self._retries, "sec", lambda: self._attempt(url), self._metrics)
+        except TryAgain as spent:
+            log.warning("EDGAR %s failed after its retries: %s", url, spent.detail)
+            return None
+
+    async def _attempt(self, url: str) -> bytes | None:
+        waiting = time.monotonic()
+        await self._limiter.acquire()  # a slot per attempt: retries count against the limit too
+        self._metrics.rate_limit_wait(time.monotonic() - waiting)
+        try:
+            page = await self._fetcher.fetch(url)
+        except FetchRefused as refusal:
+            self._metrics.sec_fetch("live", "refused")
+            log.warning("EDGAR %s refused by the fetch guard: %s", url, refusal)
+            return None
+        except FetchFailed as failure:
+            self._metrics.sec_fetch("live", failure.status or "error")
+            if failure.status is not None and failure.status not in RETRY_STATUSES:
                 return None
-            except FetchFailed as failure:
-                if failure.status is not None and failure.status not in RETRY_STATUSES:
-                    return None
-                log.warning("EDGAR %s failed (attempt %d/%d): %s", url, attempt + 1, self._attempts, failure)
-            if not last:
-                await asyncio.sleep(self._backoff * 2**attempt)
-        return None
+            raise TryAgain(failure.status or "transport", str(failure), failure.retry_after) from None
+        self._metrics.sec_fetch("live", page.status)
+        return page.body
 
     async def aclose(self) -> None:
         pass  # the guarded fetcher holds no connections between requests

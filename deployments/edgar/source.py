@@ -14,6 +14,7 @@ import logging
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..observability.metrics import NO_METRICS, Metrics
 from .files import read_inside
 from .urls import is_edgar_path
 
@@ -63,18 +64,22 @@ class MirrorSource:
     Reads at most `max_bytes` per file. All file-system work runs in a worker thread: a resolve() or a
     read of a slow disk must not stall the event loop."""
 
-    def __init__(self, root: Path, *, max_bytes: int = DEFAULT_MAX_BYTES):
+    def __init__(self, root: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, metrics: Metrics = NO_METRICS):
         self.root = Path(root).resolve()
         self.max_bytes = max_bytes
+        self._metrics = metrics
 
     async def read_json(self, path: str) -> Any | None:
         return await parse_json(await self.read_archive(path))
 
     async def read_archive(self, path: str) -> bytes | None:
         if not is_edgar_path(path):
+            self._metrics.sec_fetch("mirror", "refused")
             log.warning("mirror: refused %.200r, which is not a path of the EDGAR layout", path)
             return None
-        return await asyncio.to_thread(self._read, path)
+        body = await asyncio.to_thread(self._read, path)
+        self._metrics.sec_fetch("mirror", 404 if body is None else 200)
+        return body
 
     def _read(self, path: str) -> bytes | None:
         """In a worker thread. The file must resolve inside the mirror and inside its own folder (the

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import math
 import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -13,6 +15,8 @@ import httpx
 
 from ..llm.endpoint import ModelClient, ModelEndpoint, ModelHTTPError, ModelReplyError
 from ..llm.templates import STOCK_DIR, load_prompt
+from ..net.retry import RetryPolicy, TryAgain, with_retries
+from ..observability.metrics import NO_METRICS, Metrics
 from .grader import Grade, GradingFailed
 
 RewardMode = Literal["binary", "scaled"]
@@ -80,12 +84,16 @@ class LlmJudge:
         reward_mode: RewardMode = "binary",
         call_timeout: float | None = 60.0,
         retry_delays: Sequence[float] = (1.0, 2.0),
+        metrics: Metrics = NO_METRICS,
     ) -> None:
         self.template = load_prompt(prompt_template, prompt_template_fpath, "judge_prompt_template")
         self.create_params = copy.deepcopy(responses_create_params) if responses_create_params else {"input": []}
         self.reward_mode = reward_mode
         self.call_timeout = call_timeout
         self.retry_delays = tuple(retry_delays)
+        # exactly these waits: the verify lease is sized on them (Settings.judge_budget_seconds)
+        self.retries = RetryPolicy.exact(self.retry_delays, deadline=math.inf)
+        self.metrics = metrics
         self.client = ModelClient(endpoint)
 
     def request(self, question: str, expected_answer: str, answer: str) -> dict[str, Any]:
@@ -96,28 +104,36 @@ class LlmJudge:
     async def grade(self, question: str, expected_answer: str, answer: str) -> Grade:
         body = self.request(question, expected_answer, answer)
         errors: list[str] = []
-        replied, last_text = False, None
-        for attempt, delay in enumerate((*self.retry_delays, None), start=1):
+        replies: list[str] = []
+
+        async def attempt() -> Grade:
             try:
                 reply = await self._call(body)
             except JudgeError as error:
-                errors.append(f"attempt {attempt}: {error}")
-            else:
-                replied, last_text = True, judge_text(reply)
-                # A reply cut short may end inside the rubric's own examples: its tags are not a verdict.
-                rating = None if reply.get("incomplete_details") else parse_rating(last_text)
-                if rating is not None:
-                    return Grade(reward_for(rating, self.reward_mode), judge_rating=rating, judge_text=last_text)
-            if delay is not None:
-                await asyncio.sleep(delay)
-        if not replied:  # never measured: the verify route masks the row as judge_failed
+                errors.append(f"attempt {len(errors) + len(replies) + 1}: {error}")
+                raise TryAgain("error", str(error)) from None
+            replies.append(judge_text(reply))
+            # A reply cut short may end inside the rubric's own examples: its tags are not a verdict.
+            rating = None if reply.get("incomplete_details") else parse_rating(replies[-1])
+            if rating is None:
+                raise TryAgain("unparseable")
+            return Grade(reward_for(rating, self.reward_mode), judge_rating=rating, judge_text=replies[-1])
+
+        try:
+            return await with_retries(self.retries, "judge", attempt, self.metrics)
+        except TryAgain:
+            pass
+        if not replies:  # never measured: the verify route masks the row as judge_failed
             raise GradingFailed(f"judge unreachable after {len(errors)} attempts: " + "; ".join(errors))
         # The judge answered but never gave a verdict: a real (zero) measurement, flagged (Decision 11).
-        return Grade(0.0, judge_rating=None, judge_text=last_text, failure_kind="judge_unparseable")
+        return Grade(0.0, judge_rating=None, judge_text=replies[-1], failure_kind="judge_unparseable")
 
     async def _call(self, body: dict[str, Any]) -> dict[str, Any]:
+        began, ok = time.monotonic(), False
         try:
-            return await asyncio.wait_for(self.client.create(body), self.call_timeout)
+            reply = await asyncio.wait_for(self.client.create(body), self.call_timeout)
+            ok = True
+            return reply
         except TimeoutError:
             raise JudgeError(f"timed out after {self.call_timeout} s") from None
         except (ModelHTTPError, ModelReplyError) as error:
@@ -126,6 +142,8 @@ class LlmJudge:
             raise JudgeError(f"{type(error).__name__}: {error}") from None
         except ValueError as error:  # the body could not be encoded (UnicodeEncodeError, NaN): a masked row, not a 500
             raise JudgeError(f"the judge request could not be sent: {type(error).__name__}: {error}") from None
+        finally:
+            self.metrics.model_call("judge", ok, time.monotonic() - began)
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -49,9 +49,10 @@ class FetchRefused(FetchError):
 class FetchFailed(FetchError):
     """The network or the server said no (DNS, connect, timeout, non-2xx status)."""
 
-    def __init__(self, url: str, message: str, status: int | None = None):
+    def __init__(self, url: str, message: str, status: int | None = None, retry_after: float | None = None):
         super().__init__(url, message)
         self.status = status
+        self.retry_after = retry_after  # the server's Retry-After, in seconds, when it sent one
 
 
 @dataclass(frozen=True)
@@ -264,7 +265,8 @@ class SafeFetcher:
             except (KeyError, httpx.InvalidURL, ValueError):  # ValueError: bad IDNA in the Location's host
                 raise hop.failed(f"HTTP {status} redirect without a valid Location header.", status) from None
         if not 200 <= status < 300:
-            raise hop.failed(f"the server answered HTTP {status} {response.reason_phrase}.", status)
+            raise hop.failed(f"the server answered HTTP {status} {response.reason_phrase}.", status,
+                             retry_after(response.headers))
         content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
         if content_type not in self.allowed_content_types:
             allowed = ", ".join(sorted(t or "missing" for t in self.allowed_content_types))
@@ -288,8 +290,16 @@ class _Hop:
     def refused(self, why: str) -> FetchRefused:
         return FetchRefused(self.url, f"Refused to fetch {self.label}: {why}")
 
-    def failed(self, why: str, status: int | None = None) -> FetchFailed:
-        return FetchFailed(self.url, f"Failed to fetch {self.label}: {why}", status)
+    def failed(self, why: str, status: int | None = None, retry_after: float | None = None) -> FetchFailed:
+        return FetchFailed(self.url, f"Failed to fetch {self.label}: {why}", status, retry_after)
+
+
+def retry_after(headers) -> float | None:
+    """A response's Retry-After in seconds (the delay form; an HTTP date counts as no hint)."""
+    try:
+        return max(0.0, float(headers.get("Retry-After", "")))
+    except ValueError:
+        return None
 
 
 @functools.cache

@@ -10,6 +10,7 @@ from typing import Protocol
 from session_store.lru import BoundedLru
 
 from .. import offload
+from ..observability.metrics import NO_METRICS, Metrics
 from ..single_flight import SingleFlight
 from .model import LlmRetrieval
 from .passages import Excerpt, IndexedDocument, PassageRetriever
@@ -39,13 +40,15 @@ class PassageBackend:
     """The embedded default: the passages that best match the prompt's own words. Indexes are cached by
     digest, so one index serves every session that stores the same text; building one runs off the loop."""
 
-    def __init__(self, passages: PassageRetriever, index_cache_bytes: int):
+    def __init__(self, passages: PassageRetriever, index_cache_bytes: int, metrics: Metrics = NO_METRICS):
         self._passages = passages
+        self._metrics = metrics
         self._indexes: BoundedLru[str, IndexedDocument] = BoundedLru(index_cache_bytes, lambda d: d.nbytes)
         self._building: SingleFlight[str, IndexedDocument] = SingleFlight()  # first calls for one text: one build
 
     async def _index(self, selection: Selection) -> IndexedDocument:
         index = self._indexes.get(selection.digest)
+        self._metrics.cache_lookup("indexes", index is not None)
         if index is not None:
             return index
         index = await self._building.run(selection.digest, lambda: asyncio.to_thread(IndexedDocument, selection.text))

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 from ..llm.endpoint import ModelClient, ModelEndpoint, ModelHTTPError
 from ..llm.templates import STOCK_DIR, load_prompt
+from ..observability.metrics import NO_METRICS, Metrics
 
 STOCK_SYSTEM_PROMPT = STOCK_DIR / "retrieval.yaml"
 _BODY_LIMIT = 500
@@ -64,8 +66,10 @@ class LlmRetrieval:
         responses_create_params: dict[str, Any] | None = None,
         max_output_tokens: int | None = None,
         call_timeout: float | None = DEFAULT_CALL_TIMEOUT_SECONDS,
+        metrics: Metrics = NO_METRICS,
     ) -> None:
         self.call_timeout = call_timeout
+        self.metrics = metrics
         self.system_prompt = load_prompt(system_prompt, system_prompt_fpath, "retrieval_system_prompt")
         self.create_params = copy.deepcopy(responses_create_params) if responses_create_params else {"input": []}
         self.max_output_tokens = max_output_tokens
@@ -78,14 +82,18 @@ class LlmRetrieval:
         return body
 
     async def answer(self, prompt: str) -> str:
+        began, ok = time.monotonic(), False
         try:
             reply = await asyncio.wait_for(self.client.create(self.request(prompt)), self.call_timeout)
+            ok = True
         except TimeoutError:
             return f"ERROR: Retrieval LLM call failed: no reply within {self.call_timeout:g} seconds"
         except ModelHTTPError as error:
             return f"ERROR: Retrieval LLM HTTP {error.status_code}: {error.text[:_BODY_LIMIT]}"
         except Exception as error:  # the model reads this instead of the episode failing
             return f"ERROR: Retrieval LLM call failed: {str(error) or type(error).__name__}"
+        finally:
+            self.metrics.model_call("retrieval", ok, time.monotonic() - began)
         return output_text(reply) or no_output_message(reply)
 
     async def aclose(self) -> None:

@@ -1,4 +1,5 @@
-"""Internal routes for operators: retire_session_state (contract §C.8, Decision 8) and the session counters.
+"""Internal routes for operators: retire_session_state (contract §C.8, Decision 8), the session counters and
+the deployment's status.
 
 The retire route exists only when `admin_token` is configured (`retire_router`, included by asgi.py only then),
 and answers only to `Authorization: Bearer <admin_token>`: it releases another session's state, so the agent must
@@ -6,10 +7,12 @@ never reach it."""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 
+from .. import about
 from ..contract import RetireRequest
 from ..services import services
 from ..strict_json import StrictJsonRoute
@@ -31,6 +34,18 @@ def _operator(request: Request) -> None:
 async def retire_session_state(request: Request, body: RetireRequest) -> dict[str, str]:
     await services(request).store.retire(body.session_id)
     return {"session_id": body.session_id, "retired": "ok"}
+
+
+@router.get("/status")
+async def status(request: Request) -> dict:
+    """What this deployment is and holds: version, shape (no secrets), its actors, and each shard's state."""
+    app = services(request)
+    stats = await app.store.stats()
+    return {"app": app.settings.app_name, "version": about.version(), "settings": about.shape(app.settings),
+            "held": {k: stats[k] for k in ("sessions", "documents", "fences", "expired_marks")},
+            "shards": [{"shard": k, **{f: row.get(f) for f in ("incarnation", "settled", "sessions", "fences")}}
+                       for k, row in enumerate(stats.get("shards", []))],
+            "actors": await asyncio.to_thread(about.actors, app.settings)}
 
 
 @router.get("/session_counters")

@@ -66,7 +66,9 @@ async def close_session(request: Request, body: CloseSessionRequest) -> CloseSes
 async def verify(request: Request, body: VerifyRequest) -> Response:
     sid = identity.session_id(request)
     size = offload.body_size(request)
-    row, released = await services(request).verifier.verify(sid, identity.claims(request), body, size)
+    app = services(request)
+    row, released = await app.verifier.verify(sid, identity.claims(request), body, size)
+    app.metrics.verify("masked" if row.get("mask_sample") else "scored", row.get("failure_kind"))
     if released:
         identity.released(request, sid)
     return await json_response(row, size)

@@ -27,6 +27,9 @@ import numpy as np
 from ..edgar.companies import CompanyDirectory, Filing, FilingsUnavailable
 from ..edgar.source import EdgarSource
 from ..edgar.urls import parse_filing_url
+from ..net.retry import RetryPolicy, TryAgain, with_retries
+from ..net.safe_fetch import retry_after
+from ..observability.metrics import NO_METRICS, Metrics
 from ..retrieval.bm25 import Bm25Index
 from ..retrieval.passages import cut_passages
 from ..retrieval.tokenize import tokenize
@@ -203,10 +206,10 @@ class LiveFullTextSearch:
     """sec-api.io's full-text search (contract §A.7 step 4, live)."""
 
     def __init__(self, base_url: str, api_key: str, *, attempts: int = 3, backoff_seconds: float = 1.0,
-                 timeout_seconds: float = 30.0):
+                 timeout_seconds: float = 30.0, metrics: Metrics = NO_METRICS):
         self._url = base_url.rstrip("/") + "/full-text-search"
-        self._attempts = attempts
-        self._backoff = backoff_seconds
+        self._retries = RetryPolicy(attempts=attempts, first_wait=backoff_seconds, jitter=backoff_seconds / 2)
+        self._metrics = metrics
         self._client = httpx.AsyncClient(headers={"Authorization": api_key}, timeout=timeout_seconds)
 
     async def aclose(self) -> None:
@@ -220,21 +223,26 @@ class LiveFullTextSearch:
             body["formTypes"] = request.form_types
         if request.ciks:
             body["ciks"] = request.ciks
-        error: str = "no attempt made"
-        for attempt in range(self._attempts):
+
+        async def attempt() -> list[dict]:
             try:
                 response = await self._client.post(self._url, json=body)
-                if response.status_code not in (429, 503):
-                    response.raise_for_status()
-                    return listed_objects(response.json(), "filings")[: request.top_n]
-                error = f"sec-api.io answered HTTP {response.status_code}"
-            except (httpx.HTTPError, ValueError) as failure:  # ValueError: not JSON, or JSON of another shape
-                error = f"sec-api.io full-text search failed: {failure}"
-                if isinstance(failure, httpx.HTTPStatusError):
-                    break
-            if attempt < self._attempts - 1:
-                await asyncio.sleep(self._backoff * 2**attempt)
-        raise SearchError(error)
+            except httpx.HTTPError as failure:
+                raise TryAgain("transport", f"sec-api.io full-text search failed: {failure}") from None
+            if response.status_code in (429, 503):
+                raise TryAgain(response.status_code, f"sec-api.io answered HTTP {response.status_code}",
+                               retry_after(response.headers))
+            if response.is_error:  # refused for good: a bad key or query
+                raise SearchError(f"sec-api.io full-text search failed: HTTP {response.status_code}")
+            try:
+                return listed_objects(response.json(), "filings")[: request.top_n]
+            except ValueError as failure:  # not JSON, or JSON of another shape
+                raise TryAgain("unreadable", f"sec-api.io full-text search failed: {failure}") from None
+
+        try:
+            return await with_retries(self._retries, "sec_api", attempt, self._metrics)
+        except TryAgain as spent:
+            raise SearchError(spent.detail) from None
 
 
 async def edgar_search(backend, request_args: dict, cutoff: date | None) -> str:

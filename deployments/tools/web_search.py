@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import date
 from typing import Protocol
 
 import httpx
 
+from ..net.retry import RetryPolicy, TryAgain, with_retries
+from ..net.safe_fetch import retry_after
+from ..observability.metrics import NO_METRICS, Metrics
 from ..tool_error import ToolError
 from .dates import DateError, date_window
 from .provider_answer import listed_objects
@@ -28,9 +30,11 @@ class WebSearchProvider(Protocol):
 
 class TavilySearch:
     def __init__(self, api_key: str, base_url: str = "https://api.tavily.com", *, backoff_seconds: float = 1.0,
-                 timeout_seconds: float = 30.0):
+                 timeout_seconds: float = 30.0, metrics: Metrics = NO_METRICS):
         self._url = base_url.rstrip("/") + "/search"
-        self._backoff = backoff_seconds
+        # NeMo Gym's 3 attempts, 1 s then 2 s apart (scaled by backoff_seconds), jittered
+        self._retries = RetryPolicy(attempts=3, first_wait=backoff_seconds, jitter=backoff_seconds / 2)
+        self._metrics = metrics
         self._client = httpx.AsyncClient(headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout_seconds)
 
     async def aclose(self) -> None:
@@ -41,17 +45,24 @@ class TavilySearch:
                 "end_date": end_date}
         if start_date:
             body["start_date"] = start_date
-        error = "no attempt made"
-        for attempt in range(3):  # 3 attempts, sleeping 1 s then 2 s (scaled by backoff_seconds)
+
+        async def attempt() -> list:
             try:
                 response = await self._client.post(self._url, json=body)
-                response.raise_for_status()
+            except httpx.HTTPError as failure:
+                raise TryAgain("transport", f"Tavily search failed: {failure}") from None
+            if response.is_error:  # every status is retried, as NeMo Gym's client does
+                raise TryAgain(response.status_code, f"Tavily search failed: HTTP {response.status_code}",
+                               retry_after(response.headers))
+            try:
                 return listed_objects(response.json(), "results")
-            except (httpx.HTTPError, ValueError) as failure:  # ValueError: not JSON, or JSON of another shape
-                error = f"Tavily search failed: {failure}"
-            if attempt < 2:
-                await asyncio.sleep(self._backoff * (attempt + 1))
-        raise WebSearchError(error)
+            except ValueError as failure:  # not JSON, or JSON of another shape
+                raise TryAgain("unreadable", f"Tavily search failed: {failure}") from None
+
+        try:
+            return await with_retries(self._retries, "web_search", attempt, self._metrics)
+        except TryAgain as spent:
+            raise WebSearchError(spent.detail) from None
 
 
 async def web_search(

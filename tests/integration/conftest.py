@@ -11,15 +11,21 @@ import pytest
 
 from deployments.corpus.generate import embedded_corpus_dir
 from deployments.ingress import app_actors, session_actors_spec
-from deployments.local import QUIET_LOGS, deploy_application, start_ray_and_serve, stop_ray_and_serve, undeploy
+from deployments.local import (QUIET_LOGS, deploy_application, free_port, start_ray_and_serve, stop_ray_and_serve,
+                               undeploy)
 from deployments.settings import Settings
 from session_store.ray_store import RaySessionStore, SessionActors
 from tests.bodies import close_body, cookie_claims, episode_seed, new_session_id, verify_body  # noqa: F401 (shared)
 
 
+METRICS_PORT = free_port()  # the node's metrics-export port, scraped by test_metrics_scrape.py
+
+
 @pytest.fixture(scope="session")
 def serve_url() -> Iterator[str]:
-    base_url = start_ray_and_serve()
+    # Metrics reach the export port every second (Ray's default: 10 s), so a scrape test need not wait long.
+    base_url = start_ray_and_serve(_metrics_export_port=METRICS_PORT,
+                                   _system_config={"metrics_report_interval_ms": 1000})
     yield base_url
     stop_ray_and_serve()
 
@@ -69,12 +75,12 @@ class App:
 
 
 def deployed_app(serve_url: str, name: str, replicas: int = 2, route_prefix: str = "/",
-                 **settings: Any) -> Iterator[App]:
+                 logging_config: dict | None = None, **settings: Any) -> Iterator[App]:
     """The app deployed as a serve config would, at `route_prefix` (its clients' relative URLs go under it)."""
     options = dict(app_name=name, num_shards=4, corpus_dir=embedded_corpus_dir(), reaper_interval_seconds=1.0)
     app_settings = Settings(**{**options, **settings})
     url = deploy_application(app_settings, serve_url, name=name, route_prefix=route_prefix, options={
-        "num_replicas": replicas, "ray_actor_options": {"num_cpus": 0}, "logging_config": QUIET_LOGS})
+        "num_replicas": replicas, "ray_actor_options": {"num_cpus": 0}, "logging_config": logging_config or QUIET_LOGS})
     try:
         yield App(url, app_settings, *store_of(app_settings))
     finally:

@@ -121,6 +121,15 @@ def test_resume_plays_only_what_the_file_lacks(app, tmp_path):
     assert main(["rollouts", "--url", app.base_url, "--resume", str(out), "-n", "8", "-r", "2", "--quiet"]) == 2
 
 
+def test_status_names_the_apps_actors_and_what_its_shards_hold(app, capsys):
+    assert main(["status", "--url", app.base_url]) == 0
+    shown = capsys.readouterr().out
+    assert "app        it-rollouts" in shown and "mark_store            gcs" in shown
+    for kind in ("shard-0-of-4", "shard-3-of-4", "reaper", "documents", "edgar-limiter"):
+        assert f"  {kind}." in shown, kind  # each actor's name, ending in its version
+    assert main(["status", "--url", "http://127.0.0.1:9"]) == 2  # nothing there: a usage error, one line
+
+
 def test_workers_run_as_ray_actors_and_their_records_gather_into_one_file(app, tmp_path):
     status, records, summary = rollouts(tmp_path, app, "-n", "12", "-c", "4", "--workers", "2", name="workers")
     assert status == 0

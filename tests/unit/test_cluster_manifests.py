@@ -226,3 +226,25 @@ def test_the_image_installs_pinned_dependencies_before_the_code():
     assert len(copies) == 2 and copies[0] < installs[0] < copies[1] < installs[1], steps
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert {".venv", ".git", "tests"} <= set(ignored)
+
+
+def test_an_app_built_without_the_tuning_says_what_is_missing_and_its_cost(monkeypatch, caplog):
+    """`serve run configs/serve.yaml` in a bare shell: one warning naming each variable and its measured cost."""
+    from deployments import builder, serve_tuning
+
+    for name in SERVE_TUNING:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(builder, "ingress_application", lambda settings: "built")
+    with caplog.at_level("WARNING", logger="ray.serve"):
+        assert builder.build_app({}) == "built"
+    (said,) = [r.getMessage() for r in caplog.records if "Serve tuning" in r.getMessage()]
+    for name, value in SERVE_TUNING.items():
+        assert f"{name}={value}" in said
+    assert "0.07x" in said
+    caplog.clear()
+    for name, value in SERVE_TUNING.items():
+        monkeypatch.setenv(name, value)
+    with caplog.at_level("WARNING", logger="ray.serve"):
+        builder.build_app({})
+    assert not [r for r in caplog.records if "Serve tuning" in r.getMessage()]
+    assert serve_tuning.missing(dict(SERVE_TUNING)) == {}

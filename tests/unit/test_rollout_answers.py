@@ -141,3 +141,55 @@ def test_a_mirror_without_report_dates_still_finds_the_annual_report():
     question = read_question("What were X Inc. (XX2)'s total net revenues for fiscal year 2023?")
     assert choose_filing(question, rows)["filing_url"] == "k2023"
     assert choose_filing(read_question("What were X Inc. (XX2)'s revenues for fiscal 2019?"), rows) is None
+
+
+# ----- real filings' shapes (bench/scripted_real.py measures the policy on ../shared/data/edgar-real) -----
+
+QUARTER_REPLY = HEADER + """[filing characters 4063-4116]
+(CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited) / Net sales: / In millions, except number of \
+shares, which are reflected in thousands, / Three Months Ended | Nine Months Ended / June 28, 2025 | \
+June 29, 2024 | June 28, 2025 | June 29, 2024)
+Total net sales | 94,036 | 85,777 | 313,695 | 296,105
+
+[filing characters 6304-7000]
+(Earnings per share: / In millions, except per share data / Jun 28, 2025 | Jun 29, 2024 | Jun 28, 2025 | \
+Jun 29, 2024)
+Basic | $1.57 | $1.40 | $5.39 | $4.82
+Diluted | $1.57 | $1.40 | $5.35 | $4.79
+Shares used in computing earnings per share:
+Diluted | 14,948,500 | 15,348,175 | 15,010,000 | 15,408,095
+
+[filing characters 9000-9400]
+Total net sales increased $8.3 billion during the third quarter of 2025 compared with 2024.
+"""
+
+
+def test_dated_column_headers_pick_the_quarter_and_not_the_year_to_date():
+    question = read_question("What was Apple Inc. (AAPL)'s total net sales for the quarter ended June 28, 2025, "
+                             "as reported in its 10-Q?")
+    assert question.date == "2025-06-28" and question.form == "10-Q"
+    assert answer(question, QUARTER_REPLY) == "$94,036 million"  # the three months' column, in the table's unit
+
+
+def test_a_per_share_figure_has_no_scale_and_is_not_a_share_count():
+    question = read_question("What was Apple Inc. (AAPL)'s diluted earnings per share for the quarter ended "
+                             "June 28, 2025, as reported in its 10-Q?")
+    assert answer(question, QUARTER_REPLY) == "$1.57"
+
+
+def test_a_change_stated_in_prose_is_not_taken_for_the_amount():
+    question = read_question("What was Apple Inc. (AAPL)'s total net sales for fiscal year 2025?")
+    reply = HEADER + "[filing characters 9000-9400]\nTotal net sales increased $8.3 billion during 2025.\n"
+    assert answer(question, reply) is None
+
+
+def test_a_fiscal_year_that_ends_in_january_is_the_10k_filed_weeks_later():
+    """NVIDIA's fiscal 2025 ended 2025-01-26; its 10-K was filed 2025-02-26 (a mirror gives no report date)."""
+    question = read_question("What was NVIDIA CORP (NVDA)'s revenue for fiscal year 2025?")
+    rows = [{"form": "10-K", "filing_date": "2025-02-26", "report_date": "", "filing_url": "fy2025"},
+            {"form": "10-K", "filing_date": "2024-02-21", "report_date": "", "filing_url": "fy2024"}]
+    assert choose_filing(question, rows)["filing_url"] == "fy2025"
+    calendar = read_question("What was AMAZON COM INC (AMZN)'s total net sales for fiscal year 2024?")
+    rows = [{"form": "10-K", "filing_date": "2025-02-07", "report_date": "", "filing_url": "fy2024"},
+            {"form": "10-K", "filing_date": "2024-02-02", "report_date": "", "filing_url": "fy2023"}]
+    assert choose_filing(calendar, rows)["filing_url"] == "fy2024"  # a calendar year: filed the year after

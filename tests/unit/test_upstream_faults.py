@@ -88,6 +88,9 @@ def test_parse_html_page_answers_a_filing_fault_with_a_tool_error_and_recovers(a
     assert reply.startswith(("Failed to download filing from", "HTML could not be parsed")), reply
     assert len(sec.requests_for(FIRST.url_path)) == requests
     assert app.describe(app.sid)["documents"] == []
+    assert app.metrics.count("finsec_retries", target="sec") == requests - 1  # each retry counted
+    if fault[:3].isdigit():  # the status SEC answered, counted per attempt
+        assert app.metrics.count("finsec_sec_fetches", source="live", status=fault[:3]) == requests
 
     sec.reset()  # SEC recovers: the same call now works, in the same session
     assert results(app.post("/parse_html_page", json={"url": FIRST.url, "key": "doc"})).startswith("SUCCESS")
@@ -232,10 +235,18 @@ def test_a_judge_that_cannot_be_read_gives_a_masked_judge_failed_row(judged, stu
     assert (row["reward"], row["mask_sample"], row["failure_kind"]) == (0.0, True, "judge_failed")
     assert row["failure_reason"] and row["_ng_failure_class"] == "judge_failed"
     assert len(stub.requests) == ATTEMPTS
+    # an operator sees a judge outage as masked judge_failed verifies, never as scored ones (counted after grading)
+    metrics = judged.metrics
+    assert metrics.count("finsec_verifies", outcome="masked", failure_kind="judge_failed") == 1
+    assert metrics.count("finsec_verifies", outcome="scored") == 0
+    assert metrics.count("finsec_model_call_seconds", model="judge", outcome="error") == ATTEMPTS
+    assert metrics.count("finsec_retries", target="judge") == ATTEMPTS - 1
 
     stub.reply(responses_reply("The rating is: [[2]]"))  # the judge is back: a re-send is judged afresh
     again = judged.post("/verify", json=verify_body()).json()
     assert (again["reward"], again["mask_sample"], again["failure_kind"]) == (1.0, False, None)
+    assert metrics.count("finsec_verifies", outcome="scored") == 1
+    assert metrics.count("finsec_model_call_seconds", model="judge", outcome="ok") == 1
     assert judged.describe(judged.sid)["documents"] == ["doc"]  # the session is unharmed
     assert judged.post("/close_session", json=close_body(judged.sid)).status_code == 200
 
@@ -248,6 +259,8 @@ def test_a_judge_that_answers_without_a_verdict_gives_a_real_zero_flagged_unpars
     row = judged.post("/verify", json=verify_body()).json()
     assert (row["reward"], row["mask_sample"], row["failure_kind"]) == (0.0, False, "judge_unparseable")
     assert row["judge_rating"] is None and len(stub.requests) == ATTEMPTS
+    assert judged.metrics.count("finsec_verifies", outcome="scored", failure_kind="judge_unparseable") == 1
+    assert judged.metrics.count("finsec_retries", target="judge", reason="unparseable") == ATTEMPTS - 1
 
 
 @pytest.mark.timeout(20)

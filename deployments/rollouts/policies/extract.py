@@ -48,24 +48,45 @@ def _label_score(question: Question, label_stems: set[str]) -> float:
 
 
 def _period_index(question: Question, periods: tuple[str, ...], n_values: int) -> int | None:
-    """Which cell holds the asked period; None when the row holds another period only."""
+    """Which cell holds the asked period; None when the row holds another period only. A quarter's header
+    names each date twice (three months, then the year to date): the first is the quarter."""
     if question.year is None or not periods or len(periods) != n_values:
         return 0 if n_values == 1 or question.year is None else None
+    if question.date:
+        exact = [i for i, period in enumerate(periods) if period == question.date]
+        if exact:
+            return exact[0]
+        if any(len(p) == 10 for p in periods):
+            return None  # dated columns, none the asked one
     for i, period in enumerate(periods):
-        if (question.date and period == question.date) or period[:4] == str(question.year):
+        if period[:4] == str(question.year):
             return i
     return None
 
 
 def _row_candidates(question: Question, reading: Reading) -> list[Candidate]:
+    per_share = _per_share(question)
     out = []
     for row in reading.rows:
-        score = _label_score(question, stems(row.label))
+        # "Diluted" under "Earnings per share:": the heading names the figure too
+        label = f"{row.heading} {row.label}" if len(row.label.split()) == 1 else row.label
+        score = _label_score(question, stems(label))
         index = _period_index(question, row.periods, len(row.values))
         if score <= 0 or index is None:
             continue
-        out.append(Candidate(score + ROW_PREFERENCE, row.rank, _amount(question, row.values[index], row.unit)))
+        cell = row.values[index]
+        if per_share != ("." in cell and _number(cell) < 10_000):
+            continue  # a per-share figure has cents; a total in a table does not
+        unit = None if per_share else row.unit
+        out.append(Candidate(score + ROW_PREFERENCE, row.rank, _amount(question, cell, unit)))
     return out
+
+
+_PER_SHARE = frozenset(stems("per share"))
+
+
+def _per_share(question: Question) -> bool:
+    return _PER_SHARE <= question.keywords
 
 
 def _clause_period_fits(question: Question, clause: Clause) -> float | None:
@@ -82,7 +103,12 @@ def _clause_period_fits(question: Question, clause: Clause) -> float | None:
 
 def _money_candidates(question: Question, reading: Reading) -> list[Candidate]:
     out = []
+    if _per_share(question):
+        return []  # prose rounds per-share figures and mixes them with totals: the table row says it
     for clause in reading.money:
+        if any(word in clause.before.lower().split()[-4:] for word in (*_UP, *_DOWN, "increased", "decreased",
+                                                                       "by")):
+            continue  # "net sales increased $7.7 billion": a change, not the amount
         score = _label_score(question, stems(clause.before))
         fits = _clause_period_fits(question, clause)
         if score <= 0 or fits is None:

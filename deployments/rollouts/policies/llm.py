@@ -14,6 +14,8 @@ from typing import Any
 
 import aiohttp
 
+from ...net.retry import RetryPolicy, TryAgain, with_retries
+from ...net.safe_fetch import retry_after
 from ..tasks import Task
 from ..tool_schemas import DEFAULT_TOOLS, tool_schemas
 from ..toolbox import Toolbox
@@ -29,6 +31,11 @@ NUDGE = "Call submit_final_result with your final answer."
 
 class ModelFailure(Exception):
     """The model endpoint could not be used for a turn."""
+
+
+# A model endpoint that is busy (429) or failing (5xx), or a dropped connection, is asked again: the one retry
+# policy of the project (deployments/net/retry.py), with a short deadline so a dead endpoint fails the episode.
+MODEL_RETRIES = RetryPolicy(attempts=3, first_wait=0.5, longest_wait=5.0, jitter=0.5, deadline=30.0)
 
 
 @dataclass(frozen=True)
@@ -98,13 +105,25 @@ class LlmPolicy:
             body["max_tokens"] = self.spec.max_tokens
         headers = {"Authorization": f"Bearer {self.spec.api_key}"} if self.spec.api_key else {}
         url = self.spec.base_url.rstrip("/") + "/chat/completions"
+
+        async def attempt() -> str:
+            try:
+                async with self._session.post(url, json=body, headers=headers) as response:
+                    text = await response.text(errors="replace")
+                    if response.status == 429 or response.status >= 500:  # busy or failing: worth another try
+                        raise TryAgain(response.status, f"model endpoint answered {response.status}: {text[:200]}",
+                                       retry_after(response.headers))
+                    if response.status != 200:
+                        raise ModelFailure(f"model endpoint answered {response.status}: {text[:200]}")
+                    return text
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as error:
+                raise TryAgain("transport", f"model endpoint unreachable: {type(error).__name__}: {error}"[:300]) \
+                    from None
+
         try:
-            async with self._session.post(url, json=body, headers=headers) as response:
-                text = await response.text(errors="replace")
-                if response.status != 200:
-                    raise ModelFailure(f"model endpoint answered {response.status}: {text[:200]}")
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as error:
-            raise ModelFailure(f"model endpoint unreachable: {type(error).__name__}: {error}"[:300]) from None
+            text = await with_retries(MODEL_RETRIES, "policy_model", attempt)
+        except TryAgain as spent:
+            raise ModelFailure(spent.detail) from None
         try:
             reply = json.loads(text)
         except ValueError:

@@ -14,6 +14,12 @@ _PASSAGE_HEAD = re.compile(r"^\[[^\]\n]* characters \d+-\d+\]$", re.M)
 _UNIT = re.compile(r"\bin (thousands|millions|billions)\b", re.I)
 _YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?!\d)")
 _PERIOD_CELL = re.compile(r"^(?:\d{4}|\d{4}-\d{2}-\d{2})$")
+# A column header as real filings print it: "September 28, 2024", "Jul 27, 2025", "December 31, 2024".
+_DATED_CELL = re.compile(r"^([A-Z][a-z]{2,8})\.?\s+(\d{1,2}),?\s+((?:19|20)\d{2})$")
+MONTHS = {name: i for i, names in enumerate(
+    (("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",), ("jun", "june"),
+     ("jul", "july"), ("aug", "august"), ("sep", "sept", "september"), ("oct", "october"), ("nov", "november"),
+     ("dec", "december")), 1) for name in names}
 _AMOUNT = re.compile(r"(-)?\$?\s?\(?\s?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\s?\)?")
 _MONEY = re.compile(r"(-)?\$\s?(\()?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\)?(?:\s(thousand|million|billion)s?\b)?",
                     re.I)
@@ -54,13 +60,31 @@ class Reading:
     units_by_heading: dict[str, str]
 
 
+def period_of(cell: str) -> str | None:
+    """A column header cell as a period: "2024", "2024-12-31", or a dated cell as its ISO date; None otherwise."""
+    cell = cell.strip()
+    if _PERIOD_CELL.match(cell):
+        return cell
+    match = _DATED_CELL.match(cell)
+    if match and (month := MONTHS.get(match.group(1).lower())):
+        return f"{match.group(3)}-{month:02d}-{int(match.group(2)):02d}"
+    return None
+
+
+def periods_of(cells: list[str]) -> tuple[str, ...] | None:
+    """A header row's periods, when every cell is one."""
+    found = [period_of(c) for c in cells]
+    return tuple(found) if cells and all(found) else None  # type: ignore[arg-type]
+
+
 def read_reply(text: str) -> Reading:
     reading = Reading([], [], [], [], {})
     for rank, (context, body) in enumerate(_passages(text)):
         _read_passage(context, body, rank, reading)
     # A passage cut from the middle of a table may not say its unit or its columns: another passage of the same
     # table (by heading), or else the reply's usual unit and its usual columns for that many values, does.
-    usual_unit = Counter(r.unit for r in reading.rows if r.unit).most_common(1)
+    usual_unit = Counter(r.unit for r in reading.rows if r.unit).most_common(1) or \
+        Counter(SCALES[m.lower()] for m in _UNIT.findall(text)).most_common(1)  # "(in millions)" in prose
     columns: dict[int, Counter] = {}
     for row in reading.rows:
         if row.periods:
@@ -101,8 +125,8 @@ def _read_passage(context: str | None, body: str, rank: int, reading: Reading) -
         for part in parts[1:]:
             if m := _UNIT.search(part):
                 unit = SCALES[m.group(1).lower()]
-            elif all(_PERIOD_CELL.match(c.strip()) for c in part.split("|")):
-                periods = tuple(c.strip() for c in part.split("|"))
+            elif header := periods_of(part.split("|")):
+                periods = header
         if unit and heading:
             reading.units_by_heading.setdefault(heading.lower(), unit)
     prose: list[str] = []
@@ -111,8 +135,8 @@ def _read_passage(context: str | None, body: str, rank: int, reading: Reading) -
         if not stripped:
             continue
         cells = [c.strip() for c in stripped.split("|")]
-        if all(_PERIOD_CELL.match(c) for c in cells):
-            periods = tuple(cells)  # a column header: the periods of the rows below
+        if header := periods_of(cells):
+            periods = header  # a column header: the periods of the rows below
             continue
         if m := _UNIT.fullmatch(stripped.strip("()")) or (len(stripped) < 40 and _UNIT.search(stripped)):
             unit = SCALES[m.group(1).lower()]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 _TICKER = re.compile(r"\(([A-Z][A-Z0-9.\-]{0,9})\)")
 _DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_WRITTEN_DATE = re.compile(r"\b([A-Z][a-z]{2,8})\.?\s+(\d{1,2}),\s+((?:19|20)\d{2})\b")  # "June 28, 2025"
 _YEAR = re.compile(r"\b(19\d{2}|20\d{2})\b")
 _WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 # Words that say what kind of question it is or who is asked, not which figure: they never pick a row.
@@ -57,6 +58,7 @@ def stems(text: str) -> set[str]:
 
 
 def read_question(text: str, ticker_hint: str | None = None, form_hint: str | None = None) -> Question:
+    text = _written_dates_as_iso(text)
     lowered = text.lower()
     ticker_match = _TICKER.search(text)
     ticker = ticker_match.group(1) if ticker_match else ticker_hint
@@ -78,6 +80,17 @@ def read_question(text: str, ticker_hint: str | None = None, form_hint: str | No
         keywords |= stems("employees")
     return Question(text, ticker, kind, years, date_match.group(0) if date_match else None, form,
                     frozenset(keywords))
+
+
+def _written_dates_as_iso(text: str) -> str:
+    """ "the quarter ended June 28, 2025" reads as "... 2025-06-28": one form of date for the rest to read."""
+    from .passages import MONTHS
+
+    def iso(match: re.Match) -> str:
+        month = MONTHS.get(match.group(1).lower())
+        return f"{match.group(3)}-{month:02d}-{int(match.group(2)):02d}" if month else match.group(0)
+
+    return _WRITTEN_DATE.sub(iso, text)
 
 
 def _form(lowered: str, hint: str | None) -> str:

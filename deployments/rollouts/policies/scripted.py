@@ -67,6 +67,11 @@ def choose_filing(question: Question, rows: list[dict[str, Any]]) -> dict[str, A
         following = [r for r in rows if str(r.get("filing_date", "")).startswith(str(year + 1))]
         return following[-1] if following else None  # the earliest of the next year: the annual results
     same = [r for r in rows if _period_year(r) == year]
+    if not same and question.form == "10-K":
+        # A fiscal year that ends early in the calendar year (NVIDIA's ends in January) is named by the year it
+        # ends, and its 10-K is filed weeks later in that same year.
+        same = [r for r in rows if str(r.get("filing_date", "")).startswith(str(year))
+                and str(r.get("filing_date", ""))[5:7] <= "06"]
     return same[0] if same else None
 
 

@@ -1,0 +1,64 @@
+"""What a running deployment is, for `GET /status` and `finsec status`: its version, the settings that shape it
+(no secret among them), and the Ray actors it runs on."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from session_store.app_actors import AppActors
+
+from .settings import Settings
+
+
+def version() -> str:
+    """The installed package's version, and the code's digest (what actor names and verdict keys follow)."""
+    from importlib import metadata
+
+    import session_store
+
+    import deployments
+    from session_store.versions import code_version
+
+    try:
+        installed = metadata.version("finsec-serve")
+    except metadata.PackageNotFoundError:
+        installed = "(not installed)"
+    return f"{installed} (code {code_version(deployments, session_store)})"
+
+
+def mark_store(settings: Settings) -> str:
+    """Where the marks are kept, with no password: `gcs`, or the Redis URL's scheme, host, port and db."""
+    url = settings.mark_store()
+    if not url:
+        return "gcs"
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname or ''}{':' + str(parts.port) if parts.port else ''}{parts.path}"
+
+
+def shape(settings: Settings) -> dict[str, Any]:
+    judge = settings.judge_model
+    retrieval = settings.retrieval_model
+    return {
+        "num_shards": settings.num_shards, "mark_store": mark_store(settings),
+        "edgar_source": settings.edgar_source, "edgar_search_mode": settings.edgar_search_mode,
+        "grader": f"judge {judge.model or judge.base_url}" if judge else "deterministic",
+        "retrieval": f"model {retrieval.model or retrieval.base_url}" if retrieval else "bm25 passages",
+        "session_ttl_seconds": settings.session_ttl_seconds, "fence_ttl_seconds": settings.fence_ttl_seconds,
+    }
+
+
+def actors(settings: Settings) -> list[dict[str, str]]:
+    """The app's named Ray actors (shards, document store, reaper, rate limiter), each name ending in its
+    version; none outside Ray (the one-process app)."""
+    try:
+        import ray
+
+        if not ray.is_initialized():
+            return []
+        namespace = AppActors(settings.app_name).namespace
+        named = ray.util.list_named_actors(all_namespaces=True)
+    except Exception as error:  # the GCS is away: say so, the rest of the status still stands
+        return [{"error": f"could not list actors ({type(error).__name__})"}]
+    return sorted(({"name": a["name"], "namespace": a["namespace"]} for a in named if a["namespace"] == namespace),
+                  key=lambda a: a["name"])

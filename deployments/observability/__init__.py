@@ -1,0 +1,1 @@
+"""What an operator watches: the replicas' metrics (metrics.py) and their log format (logs.py)."""
