@@ -28,7 +28,6 @@ from ..edgar.companies import CompanyDirectory, Filing, FilingsUnavailable
 from ..edgar.source import EdgarSource
 from ..edgar.urls import parse_filing_url
 from ..net.retry import RetryPolicy, TryAgain, with_retries
-from ..net.safe_fetch import retry_after
 from ..observability.metrics import NO_METRICS, Metrics
 from ..retrieval.bm25 import Bm25Index
 from ..retrieval.passages import cut_passages
@@ -36,7 +35,7 @@ from ..retrieval.tokenize import tokenize
 from ..text.html_to_text import HtmlTextError, html_to_text
 from ..tool_error import ToolError
 from .dates import DateError, checked_date, clamped
-from .provider_answer import listed_objects
+from .provider_answer import asked
 from .retried_build import BuildFailed, RetriedBuild
 from ..quoting import shown
 
@@ -224,23 +223,12 @@ class LiveFullTextSearch:
         if request.ciks:
             body["ciks"] = request.ciks
 
-        async def attempt() -> list[dict]:
-            try:
-                response = await self._client.post(self._url, json=body)
-            except httpx.HTTPError as failure:
-                raise TryAgain("transport", f"sec-api.io full-text search failed: {failure}") from None
-            if response.status_code in (429, 503):
-                raise TryAgain(response.status_code, f"sec-api.io answered HTTP {response.status_code}",
-                               retry_after(response.headers))
-            if response.is_error:  # refused for good: a bad key or query
-                raise SearchError(f"sec-api.io full-text search failed: HTTP {response.status_code}")
-            try:
-                return listed_objects(response.json(), "filings")[: request.top_n]
-            except ValueError as failure:  # not JSON, or JSON of another shape
-                raise TryAgain("unreadable", f"sec-api.io full-text search failed: {failure}") from None
+        def attempt():  # busy (429, 503) is retried; any other error status refuses for good (a bad key, query)
+            return asked(self._client, self._url, body, who="sec-api.io full-text search", field="filings",
+                         retried=(429, 503).__contains__, refused=SearchError)
 
         try:
-            return await with_retries(self._retries, "sec_api", attempt, self._metrics)
+            return (await with_retries(self._retries, "sec_api", attempt, self._metrics))[: request.top_n]
         except TryAgain as spent:
             raise SearchError(spent.detail) from None
 

@@ -9,11 +9,10 @@ from typing import Protocol
 import httpx
 
 from ..net.retry import RetryPolicy, TryAgain, with_retries
-from ..net.safe_fetch import retry_after
 from ..observability.metrics import NO_METRICS, Metrics
 from ..tool_error import ToolError
 from .dates import DateError, date_window
-from .provider_answer import listed_objects
+from .provider_answer import asked
 
 UNAVAILABLE = json.dumps({
     "error": "web_search is not available. Use sec_filing_search, parse_html_page, and retrieve_information instead."
@@ -46,18 +45,9 @@ class TavilySearch:
         if start_date:
             body["start_date"] = start_date
 
-        async def attempt() -> list:
-            try:
-                response = await self._client.post(self._url, json=body)
-            except httpx.HTTPError as failure:
-                raise TryAgain("transport", f"Tavily search failed: {failure}") from None
-            if response.is_error:  # every status is retried, as NeMo Gym's client does
-                raise TryAgain(response.status_code, f"Tavily search failed: HTTP {response.status_code}",
-                               retry_after(response.headers))
-            try:
-                return listed_objects(response.json(), "results")
-            except ValueError as failure:  # not JSON, or JSON of another shape
-                raise TryAgain("unreadable", f"Tavily search failed: {failure}") from None
+        def attempt():  # every status is retried, as NeMo Gym's client does
+            return asked(self._client, self._url, body, who="Tavily search", field="results",
+                         retried=lambda status: True, refused=WebSearchError)
 
         try:
             return await with_retries(self._retries, "web_search", attempt, self._metrics)

@@ -78,7 +78,7 @@ def test_sec_api_retries_throttling_then_reports_the_error(stub):
     stub.statuses.extend([429, 503, 503])
     backend = LiveFullTextSearch(stub.url, "k", backoff_seconds=0)
     result = json.loads(asyncio.run(edgar_search(backend, search_args(), cutoff=date(2025, 1, 1))))
-    assert result == {"error": "sec-api.io answered HTTP 503"} and len(stub.received) == 3
+    assert result == {"error": "sec-api.io full-text search failed: HTTP 503"} and len(stub.received) == 3
     assert stub.received[0][1]["endDate"] == "2025-01-01"  # the cutoff clamps an open end date
 
 
