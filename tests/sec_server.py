@@ -37,6 +37,7 @@ class SecServer:
         self.seen: list[Seen] = []
         self._scripts: dict[str, deque[tuple[int, dict[str, str]]]] = defaultdict(deque)
         self._hangs: dict[str, float] = {}
+        self._generation = 0
         self._redirects: dict[str, str] = {}
         self._types: dict[str, str] = {}
         self._bodies: dict[str, bytes] = {}
@@ -56,6 +57,7 @@ class SecServer:
         self.seen.clear()
         for table in (self._scripts, self._hangs, self._redirects, self._types, self._bodies, self._cuts):
             table.clear()
+        self._generation += 1  # a request still hanging from before must not take the next test's script
 
     def script(self, path: str, statuses: list[int], headers: dict[str, str] | None = None) -> None:
         """The next requests for `path` get these statuses (with `headers`), in order; then it is served normally."""
@@ -87,8 +89,11 @@ class SecServer:
     async def _serve(self, request: Request) -> Response:
         path = request.path_params["path"]
         self.seen.append(Seen(time.monotonic(), path, request.headers.get("user-agent", "")))
+        generation = self._generation
         if path in self._hangs:
             await asyncio.sleep(self._hangs[path])
+            if generation != self._generation:
+                return PlainTextResponse("reset while hanging", status_code=599)
         if self._scripts[path]:
             status, headers = self._scripts[path].popleft()
             return PlainTextResponse("scripted failure", status_code=status, headers=headers)

@@ -193,3 +193,33 @@ def test_a_fiscal_year_that_ends_in_january_is_the_10k_filed_weeks_later():
     rows = [{"form": "10-K", "filing_date": "2025-02-07", "report_date": "", "filing_url": "fy2024"},
             {"form": "10-K", "filing_date": "2024-02-02", "report_date": "", "filing_url": "fy2023"}]
     assert choose_filing(calendar, rows)["filing_url"] == "fy2024"  # a calendar year: filed the year after
+
+
+def test_a_quarter_row_without_its_header_takes_the_dates_another_passage_gives_twice():
+    """NVIDIA's income-statement passage starts mid-table: its four values are the quarter's pair, then the year
+    to date's, under the dates the cash-flow passage names once."""
+    reply = HEADER + """[filing characters 12380-13049]
+(Condensed Consolidated Statements of Cash Flows / In millions / Jul 27, 2025 | Jul 28, 2024)
+Net income | $45,197 | $31,480
+
+[filing characters 6304-7000]
+Income tax expense | 4,784 | 2,615 | 7,920 | 5,013
+Net income | $26,422 | $16,599 | $45,197 | $31,480
+"""
+    question = read_question("What was NVIDIA CORP (NVDA)'s net income for the quarter ended July 27, 2025, as "
+                             "reported in its 10-Q?")
+    assert answer(question, reply) == "$26,422 million"
+
+
+def test_a_group_label_inside_a_table_keeps_its_columns():
+    reply = HEADER + """[filing characters 12380-13049]
+Condensed Consolidated Statements of Cash Flows
+(In millions)
+Six Months Ended
+Jul 27, 2025 | Jul 28, 2024
+Cash flows from operating activities:
+Net cash provided by operating activities | $42,785 | $29,640
+"""
+    question = read_question("What was NVIDIA CORP (NVDA)'s net cash provided by operating activities for the six "
+                             "months ended July 28, 2024?")
+    assert answer(question, reply) == "$29,640 million"

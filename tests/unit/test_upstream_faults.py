@@ -170,6 +170,7 @@ def test_concurrent_searches_share_one_load_and_its_failure(app, sec):
     """§F.3: one fetch per company at a time. Under an outage, waiting searches share the failed load instead
     of each retrying it in turn behind a lock (which would make the last one wait for all of them)."""
     sec.script(SUBMISSIONS, [503] * ATTEMPTS)
+    sec.hang(SUBMISSIONS, 0.2)  # each attempt takes a while, so all eight searches arrive during the one load
 
     async def burst():
         import asyncio
@@ -178,7 +179,7 @@ def test_concurrent_searches_share_one_load_and_its_failure(app, sec):
                                       for _ in range(8)))
 
     replies = app.run(burst())
-    assert all("Could not load the filings" in results(r) for r in replies)
+    assert all("Could not load the filings" in results(r) for r in replies), [results(r)[:120] for r in replies]
     assert len(sec.requests_for(SUBMISSIONS)) == ATTEMPTS  # one load, its retries, shared by all eight
 
 

@@ -19,6 +19,7 @@ _DOWN = ("decrease", "decline", "fell", "down", "lower")
 _UP = ("increase", "grew", "growth", "rose", "up", "higher")
 ROW_PREFERENCE = 0.5  # a table row states its period and unit; prose sometimes only implies them
 EXTRA_WORD_COST = 0.25
+QUARTER_LAYOUT = 0.25
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,10 @@ def _row_candidates(question: Question, reading: Reading) -> list[Candidate]:
         if per_share != ("." in cell and _number(cell) < 10_000):
             continue  # a per-share figure has cents; a total in a table does not
         unit = None if per_share else row.unit
-        out.append(Candidate(score + ROW_PREFERENCE, row.rank, _amount(question, cell, unit)))
+        # A quarter's own statement names its date twice (the three months, the year to date); a cash-flow
+        # statement of a 10-Q names it once, for the year to date.
+        quarterly = QUARTER_LAYOUT if question.date and row.periods.count(question.date) >= 2 else 0.0
+        out.append(Candidate(score + ROW_PREFERENCE + quarterly, row.rank, _amount(question, cell, unit)))
     return out
 
 

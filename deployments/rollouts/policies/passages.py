@@ -96,9 +96,12 @@ def read_reply(text: str) -> Reading:
 
 def _completed(row: Row, units: dict[str, str], usual_unit: str | None, columns: dict[int, Counter]) -> Row:
     unit = row.unit or units.get(row.heading.lower()) or usual_unit
-    periods = row.periods
-    if not periods and len(row.values) > 1 and len(row.values) in columns:
-        periods = columns[len(row.values)].most_common(1)[0][0]
+    periods, n = row.periods, len(row.values)
+    if not periods and n > 1 and n in columns:
+        periods = columns[n].most_common(1)[0][0]
+    elif not periods and n % 2 == 0 and n // 2 in columns and n > 2:
+        # a quarter's statement: the three months' pair of dates, then the year to date's, the same pair again
+        periods = columns[n // 2].most_common(1)[0][0] * 2
     return replace(row, unit=unit, periods=periods)
 
 
@@ -147,6 +150,8 @@ def _read_passage(context: str | None, body: str, rank: int, reading: Reading) -
         if len(cells) > 1 and values:
             reading.rows.append(Row(heading, unit, periods, cells[0], values, rank))
             continue
+        if len(cells) == 1 and stripped.endswith(":") and periods:
+            continue  # "Cash flows from operating activities:": a group of rows inside the table, same columns
         if len(cells) == 1 and len(stripped) < 80 and not _MONEY.search(stripped) and not stripped.endswith("."):
             heading, unit, periods = stripped, None, ()  # a title: a new table or section starts
             continue
