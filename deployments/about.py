@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -11,6 +13,7 @@ from session_store.app_actors import AppActors
 from .settings import Settings
 
 
+@functools.cache  # the code does not change under a running process; hashing it reads every source file
 def version() -> str:
     """The installed package's version, and the code's digest (what actor names and verdict keys follow)."""
     from importlib import metadata
@@ -48,9 +51,22 @@ def shape(settings: Settings) -> dict[str, Any]:
     }
 
 
+_ACTORS_FOR_SECONDS = 5.0  # GET /status is open to any client: at most one cluster-wide listing per 5 s
+_listed: dict[str, tuple[float, list[dict[str, str]]]] = {}
+
+
 def actors(settings: Settings) -> list[dict[str, str]]:
     """The app's named Ray actors (shards, document store, reaper, rate limiter), each name ending in its
-    version; none outside Ray (the one-process app)."""
+    version; none outside Ray (the one-process app). Listed from the GCS at most every few seconds."""
+    at, listed = _listed.get(settings.app_name, (0.0, []))
+    if time.monotonic() - at < _ACTORS_FOR_SECONDS:
+        return listed
+    listed = _listing(settings)
+    _listed[settings.app_name] = (time.monotonic(), listed)
+    return listed
+
+
+def _listing(settings: Settings) -> list[dict[str, str]]:
     try:
         import ray
 

@@ -41,7 +41,8 @@ async def status(request: Request) -> dict:
     """What this deployment is and holds: version, shape (no secrets), its actors, and each shard's state."""
     app = services(request)
     stats = await app.store.stats()
-    return {"app": app.settings.app_name, "version": about.version(), "settings": about.shape(app.settings),
+    version = await asyncio.to_thread(about.version)  # hashes the sources once per process: off the loop
+    return {"app": app.settings.app_name, "version": version, "settings": about.shape(app.settings),
             "held": {k: stats[k] for k in ("sessions", "documents", "fences", "expired_marks")},
             "shards": [{"shard": k, **{f: row.get(f) for f in ("incarnation", "settled", "sessions", "fences")}}
                        for k, row in enumerate(stats.get("shards", []))],
