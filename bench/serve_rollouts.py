@@ -6,7 +6,8 @@
 Configurations, each started by this script in its own process tree, one after the other:
 - `baseline`: the app in one uvicorn process, sessions in process (deployments/inprocess.py);
 - `serve-haproxy`: the Serve app from configs/serve.yaml (2 replicas, 2 shards) behind Serve's HAProxy ingress,
-  which is how the project ships it;
+  which is how the project ships it (batches reach the shards over the direct transport, session_store/direct);
+- `ray-hop-haproxy`: the same with `shard_transport: ray` (batches as Ray actor calls), the hop it replaced;
 - `serve-proxy`: the same behind Serve's default Python proxy;
 - `before-haproxy`: the code of the commit before this work (`--before`, default e66df0b), behind HAProxy, so the
   change is measured against what it replaced in the same run.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import pickle
@@ -38,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-CONFIGS = ("baseline", "serve-haproxy", "serve-proxy", "before-haproxy")
+CONFIGS = ("baseline", "serve-haproxy", "ray-hop-haproxy", "serve-proxy", "before-haproxy")
 LEVELS = (1, 16, 64, 256, 1024)
 CPU_LEVEL = 64
 def biggest_filing() -> str:
@@ -64,7 +66,8 @@ def serve(config: str, code_root: Path, port: int, corpus: str | None, replicas:
     from deployments.settings import Settings
 
     settings = Settings(**{**args, "app_name": f"bench-{uuid.uuid4().hex[:6]}",
-                           **({"num_shards": shards} if shards else {})})
+                           **({"num_shards": shards} if shards else {}),
+                           **({"shard_transport": "ray"} if config.startswith("ray-hop") else {})})
     if config == "baseline":
         import uvicorn
 
@@ -544,11 +547,12 @@ def shard_calls(url: str) -> dict[str, int]:
 
 
 def scaling(seconds: float, about: str) -> dict:
-    """serve-haproxy at concurrency 64 for each (replicas, shards): rollouts/s, the server's CPU per rollout by
-    process (the load generator left out), and how many operations each shard call carried."""
+    """serve-haproxy (and ray-hop-haproxy beside it) at concurrency 64 for each (replicas, shards): rollouts/s,
+    the server's CPU per rollout by process (the load generator left out), and how many operations each shard
+    call carried."""
     rows = []
-    for replicas, shards in SCALING:
-        server = Server("serve-haproxy", ROOT, replicas=replicas, shards=shards)
+    for (replicas, shards), config in itertools.product(SCALING, ("serve-haproxy", "ray-hop-haproxy")):
+        server = Server(config, ROOT, replicas=replicas, shards=shards)
         try:
             load(server.url, 16, 3.0, 1.0)  # warm
             before = shard_calls(server.url)
@@ -561,32 +565,37 @@ def scaling(seconds: float, about: str) -> dict:
         rate = rollouts_per_s(measured)
         per_rollout = {role: share * os.cpu_count() * 1000 / rate for role, share in shares.items()} if rate else {}
         batches = after["batches"] - before["batches"]
-        rows.append({"replicas": replicas, "shards": shards, "rollouts_per_s": rate, "errors": measured["errors"],
+        rows.append({"config": config, "replicas": replicas, "shards": shards, "rollouts_per_s": rate, "errors": measured["errors"],
                      "cpu_ms_per_rollout": per_rollout,
                      "operations_per_shard_call": (after["operations"] - before["operations"]) / max(1, batches)})
-        print(replicas, shards, f"{rate:.1f} rollouts/s", f"{sum(per_rollout.values()):.1f} ms CPU a rollout",
+        print(config, replicas, shards, f"{rate:.1f} rollouts/s", f"{sum(per_rollout.values()):.1f} ms CPU a rollout",
               flush=True)
     return {"machine": about, "seconds": seconds, "concurrency": CPU_LEVEL, "rows": rows}
 
 
 def render_scaling(results: dict) -> str:
     rows = results["rows"]
-    base = sum(rows[0]["cpu_ms_per_rollout"].values()) if rows else 0
+    base = {}  # each transport against its own 2 x 2
+    for r in rows:
+        base.setdefault(r.get("config", "serve-haproxy"), sum(r["cpu_ms_per_rollout"].values()))
     out = ["# CPU per rollout as the Serve app grows: replicas x shards", "",
            f"{results['machine']}. Produced by `.venv/bin/python bench/serve_rollouts.py --scaling`: the Serve "
            f"app behind HAProxy (configs/serve.yaml's settings, the replica and shard counts below, all on this "
            f"2-core machine: many replicas and shards by simulation) at concurrency {results['concurrency']}, "
-           f"{results['seconds']:.0f} s measured each. CPU per rollout: each process's CPU over the window, over the "
-           "rollouts completed in it (the load generator left out). Operations per shard call: how well the "
-           "replicas' calls to a shard coalesce.", "",
-           "| replicas | shards | rollouts/s | server CPU ms per rollout (vs 2 x 2) | replicas | shards | HAProxy | "
-           "other processes | operations per shard call |", "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
+           f"{results['seconds']:.0f} s measured each; `serve-haproxy` sends batches over the direct transport "
+           "(as shipped), `ray-hop-haproxy` as Ray actor calls. CPU per rollout: each process's CPU over the "
+           "window, over the rollouts completed in it (the load generator left out). Operations per shard call: "
+           "how well the replicas' calls to a shard coalesce.", "",
+           "| config | replicas | shards | rollouts/s | server CPU ms per rollout (vs its 2 x 2) | replicas | "
+           "shards | HAProxy | other processes | operations per shard call |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: r.get("config", "serve-haproxy") != "serve-haproxy"):
+        config = r.get("config", "serve-haproxy")
         ms = r["cpu_ms_per_rollout"]
         total = sum(ms.values())
         other = total - sum(ms.get(role, 0) for role in SERVER_ROLES)
-        ratio = f" ({total / base:.2f}x)" if base else ""
-        out.append(f"| {r['replicas']} | {r['shards']} | {r['rollouts_per_s']:.1f} | {total:.1f}{ratio} | "
+        ratio = f" ({total / base[config]:.2f}x)" if base.get(config) else ""
+        out.append(f"| {config} | {r['replicas']} | {r['shards']} | {r['rollouts_per_s']:.1f} | {total:.1f}{ratio} | "
                    + " | ".join(f"{ms.get(role, 0):.1f}" for role in SERVER_ROLES)
                    + f" | {other:.1f} | {r['operations_per_shard_call']:.1f} |")
     return "\n".join(out) + "\n"

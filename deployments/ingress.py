@@ -63,7 +63,7 @@ class FinsecIngress:
         self._actors = SessionActors(self._app, session_actors_spec(settings))
         self._active = self._actors.start_reaper([self._app.name("edgar-limiter", limiter_args, limiter_code)],
                                                  serve_app=context.app_name)
-        self._store = RaySessionStore(self._actors)
+        self._store = RaySessionStore(self._actors, settings.shard_transport)
         self._documents = ActorClient(self._actors.document_store, "document store",
                                       settings.store_call_timeout_seconds)
         self._replica = context.replica_id.unique_id

@@ -40,6 +40,9 @@ class Settings(BaseSettings):
     max_sessions_per_shard: int = Field(1_000_000, ge=1)
     max_marks_per_shard: int = Field(4_000_000, ge=1, description="fences and expired marks one shard may hold")
     store_call_timeout_seconds: float = Field(10.0, gt=0, description="a shard call slower than this is a 503")
+    shard_transport: Literal["direct", "ray"] = Field(
+        "direct", description="direct: each replica keeps a TCP connection to each shard's node (on a port the "
+        "shard picks); ray: batches as actor calls, ~40x the CPU, where only Ray's own ports are open")
     # where fences, expired marks, episode seeds and the generated cookie secret are kept durably
     mark_store_url: SecretStr | None = Field(
         None, description="redis://[:password@]host:port/db (rediss:// for TLS); unset: the Ray cluster's GCS "

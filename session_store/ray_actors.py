@@ -1,7 +1,8 @@
 """The Ray shells of the session store: each actor is a thin wrapper over a pure class of this package.
 
 - `SessionShardActor`: a `ShardService` whose marks live in the durable store the settings name (`marks/`): Ray's
-  GCS key-value store by default (it outlives any actor process), or Redis (it outlives the cluster).
+  GCS key-value store by default (it outlives any actor process), or Redis (it outlives the cluster). It also
+  serves its batches on a port of its node (`direct/`), which replicas use instead of actor calls.
 - `DocumentStoreActor`: the app's one `DocumentStore`.
 - `ReaperActor`: runs `Reaper.tick` on a timer, publishes session counters as Ray metrics, and retires the actors
   of earlier deployments.
@@ -19,6 +20,7 @@ import ray
 from ray.util.metrics import Counter, Gauge
 
 from .app_actors import AppActors, call
+from .direct import DirectServer, Endpoint
 from .documents import DocumentStore, DocumentStoreService
 from .marks import open_mark_store
 from .reaper import Reaper, run_every
@@ -41,6 +43,14 @@ class ActorProcess:
 class SessionShardActor(ShardService, ActorProcess):
     def __init__(self, config: ShardConfig, namespace: str, place: tuple[int, int], mark_store_url: str | None):
         super().__init__(config, open_mark_store(mark_store_url, namespace), place=place)
+        self._direct = DirectServer(self.run, ray.util.get_node_ip_address())
+
+    async def endpoint(self) -> Endpoint:
+        """Where this process serves batches directly (listening from the first call on)."""
+        return await self._direct.start()
+
+    async def stats(self) -> dict[str, Any]:
+        return {**await super().stats(), "direct_connections": self._direct.connections}
 
 
 @ray.remote

@@ -90,6 +90,6 @@ def deployed_app(serve_url: str, name: str, replicas: int = 2, route_prefix: str
 def store_of(settings: Settings) -> tuple[RaySessionStore, SessionActors]:
     """A view of the deployed app's session store, from the test process (the same named actors)."""
     actors = SessionActors(app_actors(settings), session_actors_spec(settings))
-    return RaySessionStore(actors), actors
+    return RaySessionStore(actors, settings.shard_transport), actors
 
 

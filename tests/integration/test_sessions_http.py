@@ -18,15 +18,25 @@ from .conftest import close_body, cookie_claims, deployed_app, episode_seed, new
 FILING_URL = questions()[0]["url"]
 
 
-@pytest.fixture(scope="module", params=["/", "/finsec"], ids=["at /", "under /finsec"])
+@pytest.fixture(scope="module", params=["/", "/finsec"], ids=["at /", "under /finsec, ray hop"])
 def app(serve_url, request):
-    """The whole contract suite at the root and again under a route prefix (Serve keeps it in the path)."""
-    yield from deployed_app(serve_url, "it-sessions" if request.param == "/" else "it-sessions-prefixed",
-                            route_prefix=request.param)
+    """The whole contract suite at the root, and again under a route prefix (Serve keeps it in the path) with
+    batches sent to the shards as actor calls (`shard_transport: ray`) rather than over the direct transport."""
+    if request.param == "/":
+        yield from deployed_app(serve_url, "it-sessions")
+    else:
+        yield from deployed_app(serve_url, "it-sessions-prefixed", route_prefix="/finsec", shard_transport="ray")
 
 
 def parse(client, key: str = "doc"):
     return client.post("/parse_html_page", json={"url": FILING_URL, "key": key})
+
+
+def test_batches_take_the_configured_hop(app):
+    with app.client() as client:
+        assert client.post("/seed_session", json=episode_seed(new_session_id())).status_code == 200
+    connected = app.stats()["direct_connections"]  # the replicas' connections (and this test's own store's)
+    assert connected == 0 if app.settings.shard_transport == "ray" else connected >= 1
 
 
 # ----- §G.1: the 0.7.0 conformance check, keeps_state=True -----
