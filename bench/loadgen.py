@@ -50,7 +50,7 @@ def rollout_steps(task: dict, n: int) -> list[tuple[str, dict]]:
     ]
 
 
-async def run(url: str, concurrency: int, seconds: float, warmup: float) -> dict:
+async def run(url: str, concurrency: int, seconds: float, warmup: float, rollout_prefix: bool = False) -> dict:
     """Drive `concurrency` rollout loops; measure the `seconds` after the warm-up.
 
     The window opens once `warmup` has passed and every loop has finished one rollout (or a minute more has), so
@@ -93,11 +93,12 @@ async def run(url: str, concurrency: int, seconds: float, warmup: float) -> dict
                 sequence += 1
                 jar.clear()
                 steps = rollout_steps(tasks[sequence % len(tasks)], sequence)
+                base = f"/ng-rollout/bench-{sequence}/" if rollout_prefix else "/"  # contract §A.0
                 ok = True
                 for route, body in steps:
                     sent = time.perf_counter()
                     try:
-                        async with session.post("/" + route, json=body) as response:
+                        async with session.post(base + route, json=body) as response:
                             payload = await response.read()
                             status = response.status
                     except aiohttp.ClientError as error:
@@ -132,8 +133,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, required=True)
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--rollout-prefix", action="store_true", help="each rollout's requests under /ng-rollout/<id>/")
     options = parser.parse_args()
-    print(json.dumps(asyncio.run(run(options.url, options.concurrency, options.seconds, options.warmup))))
+    print(json.dumps(asyncio.run(run(options.url, options.concurrency, options.seconds, options.warmup,
+                                     options.rollout_prefix))))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,10 @@ Configurations, each started by this script in its own process tree, one after t
 - `serve-haproxy`: the Serve app from configs/serve.yaml (2 replicas, 2 shards) behind Serve's HAProxy ingress,
   which is how the project ships it (batches reach the shards over the direct transport, session_store/direct);
 - `ray-hop-haproxy`: the same with `shard_transport: ray` (batches as Ray actor calls), the hop it replaced;
+- `redis-haproxy`: serve-haproxy with its marks in Redis (`mark_store_url`, a private redis-server started here),
+  the production store of cluster/overlays/redis;
+- `affine-haproxy`: serve-haproxy with rollout-affine routing (serve_tuning.ROLLOUT_AFFINITY: HAProxy hashes the
+  `/ng-rollout/<id>/` prefix), and the load generator sending each rollout under its prefix;
 - `serve-proxy`: the same behind Serve's default Python proxy;
 - `before-haproxy`: the code of the commit before this work (`--before`, default e66df0b), behind HAProxy, so the
   change is measured against what it replaced in the same run.
@@ -35,12 +39,14 @@ import time
 import uuid
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-CONFIGS = ("baseline", "serve-haproxy", "ray-hop-haproxy", "serve-proxy", "before-haproxy")
+CONFIGS = ("baseline", "serve-haproxy", "ray-hop-haproxy", "redis-haproxy", "affine-haproxy", "serve-proxy",
+           "before-haproxy")
 LEVELS = (1, 16, 64, 256, 1024)
 CPU_LEVEL = 64
 def biggest_filing() -> str:
@@ -61,6 +67,7 @@ def serve(config: str, code_root: Path, port: int, corpus: str | None, replicas:
     if corpus:
         os.environ["FINSEC_CORPUS_DIR"] = corpus
     import yaml
+    from pydantic import SecretStr
 
     args = yaml.safe_load((ROOT / "configs/serve.yaml").read_text())["applications"][0]["args"]
     from deployments.settings import Settings
@@ -79,6 +86,16 @@ def serve(config: str, code_root: Path, port: int, corpus: str | None, replicas:
         asyncio.run(_until_stdin_closes(server))
         return
     os.environ["RAY_SERVE_ENABLE_HA_PROXY"] = "1" if config.endswith("haproxy") else "0"
+    if config.startswith("affine"):
+        from deployments.serve_tuning import ROLLOUT_AFFINITY
+
+        os.environ.update(ROLLOUT_AFFINITY)
+    stack = ExitStack()  # what this configuration runs beside Ray, stopped with it
+    if config.startswith("redis"):
+        from tests.redis_server import running_redis
+
+        redis = stack.enter_context(running_redis())
+        settings = settings.model_copy(update={"mark_store_url": SecretStr(redis.url)})
     os.environ["PYTHONPATH"] = str(code_root)  # Ray workers import this code, not the installed one
     from deployments import local
 
@@ -97,6 +114,7 @@ def serve(config: str, code_root: Path, port: int, corpus: str | None, replicas:
         import ray
 
         ray.shutdown()
+    stack.close()
 
 
 async def _until_stdin_closes(server) -> None:
@@ -214,11 +232,12 @@ def _cmdline(pid: int) -> str:
 # ----- load ----------------------------------------------------------------------------------------------------
 
 
-def load(url: str, concurrency: int, seconds: float, warmup: float) -> dict:
+def load(url: str, concurrency: int, seconds: float, warmup: float, prefix: bool = False) -> dict:
     """Rollouts at `concurrency` from one load-generator process, so one measurement window covers all of them
     (it takes under half a core at 1024, so it is not the limit; its CPU share is reported)."""
     run = subprocess.Popen([sys.executable, str(ROOT / "bench/loadgen.py"), "--url", url, "--concurrency",
-                            str(concurrency), "--seconds", str(seconds), "--warmup", str(warmup)],
+                            str(concurrency), "--seconds", str(seconds), "--warmup", str(warmup),
+                            *(["--rollout-prefix"] if prefix else [])],
                            stdout=subprocess.PIPE)
     parts = [json.loads(run.communicate()[0])]
     latencies = defaultdict(list)
@@ -555,6 +574,8 @@ def scaling(seconds: float, about: str) -> dict:
         server = Server(config, ROOT, replicas=replicas, shards=shards)
         try:
             load(server.url, 16, 3.0, 1.0)  # warm
+            time.sleep(2.0)
+            idle = sum(cpu_by_role(server, 0, 4.0).values())  # what the processes cost doing nothing
             before = shard_calls(server.url)
             sampler = ThreadPoolExecutor(1).submit(cpu_by_role, server, 4.0, max(1.0, seconds - 3))
             measured = load(server.url, CPU_LEVEL, seconds, 2.0)
@@ -565,7 +586,8 @@ def scaling(seconds: float, about: str) -> dict:
         rate = rollouts_per_s(measured)
         per_rollout = {role: share * os.cpu_count() * 1000 / rate for role, share in shares.items()} if rate else {}
         batches = after["batches"] - before["batches"]
-        rows.append({"config": config, "replicas": replicas, "shards": shards, "rollouts_per_s": rate, "errors": measured["errors"],
+        rows.append({"config": config, "replicas": replicas, "shards": shards, "rollouts_per_s": rate,
+                     "errors": measured["errors"], "idle_cpu_share": idle,
                      "cpu_ms_per_rollout": per_rollout,
                      "operations_per_shard_call": (after["operations"] - before["operations"]) / max(1, batches)})
         print(config, replicas, shards, f"{rate:.1f} rollouts/s", f"{sum(per_rollout.values()):.1f} ms CPU a rollout",
@@ -585,10 +607,12 @@ def render_scaling(results: dict) -> str:
            f"{results['seconds']:.0f} s measured each; `serve-haproxy` sends batches over the direct transport "
            "(as shipped), `ray-hop-haproxy` as Ray actor calls. CPU per rollout: each process's CPU over the "
            "window, over the rollouts completed in it (the load generator left out). Operations per shard call: "
-           "how well the replicas' calls to a shard coalesce.", "",
+           "how well the replicas' calls to a shard coalesce. Idle: the same processes' CPU over 4 s with no "
+           "load, before the window (% of one core), and what that idle cost comes to per rollout at the "
+           "measured rate.", "",
            "| config | replicas | shards | rollouts/s | server CPU ms per rollout (vs its 2 x 2) | replicas | "
-           "shards | HAProxy | other processes | operations per shard call |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "shards | HAProxy | other processes | operations per shard call | idle: % of a core, ms per rollout |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: r.get("config", "serve-haproxy") != "serve-haproxy"):
         config = r.get("config", "serve-haproxy")
         ms = r["cpu_ms_per_rollout"]
@@ -597,8 +621,37 @@ def render_scaling(results: dict) -> str:
         ratio = f" ({total / base[config]:.2f}x)" if base.get(config) else ""
         out.append(f"| {config} | {r['replicas']} | {r['shards']} | {r['rollouts_per_s']:.1f} | {total:.1f}{ratio} | "
                    + " | ".join(f"{ms.get(role, 0):.1f}" for role in SERVER_ROLES)
-                   + f" | {other:.1f} | {r['operations_per_shard_call']:.1f} |")
-    return "\n".join(out) + "\n"
+                   + f" | {other:.1f} | {r['operations_per_shard_call']:.1f} | {idle(r)} |")
+    return "\n".join(out + ["", *SCALING_FINDINGS]) + "\n"
+
+
+def idle(row: dict) -> str:
+    if "idle_cpu_share" not in row:
+        return "-"
+    cores = row["idle_cpu_share"] * os.cpu_count()
+    return f"{100 * cores:.0f}%, {1000 * cores / row['rollouts_per_s']:.1f}" if row["rollouts_per_s"] else "-"
+
+
+# Read off the table above by hand.
+SCALING_FINDINGS = [
+    "## Reading", "",
+    "Each row is one 8 s window on a machine that drifts 25-40% between passes, so a single row can be off (the "
+    "ray-hop 2 x 2 row of this run, at 31 ms, is one: it read 17.7 ms in the run before). The run before this one "
+    "(same command and code, before the idle column was added) read, over the direct transport, 19.1 / 19.4 / 19.1 / 23.3 / 30.3 ms for the five "
+    "shapes, and over actor calls 17.7 / 27.2 / 30.0 / 48.0 / 54.1 ms.", "",
+    "- Shards, 2 to 16 at 2 replicas: over the direct transport the server's CPU per rollout stays within the "
+    "noise of 2 x 2 (1.00-1.02x in the run before, 1.07-1.17x in this one), though a shard call carries 4-5 "
+    "operations at 2 shards and ~1.3 at 16; over Ray actor calls it grew by about 70% (run before), the hop's "
+    "cost paid by ever smaller batches. The shards' own CPU still grows with their number: each is a process "
+    "with its own background work (the idle column).",
+    "- Replicas, 2 to 8 at 16 shards: CPU per rollout still grows, 1.6-1.8x at 8 replicas (about 3x over actor "
+    "calls). The idle column says why: every replica and shard is a Ray worker process with background work of "
+    "its own (Serve's metrics every 100 ms and health checks, Ray's core-worker threads), paid whether it serves "
+    "or not, and eight replicas with sixteen shards on two cores spend a large share of a core on it, spread "
+    "over fewer rollouts/s. On a real cluster each replica has a core of its own and that cost is a few per cent "
+    "of it. `RAY_SERVE_METRICS_EXPORT_INTERVAL_MS=1000` took ~2% of a core off 8 idle replicas in one reading: "
+    "too little to tune for.",
+]
 
 
 def run_config(config: str, root: Path, levels: list[int], seconds: float, options, extras: bool) -> dict:
@@ -607,16 +660,17 @@ def run_config(config: str, root: Path, levels: list[int], seconds: float, optio
     server = Server(config, root)
     try:
         row: dict = {"throughput": []}
-        load(server.url, 16, 3.0, 1.0)  # warm every cache the way a first GRPO step would
+        prefix = config.startswith("affine")
+        load(server.url, 16, 3.0, 1.0, prefix)  # warm every cache the way a first GRPO step would
         for level in levels:
             if level == CPU_LEVEL:  # where the machine's two cores go, sampled inside the window
                 sampler = ThreadPoolExecutor(1).submit(cpu_by_role, server, 4.0, max(1.0, seconds - 3))
-            row["throughput"].append(load(server.url, level, seconds, 2.0))
+            row["throughput"].append(load(server.url, level, seconds, 2.0, prefix))
             if level == CPU_LEVEL:
                 row["cpu_share_at_64"] = sampler.result()
             print(config, level, f"{rollouts_per_s(row['throughput'][-1]):.1f} rollouts/s",
                   f"errors={row['throughput'][-1]['errors']}", flush=True)
-        if extras and options.profile and config in ("serve-haproxy", "before-haproxy"):
+        if extras and options.profile and config in ("serve-haproxy", "ray-hop-haproxy", "before-haproxy"):
             row["profile"] = profile(server, 10.0, ROOT / f"bench/results/profile-{config}.txt")
         if extras and config != "serve-proxy":
             row["memory_open_sessions_mb"] = memory_curve(server, (1_000,) if options.quick else (1_000, 10_000))
@@ -660,53 +714,72 @@ def rollouts_per_s(t: dict) -> float:
     return t["requests_per_s"] / 8
 
 
-# What the profiles above led to, and what they say still limits the Serve path. Written by hand from the
-# profiles and ../shared/ray-notes.md; the figures each line leans on are in the tables this report renders.
+# What the profiles and the side benches led to, and what they say still limits the Serve path. Written by hand;
+# the figures each line leans on are in the tables this report renders and in the reports it names.
 FINDINGS = [
-    "## What changed against `before`, and what still limits it", "",
-    "Changed (each from a profile of the run before it):", "",
-    "- HAProxy ingress with user code on the replica's own loop (`RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD=0`): "
-    "the `before` profile spends ~18% of the replica hopping between the Serve loop and the user-code loop "
-    "(`_run_user_code_event_loop`, `concurrent/futures` workers).",
-    "- Shard calls coalesced into one batch per shard in flight (`session_store/batching.py`): "
-    "`ActorHandle._actor_method_call` falls from ~17% to ~8% of the replica.",
-    "- The budget rides in the signed session cookie; the shard is asked only when it is spent.",
-    "- Documents are stored once per app by digest and cached in the replica, so `retrieve_information` moves a "
-    "few hundred bytes across the hop instead of the document (the bytes table).",
-    "- Fences and expired marks are read from GCS once at settle, not per request; they are written before the "
-    "reply only on close and expiry (`GcsMarkStore.write`, ~12% of the shard).",
-    "- HAProxy without Serve's per-request metrics (`RAY_SERVE_HAPROXY_METRICS_ENABLED=0`: Serve's HAProxy manager "
-    "parses one log line per request: the CPU table's `before-haproxy` column, where it is on, shows it) and with "
-    "threads fitted to the machine "
-    "(`RAY_SERVE_HAPROXY_NBTHREAD`, 1 here instead of Serve's 4: a choice for a small machine, not measured in "
-    "this report); shard actors send no Ray task events.",
-    "- Measurement: the load generator's window opens once every rollout loop has finished one rollout, and "
-    "counts every request that ends inside it. It used to count only rollouts that began inside the window, "
-    "which at 1024 in flight (a rollout then lasts ~6 s) dropped most of the work and read as a collapse.",
+    "## The shard hop: which, and why", "",
+    "- Measured first (bench/results/actor_hop.md): one Ray actor call costs ~0.8 ms of CPU in the caller and "
+    "~1 ms in the shard (every thread of each process), 1.7 ms p50. A threaded actor saves ~0.35 ms of latency and "
+    "no CPU; compiled graphs fit static pipelines, not a replica choosing one of N shards per request. The same "
+    "batch over a socket of the replica's own, pickled frames with request IDs, costs ~35 us a side and 0.06 ms "
+    "p50. So: the direct transport (`session_store/direct/`), the coalescer kept, the actor kept for lifecycle, "
+    "placement, restarts and for telling replicas where it listens. `shard_transport: ray` keeps the actor calls "
+    "(the `ray-hop-haproxy` column).",
+    "- What it bought here: at concurrency 1 a stateful route is ~2 ms faster (the latency table); the shards' CPU "
+    "per rollout falls by ~40%; and batching no longer has to carry the hop, so CPU per rollout stays flat from 2 "
+    "to 16 shards (bench/results/serve_scaling.md: 1.00x, against 1.69x over actor calls). At 64 and 256 on two "
+    "cores the rollouts/s of the two hops overlap: at 5 operations a call the coalescer had already shared the "
+    "actor call's cost, and the replicas, not the shards, fill the machine.",
+    "- Fewer operations per rollout was the third option: every tool must learn from its shard whether the session "
+    "is open (a lost session is a 404 `session_lost`, contract §C.6), so a hop can only be skipped by answering "
+    "without knowing, which the fault promises forbid.",
+    "- Every fault, head-loss and race test passes unchanged over the direct transport; "
+    "tests/unit/test_direct_transport.py covers its own failures (a shard process gone mid-batch, no answer in "
+    "time, a moved shard, a stranger without the token, an oversized frame).",
     "",
-    "Still limiting:", "",
-    "- At 64 the ratio is near the 0.5x line (0.55x in this run). The machine is full: the CPU table shows the Serve configuration using both cores (replicas about "
-    "half of them, then the shards, HAProxy, GCS and the load generator) where the baseline's one process uses "
-    "one. Per request a replica spends about twice the baseline's CPU: the HAProxy-to-replica HTTP hop, Serve's "
-    "request wrapper and metrics (`Replica._direct_ingress_asgi`, `RequestIdMiddleware`), and submitting and "
-    "receiving shard calls (`ActorHandle._actor_method_call`, `Worker.main_loop`, ~18% of the replica). More "
-    "cores, or a shard hop cheaper than a Ray actor call, would lift it.",
-    "- The group's memory ratio is close to the 2x line and moves between runs: each replica keeps "
-    "its own copy of a text and its index, so it depends on whether the single session's requests already reached "
-    "both replicas, and the allocators of every Ray process are counted too.",
-    "- At 1, a stateful route pays one actor round trip over `submit_final_result`: 1.0 ms p50 alone "
-    "(bench/results/actor_hop.md), plus the replica's share of it; `close_session` also waits ~0.4 ms for its "
-    "fence's GCS KV write, the promise that the fence survives a shard's SIGKILL. A threaded shard actor would "
-    "take ~0.2 ms off the hop (actor_hop.md); keeping sessions in the replica that serves them would remove "
-    "it, but Serve's replica affinity is soft (ray-notes), so state cannot live there.",
+    "## What still limits the per-core ratio", "",
+    "- Serve's own cost per request (bench/results/serve_floor.md): a trivial route costs ~334 us more CPU in a "
+    "Serve replica behind HAProxy than in plain uvicorn, ~2.7 ms per 8-request rollout, before any app code. The "
+    "one-process baseline spends ~4-5 ms on a whole rollout, so on 2 cores (the load generator taking a fifth of "
+    "them) the Serve path tops out near 0.6-0.7x of it, whatever the hop costs.",
+    "- Beside that, the rollout's own durable writes: each episode seed and each close writes a mark before it "
+    "answers (the fence and lost-session promises); with the GCS store that is a KV put through the head's GCS, "
+    "~1 ms at concurrency 1, which is why `seed_session` and `close_session` sit ~1.5 ms above "
+    "`submit_final_result` where the other stateful routes sit ~0.6 ms above it once their own work is taken out "
+    "(the targets table). Redis puts it at a fraction of that (bench/results/serve_rollouts_options.md).",
+    "- py-spy (below) samples wall time, not CPU: on a full 2-core machine a runnable replica waiting for a core "
+    "is counted too, so its shares overstate `RequestResponseCycle.send` and Ray's idle threads. A CPU-clock "
+    "cProfile of both servers (concurrency 8) put the app's own code within ~10% of the baseline's per request: "
+    "the replica's extra is Serve's wrapper and the HAProxy hop, not our routes.",
     "",
 ]
-
 
 def ratios(t: dict, base: float | None) -> list[float]:
     """A level's ratios to the baseline: per round when the run had rounds, else against the baseline's rate."""
     return t.get("rounds_ratio") or ([rollouts_per_s(t) / base] if base else [])
 
+
+# The options of the Serve path (--out serve_rollouts_options): the Redis mark store and rollout-affine routing.
+OPTIONS_FINDINGS = [
+    "## Reading", "",
+    "- **The Redis mark store** (`mark_store_url`, the production path of cluster/overlays/redis) is the largest "
+    "lever found: 0.76x the baseline at 64 against 0.53x with the GCS store, ~12 ms of server CPU a rollout "
+    "against ~16 ms. Each episode seed and close writes a mark before it answers; through the GCS that is a put "
+    "to the head's GCS process (its CPU, the shards' client threads, and the wait), through Redis one pipelined "
+    "command. At concurrency 1 the stateful routes then sit within ~0.9 ms of `submit_final_result` for the "
+    "lifecycle routes and ~0.5 ms once each route's own work is taken out. The GCS stays the default: the "
+    "embedded setup may need nothing outside Ray.",
+    "- **Rollout-affine routing** (`affine-haproxy`: HAProxy hashing the `/ng-rollout/<id>/` prefix, "
+    "serve_tuning.ROLLOUT_AFFINITY) does not pay here: rollouts/s and CPU per rollout sit on serve-haproxy's, "
+    "within the noise. A replica's caches (texts by digest, BM25 indexes) are shared by every rollout on the "
+    "same filing, and on this corpus both replicas hold every filing after the warm-up, so there is nothing "
+    "for affinity to keep; hashing balances worse than `leastconn`. It would matter where every rollout reads "
+    "a filing no other rollout reads (the first pass over a large live-EDGAR task set), which this bench does "
+    "not build. It stays an option, off: `RAY_SERVE_HAPROXY_BALANCE_ALGORITHM=\"uri depth 2\"` in every "
+    "node's environment, for clients that send the prefix (NeMo Gym 0.7's do). It weakens no promise, since "
+    "no state lives in a replica.",
+    "",
+]
 
 # The regression check of the state-at-scale work (--out serve_rollouts_regression), read with py-spy profiles of
 # both codes at concurrency 64 (a separate pass: bench/serve_rollouts.py --configs serve-haproxy,before-haproxy
@@ -729,7 +802,8 @@ REGRESSION_FINDINGS = [
     "baseline.",
     "",
 ]
-FINDINGS_OF = {"serve_rollouts": FINDINGS, "serve_rollouts_regression": REGRESSION_FINDINGS}
+FINDINGS_OF = {"serve_rollouts": FINDINGS, "serve_rollouts_regression": REGRESSION_FINDINGS,
+               "serve_rollouts_options": OPTIONS_FINDINGS}
 
 
 def render(results: dict) -> str:
@@ -837,24 +911,30 @@ def targets(results: dict) -> list[str]:
         return []
     at = {c: {t["concurrency"]: t for t in row["throughput"]} for c, row in configs.items()}
     rows = []
-    for level in (64, 256):
+    for level, least in ((64, 0.8), (256, 1.0)):  # the per-core issue's targets, on 2 cores
         if level in levels:
             each = ratios(at["serve-haproxy"][level], rollouts_per_s(at["baseline"][level]))
-            ratio = statistics.median(each)
-            rows.append((f"throughput at {level}: at least 0.5x the baseline", spread(each, "x", 2), ratio >= 0.5))
+            rows.append((f"throughput at {level}: at least {least}x the baseline", spread(each, "x", 2),
+                         statistics.median(each) >= least))
     if 1024 in levels and 64 in levels:
         kept = rollouts_per_s(at["serve-haproxy"][1024]) / rollouts_per_s(at["serve-haproxy"][64])
         errors = at["serve-haproxy"][1024]["errors"]
         rows.append(("no collapse: at 1024, 90% of the figure at 64, no errors", f"{100 * kept:.0f}%, {errors} errors",
                      kept >= 0.9 and errors == 0))
     if 1 in levels:
-        p50 = at["serve-haproxy"][1]["p50_ms"]
-        over = {r: p50[r] - p50["submit_final_result"] for r in p50 if r not in ("submit_final_result",
-                                                                             "sec_filing_search")}
+        p50, alone = at["serve-haproxy"][1]["p50_ms"], at["baseline"][1]["p50_ms"]
+        stateful = [r for r in p50 if r not in ("submit_final_result", "sec_filing_search")]
+        over = {r: p50[r] - p50["submit_final_result"] for r in stateful}
         worst = max(over, key=over.get)
-        rows.append(("latency at 1: a stateful route's p50 within 1.5 ms of submit_final_result's",
+        rows.append(("latency at 1: a stateful route's p50 within 1 ms of submit_final_result's",
                      f"worst {worst} +{over[worst]:.1f} ms (" + ", ".join(f"{r} +{v:.1f}" for r, v in over.items())
-                     + ")", over[worst] <= 1.5))
+                     + ")", over[worst] <= 1.0))
+        # The same difference in the one process, where there is no hop: what is left is the hop's own share.
+        hop = {r: over[r] - (alone[r] - alone["submit_final_result"]) for r in stateful if r in alone}
+        worst = max(hop, key=hop.get)
+        rows.append(("latency at 1: the same, less what each route costs over submit_final_result in one process",
+                     f"worst {worst} +{hop[worst]:.1f} ms (" + ", ".join(f"{r} {v:+.1f}" for r, v in hop.items())
+                     + ")", hop[worst] <= 1.0))
     group = serve.get("memory_group")
     if group:
         rows.append(("memory: a 16-session group on one filing under 2x one session", f"{group['ratio']:.3f}x",

@@ -20,6 +20,13 @@ SERVE_TUNING = {
 }
 
 
+# Rollout-affine routing, an option (off by default): HAProxy hashes the path up to its second slash, so every
+# request of one rollout under `/ng-rollout/<id>/` (contract §A.0) reaches one replica, whose caches then serve
+# the whole episode. Requests without the prefix are hashed by their route instead: only for clients that use it.
+# Measured not to pay where rollouts share filings (bench/results/serve_rollouts_options.md), hence off.
+ROLLOUT_AFFINITY = {"RAY_SERVE_HAPROXY_BALANCE_ALGORITHM": "uri depth 2"}
+
+
 # What each costs when it is missing, as measured (bench/results/serve_rollouts.md; issue figures on 2 cores).
 MISSING_COST = {
     "RAY_SERVE_ENABLE_HA_PROXY": "Serve's default proxy: 0.07x the one-process baseline's rollouts/s at "
