@@ -786,20 +786,18 @@ OPTIONS_FINDINGS = [
 # --before e8e02ae --quick --profile --rounds 1).
 REGRESSION_FINDINGS = [
     "## Reading", "",
-    "- The medians put this code below e8e02ae (the code of the report the state-at-scale issue compared "
-    "against) at 64 and 256, by some 10-20%, with ranges that overlap: this machine's drift is larger than the "
-    "difference. CPU per rollout, which drift moves less, says the same: the server spends ~19 ms a rollout "
-    "against ~16 ms (the replicas ~12.6 against ~10.7 ms, the shards ~3.4 against ~3.1 ms), the one-process "
-    "baseline ~6 ms.",
-    "- Where the CPU moved, from the profiles: the replicas, about one core and the bottleneck, spend more in "
-    "`/verify` (`Verifier.verify` ~5% of replica samples against ~2%, grounding ~2% of it): the stricter "
-    "grader of the reward-hacking work. The shards spend about twice the share in `GcsMarkStore.write` (24% "
-    "against 13% of their samples): each episode seed is now a durable mark, one GCS put more per episode "
-    "(~0.2 ms of shard CPU), and at concurrency 1 `seed_session` is ~1 ms slower (it waits for the put). The "
-    "shards use ~14% of the machine either way, so the seeds' cost is latency, not throughput, here.",
-    "- The Redis mark store (`mark_store_url`) writes a mark for ~1/10 of the GCS's client CPU "
-    "(bench/results/state_scale.md). Per-core efficiency is the per-core issue's work; this report is its "
-    "baseline.",
+    "- This run (2026-12-02, the direct shard transport in place) against e8e02ae, the code of the report the "
+    "state-at-scale issue compared against: the medians of the per-round ratios are 0.53x against 0.55x at 64 "
+    "and 0.69x against 0.66x at 256, with ranges that overlap widely. The machine was busy (the baseline moved "
+    "from 139 to 186 rollouts/s between rounds, and at concurrency 1 the Serve app from 12 to 46). The earlier "
+    "run of this check, on fd18a20 before the direct transport, put this code ~15% below (0.50x against 0.63x "
+    "at 64): that gap is gone within this machine's noise.",
+    "- CPU per rollout (round 0 only) is 18.7 against 17.7 ms, the shards 2.1 against 2.9 ms. The replicas spend "
+    "more, which is the stricter grader of the reward-hacking work in `/verify`; the shards spend less, though "
+    "each episode seed is now a durable mark (one GCS put more per episode), because a batch no longer pays a "
+    "Ray actor call.",
+    "- With the Redis mark store, the production path, the Serve app spends ~12 ms a rollout "
+    "(bench/results/serve_rollouts_options.md).",
     "",
 ]
 FINDINGS_OF = {"serve_rollouts": FINDINGS, "serve_rollouts_regression": REGRESSION_FINDINGS,
