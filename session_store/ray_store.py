@@ -4,8 +4,8 @@ or creates the shards, the document store and the reaper of an application."""
 from __future__ import annotations
 
 import asyncio
-from functools import partial
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import session_store
@@ -57,7 +57,7 @@ class SessionActors:
 
 class RaySessionStore(SessionStore):
     """Batches go to the shards over the direct transport (`direct/`), or, with `transport="ray"`, as actor
-    calls (~40x the CPU per batch; for networks that allow Ray's ports only). Stats and ticks are actor calls."""
+    calls (~25x the CPU per batch, bench/results/actor_hop.md; for networks that allow Ray's ports only). Stats and ticks are actor calls."""
 
     def __init__(self, actors: SessionActors, transport: str = "direct"):
         self._shards = actors.shards
