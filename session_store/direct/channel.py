@@ -14,7 +14,7 @@ import itertools
 from typing import Any, Awaitable, Callable
 
 from ..errors import StoreUnavailable
-from .frames import ACK, Endpoint, encode, read_frame
+from .frames import ACK, Endpoint, FrameTooLarge, encode, read_frame
 
 CAUSE = "actor_unreachable"  # the same 503 cause as a failed actor call: to an operator it is the same fault
 
@@ -32,11 +32,19 @@ class _Connection:
         if self.closed:
             raise StoreUnavailable(f"{self._what}: its connection closed; retry the request shortly.", CAUSE)
         request_id = next(self._ids)
+        try:
+            frame = encode(request_id, payload)
+        except FrameTooLarge as error:  # a batch this size is a bug: refuse it, keep the connection
+            raise StoreUnavailable(f"{self._what}: {error}.", "internal") from None
         answer = self._pending[request_id] = self.loop.create_future()
         try:
-            self._writer.write(encode(request_id, payload))
-            await self._writer.drain()
+            self._writer.write(frame)
+            await self._writer.drain()  # raises if the shard's side went away before the reader noticed
             ok, value = await answer
+        except OSError as error:
+            self.close(f"connection lost ({type(error).__name__})")
+            raise StoreUnavailable(f"{self._what}: its connection was lost; it may be restarting. Retry the "
+                                   "request shortly.", CAUSE) from None
         finally:
             self._pending.pop(request_id, None)
         if not ok:

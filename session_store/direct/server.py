@@ -62,6 +62,8 @@ class DirectServer:
             pass  # the replica went away (or never finished the handshake)
         except FrameTooLarge as error:
             log.warning("shard transport: %s; connection dropped", error)
+        except Exception:  # a frame that does not unpickle: drop this connection, keep serving the others
+            log.exception("shard transport: an unreadable frame; connection dropped")
         finally:
             self._connections.discard(writer)
             writer.close()
@@ -74,7 +76,8 @@ class DirectServer:
             return False, f"{type(error).__name__}: {error}"
 
     async def close(self) -> None:
-        if self._started is not None and self._started.done() and not self._started.exception():
+        if self._started is not None and self._started.done() and not self._started.cancelled() \
+                and not self._started.exception():
             self._server.close()
             for writer in list(self._connections):
                 writer.close()

@@ -38,6 +38,18 @@ class Shard:
         self.server = DirectServer(self.service.run, HOST)
 
 
+def held(shard: Shard) -> asyncio.Event:
+    """Make the shard's batches wait until the returned event is set."""
+    release, real_run = asyncio.Event(), shard.service.run
+
+    async def waiting(ops):
+        await release.wait()
+        return await real_run(ops)
+
+    shard.server._run = waiting
+    return release
+
+
 def channel(shard: Shard, timeout: float = 5.0) -> ShardChannel:
     return ShardChannel(shard.resolve, timeout=timeout, what="shard 0")
 
@@ -127,14 +139,7 @@ def test_a_shard_process_that_dies_fails_its_batch_and_the_next_finds_the_new_on
         ch = channel(shard)
         await ch.send([("seed_episode", (SID, seed()))])
         old = await shard.server.start()
-        hold = asyncio.Event()
-        real_run = shard.service.run
-
-        async def stuck(ops):  # the shard dies with this batch in flight
-            await hold.wait()
-            return await real_run(ops)
-
-        shard.server._run = stuck
+        held(shard)  # the shard dies with this batch in flight
         in_flight = asyncio.create_task(ch.send([("describe", (SID,))]))
         await asyncio.sleep(0.1)
         await shard.restart()
@@ -154,14 +159,8 @@ def test_no_answer_in_time_is_a_503_and_the_connection_is_not_trusted_again():
         shard = Shard()
         ch = channel(shard, timeout=0.3)
         await ch.send([("describe", (SID,))])
-        release = asyncio.Event()
-        real_run = shard.service.run
-
-        async def slow(ops):
-            await release.wait()
-            return await real_run(ops)
-
-        shard.server._run = slow
+        real_run = shard.server._run
+        release = held(shard)
         with pytest.raises(StoreUnavailable, match="within 0.3 s"):
             await ch.send([("describe", (SID,))])
         shard.server._run = real_run
@@ -204,6 +203,43 @@ def test_a_bug_in_a_batch_is_a_503_for_that_batch_only():
             await ch.send([("describe", (SID,))])
         assert failed.value.cause == "internal"
         shard.server._run = real_run
+        assert (await ch.send([("describe", (SID,))]))[0][0] is True and shard.resolved == 1
+        await shard.server.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_connection_lost_under_a_write_is_a_503_and_the_next_batch_reconnects():
+    async def scenario():
+        shard = Shard()
+        ch = channel(shard)
+        await ch.send([("describe", (SID,))])
+
+        async def lost():  # the shard's side reset before the reader saw the end of the stream
+            raise ConnectionResetError("reset by peer")
+
+        ch._connection._writer.drain = lost
+        with pytest.raises(StoreUnavailable, match="connection was lost") as failed:
+            await ch.send([("describe", (SID,))])
+        assert failed.value.cause == "actor_unreachable"
+        assert (await ch.send([("describe", (SID,))]))[0][0] is True and shard.resolved == 2
+        await shard.server.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_batch_too_large_to_frame_is_refused_without_dropping_the_connection(monkeypatch):
+    from session_store.direct import frames
+
+    async def scenario():
+        shard = Shard()
+        ch = channel(shard)
+        await ch.send([("describe", (SID,))])
+        monkeypatch.setattr(frames, "MAX_FRAME", 10)
+        with pytest.raises(StoreUnavailable, match="at most 10") as failed:
+            await ch.send([("describe", (SID,))])
+        assert failed.value.cause == "internal"
+        monkeypatch.undo()
         assert (await ch.send([("describe", (SID,))]))[0][0] is True and shard.resolved == 1
         await shard.server.close()
 
