@@ -180,8 +180,9 @@ class ShardService:
     async def settle(self) -> int:
         """Load every durable mark of this shard's IDs; from then on memory is complete. Call it only when no
         other deployment of the app can still write marks (the reaper does, once the app runs only this one).
-        Returns how many marks were loaded (0 when already settled)."""
-        if self._complete:
+        Returns how many marks were loaded (0 when already settled). Over a store that does not list its marks,
+        nothing: the shard keeps reading the marks of IDs it does not know, which is always right."""
+        if self._complete or not self._marks.lists_marks:
             return 0
         # Marks hold no reference cycles, so the collector has nothing to find in them, but a full collection
         # walks every object: with 250,000 marks loaded, one blocked the loop for ~0.1-1 s (bench/state_scale.py).
@@ -210,6 +211,6 @@ class ShardService:
 
     async def stats(self) -> dict[str, Any]:
         return {**self._core.stats(), "batches": self._batches, "operations": self._operations,
-                "settled": int(self._complete),
+                "settled": int(self._complete), "reads_marks_per_id": int(not self._marks.lists_marks),
                 "incarnation": self._core.incarnation, "counters": dict(self._core.counters)}
 

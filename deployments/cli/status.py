@@ -34,6 +34,12 @@ def run_status(options: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _marks(shard: dict) -> str:
+    if shard.get("reads_marks_per_id"):
+        return "reads marks per ID"
+    return "settled" if shard.get("settled") else "settling"
+
+
 def render(status: dict) -> str:
     lines = [f"app        {status.get('app')}", f"version    {status.get('version')}"]
     for name, value in status.get("settings", {}).items():
@@ -42,7 +48,7 @@ def render(status: dict) -> str:
     lines.append("held       " + ", ".join(f"{k} {v}" for k, v in held.items()))
     for shard in status.get("shards", []):
         lines.append(f"  shard {shard['shard']:<4} sessions {shard.get('sessions')}, fences {shard.get('fences')}, "
-                     f"{'settled' if shard.get('settled') else 'settling'}, life {shard.get('incarnation')}")
+                     f"{_marks(shard)}, life {shard.get('incarnation')}")
     actors = status.get("actors", [])
     lines.append(f"actors     {len(actors) or 'none (in one process)'}")
     lines += [f"  {a.get('name') or a.get('error')}" for a in actors]

@@ -44,7 +44,7 @@ async def status(request: Request) -> dict:
     version = await asyncio.to_thread(about.version)  # hashes the sources once per process: off the loop
     return {"app": app.settings.app_name, "version": version, "settings": about.shape(app.settings),
             "held": {k: stats[k] for k in ("sessions", "documents", "fences", "expired_marks")},
-            "shards": [{"shard": k, **{f: row.get(f) for f in ("incarnation", "settled", "sessions", "fences")}}
+            "shards": [{"shard": k, **{f: row.get(f) for f in ("incarnation", "settled", "reads_marks_per_id", "sessions", "fences")}}
                        for k, row in enumerate(stats.get("shards", []))],
             "actors": await asyncio.to_thread(about.actors, app.settings)}
 

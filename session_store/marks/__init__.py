@@ -4,14 +4,15 @@ cluster's head (contract §C.4, §C.9).
 A shard writes every changed mark here before it answers the requests that changed it: each batch's changes go
 together (group commit). Until it has settled (loaded every mark of the partitions it owns,
 `ShardService.settle`) it reads the mark of an ID it does not know before it decides a seed, a close or a verify
-for it; after that, its memory is complete and it reads nothing.
+for it; after that, its memory is complete and it reads nothing. A store that cannot list a shard's marks cheaply
+(`lists_marks` False: Redis) is read per ID for the shard's whole life instead.
 
 The stores:
 - `MemoryMarkStore`: this process; the Ray-free tests and the single-process baseline.
 - `gcs_store.GcsMarkStore`: Ray's GCS key-value store, the embedded default (no external dependency; a few thousand
   writes/s, and gone with the head unless the GCS itself is fault tolerant).
-- `redis_store.RedisMarkStore`: Redis, for clusters (`mark_store_url`): native expiry, pipelined writes, and it
-  outlives the Ray cluster.
+- `redis_store.RedisMarkStore`: Redis, for clusters (`mark_store_url`): native expiry, group commits in one
+  command, reads per ID, and it outlives the Ray cluster.
 `open_mark_store` picks one from the settings.
 """
 
@@ -28,6 +29,8 @@ log = logging.getLogger(__name__)
 
 
 class MarkStore(Protocol):
+    lists_marks: bool  # whether `scan` lists a shard's marks, so that the shard can settle
+
     async def read(self, sids: list[str]) -> dict[str, Mark]:
         """The durable marks of these IDs (IDs with none are absent). Raises if the store cannot be read."""
 
@@ -35,7 +38,8 @@ class MarkStore(Protocol):
         """Apply the changes (None deletes), as one group; returns the IDs whose change could not be written."""
 
     async def scan(self, partitions: range) -> dict[str, Mark]:
-        """Every live mark of IDs in these partitions (a shard that settles loads its own once)."""
+        """Every live mark of IDs in these partitions (a shard that settles loads its own once); only where
+        `lists_marks`."""
 
     async def sweep(self, now: float) -> int:
         """Delete marks that lapsed before `now`, if the store does not expire them itself."""
@@ -60,6 +64,8 @@ def decode(raw: bytes) -> Mark | None:
 
 class MemoryMarkStore:
     """Marks in this process. Shared by two lives of a shard in a test, it plays the durable store."""
+
+    lists_marks = True
 
     def __init__(self) -> None:
         self.marks: dict[str, bytes] = {}

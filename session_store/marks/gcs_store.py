@@ -24,6 +24,8 @@ def _sid(key: bytes) -> str:
 
 
 class GcsMarkStore:
+    lists_marks = True
+
     def __init__(self, kv_namespace: bytes, timeout_seconds: float = 5.0):
         self._namespace = kv_namespace
         self._timeout = timeout_seconds

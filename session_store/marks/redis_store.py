@@ -2,15 +2,16 @@
 for clusters, and the store that outlives the Ray cluster, its head included.
 
 - A mark is one string key with native expiry at its drop time (`SET ... PXAT`): nothing needs sweeping.
-- Each partition also has a sorted set of its IDs by drop time, so a shard that settles reads only the
-  partitions it owns (the members it lists are those not yet lapsed). The reaper's hourly sweep trims lapsed
-  members (`ZREMRANGEBYSCORE`); writes do not, which would cost Redis a command more per mark.
-- A shard batch's changes go out as one command (group commit): a server-side script that sets or deletes
-  each mark and its index entry. One command, not two per mark, because the client's cost is per command
-  (packing it and awaiting its reply: ~30 us each here), where Redis's own is ~1 us; and packed by hiredis
-  (C), which redis-py's asyncio client does not use: its Python packer cost ~6 us a mark. Reads are one MGET.
-- Keys are `finsec:<app namespace>:{<partition>}:...`: the hash tag keeps a partition's keys in one slot, ready
-  for Redis Cluster.
+- Reads are per ID (one MGET), always: a shard over Redis never settles (`lists_marks` is False), so it keeps
+  no index to list. An index per partition cost more than the marks themselves: a sorted-set entry took Redis
+  ~12 us of CPU a mark against ~4 us for the SET (`bench/results/state_scale.md`), and a settle of a shard's
+  share at 4M marks blocked its loop for ~60 ms. A read of an ID the shard does not know costs Redis ~1-2 us.
+- A shard batch's changes go out as one command (group commit): a server-side script that sets or deletes each
+  mark. One command, not one per mark, because the client's cost is per command (packing it and awaiting its
+  reply: ~30 us each here), where Redis's own is a few us; and packed by hiredis (C), which redis-py's asyncio
+  client does not use: its Python packer cost ~6 us a mark.
+- Keys are `finsec:<app namespace>:{<partition>}:m:<id>`: the hash tag keeps a partition's keys in one slot,
+  ready for Redis Cluster.
 """
 
 from __future__ import annotations
@@ -23,22 +24,18 @@ from typing import Callable
 import hiredis
 
 from ..core import Mark
-from ..routing import PARTITIONS, partition
+from ..routing import partition
 from . import decode, encode
 
-_BATCH = 500  # IDs fetched or decoded between yields to the event loop
-_PARTITIONS_PER_ROUND = 16  # sorted sets listed in one pipeline (at 4M marks, ~16,000 IDs parsed at once)
-# KEYS: n mark keys, then their n index keys. ARGV: per change its value ("" deletes), its expiry (ms since
-# the epoch), its drop time and its ID, each as n values in that order.
+_PURGE_BATCH = 500  # keys unlinked at once
+# KEYS: the marks. ARGV: per mark its value ("" deletes), then per mark its expiry (ms since the epoch).
 _GROUP_COMMIT = """
-local n = #KEYS / 2
+local n = #KEYS
 for i = 1, n do
   if ARGV[i] == '' then
     redis.call('DEL', KEYS[i])
-    redis.call('ZREM', KEYS[n + i], ARGV[3 * n + i])
   else
     redis.call('SET', KEYS[i], ARGV[i], 'PXAT', ARGV[n + i])
-    redis.call('ZADD', KEYS[n + i], ARGV[2 * n + i], ARGV[3 * n + i])
   end
 end
 return n
@@ -47,6 +44,8 @@ _GROUP_COMMIT_SHA = hashlib.sha1(_GROUP_COMMIT.encode()).hexdigest()
 
 
 class RedisMarkStore:
+    lists_marks = False  # reads per ID only: see the module's docstring
+
     def __init__(self, url: str, namespace: str, timeout_seconds: float = 5.0):
         import redis.asyncio
 
@@ -87,11 +86,8 @@ class RedisMarkStore:
                 await pool.release(connection)
             await self._client().script_load(_GROUP_COMMIT)
 
-    def _key(self, sid: str, part: int | None = None) -> str:
-        return f"{self._prefix}{{{partition(sid) if part is None else part:03x}}}:m:{sid}"
-
-    def _index(self, part: int) -> str:
-        return f"{self._prefix}{{{part:03x}}}:i"
+    def _key(self, sid: str) -> str:
+        return f"{self._prefix}{{{partition(sid):03x}}}:m:{sid}"
 
     async def read(self, sids: list[str]) -> dict[str, Mark]:
         values = await self._client().mget([self._key(sid) for sid in sids])
@@ -104,55 +100,28 @@ class RedisMarkStore:
         if not changes:
             return set()
         now = time.time()
-        marks, indexes, values, expiries, drops = [], [], [], [], []
-        for sid, mark in changes.items():
-            part = partition(sid)
-            marks.append(self._key(sid, part))
-            indexes.append(self._index(part))
+        values, expiries = [], []
+        for mark in changes.values():
             live = mark is not None and mark.drop_at > now
             values.append(encode(mark) if live else b"")
             expiries.append(int(mark.drop_at * 1000) + 1 if live else 0)
-            drops.append(mark.drop_at if live else 0)
         try:
-            await self._group_commit(marks + indexes, [*values, *expiries, *drops, *changes])
+            await self._group_commit([self._key(sid) for sid in changes], [*values, *expiries])
         except Exception:
             return set(changes)
         return set()
 
-    async def _ids(self, partitions: range, now: float) -> list[str]:
-        ids: list[str] = []
-        parts = list(partitions)
-        for start in range(0, len(parts), _PARTITIONS_PER_ROUND):
-            pipe = self._client().pipeline(transaction=False)
-            for part in parts[start : start + _PARTITIONS_PER_ROUND]:
-                pipe.zrangebyscore(self._index(part), now, "+inf")
-            for members in await pipe.execute():
-                ids.extend(m.decode() for m in members)
-        return ids
-
     async def scan(self, partitions: range) -> dict[str, Mark]:
-        ids = await self._ids(partitions, time.time())
-        marks: dict[str, Mark] = {}
-        for start in range(0, len(ids), _BATCH):
-            marks.update(await self.read(ids[start : start + _BATCH]))
-            await asyncio.sleep(0)  # a shard settles while it serves: let requests through between batches
-        return marks
+        raise NotImplementedError("the Redis mark store is read per ID: a shard over it never settles")
 
     async def sweep(self, now: float) -> int:
-        """The marks expire by themselves; this trims the partitions' sorted sets of lapsed IDs."""
-        trimmed = 0
-        for start in range(0, PARTITIONS, _PARTITIONS_PER_ROUND):
-            pipe = self._client().pipeline(transaction=False)
-            for part in range(start, min(PARTITIONS, start + _PARTITIONS_PER_ROUND)):
-                pipe.zremrangebyscore(self._index(part), "-inf", now)
-            trimmed += sum(await pipe.execute())
-        return trimmed
+        return 0  # Redis expires the marks itself
 
     async def purge(self) -> int:
         client, purged, keys = self._client(), 0, []
         async for key in client.scan_iter(match=self._prefix + "*", count=1000):  # the namespace has no glob chars
             keys.append(key)
-            if len(keys) >= _BATCH:
+            if len(keys) >= _PURGE_BATCH:
                 purged, keys = purged + await client.unlink(*keys), []
         return purged + (await client.unlink(*keys) if keys else 0)
 
