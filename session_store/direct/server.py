@@ -5,6 +5,12 @@ other, in order: a replica's coalescer has one batch in flight per shard anyway,
 guarantee (two operations on one ID from one replica are applied in the order they arrived) even if a client
 ever sent more. Batches of different connections interleave on the shard's event loop at their awaits, exactly
 as concurrent actor calls do.
+
+Anything on the node's network can connect, so what a stranger can hold is capped: a connection that has not
+shown the token within HANDSHAKE_SECONDS is dropped, and past MAX_HANDSHAKING of them the oldest is dropped for
+each newcomer (a replica shows its token at once, so a flood of silent peers delays it by no more than its own
+handshake). Connections with the token hold it: past MAX_CONNECTIONS a new one is refused (a bug or a leak,
+since a replica keeps one per shard), and the replica gets a 503 it retries.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import asyncio
 import hmac
 import logging
 import secrets
+from collections import OrderedDict
 from typing import Any, Awaitable, Callable
 
 from .frames import ACK, TOKEN_BYTES, Endpoint, FrameTooLarge, encode, read_frame
@@ -20,6 +27,8 @@ from .frames import ACK, TOKEN_BYTES, Endpoint, FrameTooLarge, encode, read_fram
 log = logging.getLogger(__name__)
 
 HANDSHAKE_SECONDS = 5.0  # a connection that has not shown the token by then is dropped
+MAX_HANDSHAKING = 64  # connections yet to show the token; the oldest goes first
+MAX_CONNECTIONS = 4096  # connections that showed it: replicas x their event loops, with room to spare
 
 
 class DirectServer:
@@ -27,7 +36,8 @@ class DirectServer:
         self._run, self._host = run, host
         self._token = secrets.token_bytes(TOKEN_BYTES)
         self._started: asyncio.Task[Endpoint] | None = None
-        self._connections: set[asyncio.StreamWriter] = set()
+        self._connections: set[asyncio.StreamWriter] = set()  # those that showed the token
+        self._handshaking: OrderedDict[asyncio.StreamWriter, None] = OrderedDict()
 
     @property
     def connections(self) -> int:
@@ -46,13 +56,21 @@ class DirectServer:
         return Endpoint(self._host, port, self._token)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._connections.add(writer)
+        if len(self._handshaking) >= MAX_HANDSHAKING:
+            oldest, _ = self._handshaking.popitem(last=False)
+            oldest.close()  # its pending read ends, and its own handler cleans up
+        self._handshaking[writer] = None
         try:
             token = await asyncio.wait_for(reader.readexactly(TOKEN_BYTES), HANDSHAKE_SECONDS)
+            self._handshaking.pop(writer, None)
             if not hmac.compare_digest(token, self._token):
                 log.warning("shard transport: a connection from %s without the token, dropped",
                             writer.get_extra_info("peername"))
                 return
+            if len(self._connections) >= MAX_CONNECTIONS:
+                log.warning("shard transport: %d connections already; one more refused", len(self._connections))
+                return
+            self._connections.add(writer)
             writer.write(ACK)
             while True:
                 request_id, ops = await read_frame(reader)
@@ -65,6 +83,7 @@ class DirectServer:
         except Exception:  # a frame that does not unpickle: drop this connection, keep serving the others
             log.exception("shard transport: an unreadable frame; connection dropped")
         finally:
+            self._handshaking.pop(writer, None)
             self._connections.discard(writer)
             writer.close()
 
@@ -79,6 +98,6 @@ class DirectServer:
         if self._started is not None and self._started.done() and not self._started.cancelled() \
                 and not self._started.exception():
             self._server.close()
-            for writer in list(self._connections):
+            for writer in [*self._connections, *self._handshaking]:
                 writer.close()
             await self._server.wait_closed()

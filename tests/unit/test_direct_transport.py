@@ -120,6 +120,42 @@ def test_a_silent_peer_is_dropped_after_the_handshake_time(monkeypatch):
     asyncio.run(scenario())
 
 
+def test_silent_peers_past_the_cap_push_out_the_oldest_and_a_replica_still_gets_through(monkeypatch):
+    monkeypatch.setattr(server_module, "MAX_HANDSHAKING", 4)
+
+    async def scenario():
+        shard = Shard()
+        endpoint = await shard.server.start()
+        silent = [await raw(endpoint) for _ in range(10)]
+        await asyncio.sleep(0.1)
+        assert len(shard.server._handshaking) == 4
+        dropped = [await asyncio.wait_for(reader.read(), 2) == b"" for reader, _ in silent[:6]]
+        assert all(dropped)  # the six oldest were pushed out; the handshake timeout (5 s) was not waited for
+        outcome = await channel(shard).send([("describe", (SID,))])  # a replica's own handshake completes
+        assert outcome[0][0] is True
+        assert len(shard.server._handshaking) <= 4 and shard.server.connections == 1
+        await shard.server.close()
+
+    asyncio.run(scenario())
+
+
+def test_connections_with_the_token_past_the_cap_are_refused_with_a_503(monkeypatch):
+    monkeypatch.setattr(server_module, "MAX_CONNECTIONS", 2)
+
+    async def scenario():
+        shard = Shard()
+        kept = [channel(shard), channel(shard)]
+        for ch in kept:
+            await ch.send([("describe", (SID,))])
+        with pytest.raises(StoreUnavailable):
+            await channel(shard).send([("describe", (SID,))])
+        assert shard.server.connections == 2
+        assert (await kept[0].send([("describe", (SID,))]))[0][0] is True  # the others are untouched
+        await shard.server.close()
+
+    asyncio.run(scenario())
+
+
 def test_an_oversized_frame_drops_the_connection_and_nothing_else():
     async def scenario():
         shard = Shard()
