@@ -28,6 +28,7 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from deployments.corpus.generate import questions  # noqa: E402
+from deployments.serve_tuning import CLIENT_HEADERS  # noqa: E402
 
 def rollout_steps(task: dict, n: int) -> list[tuple[str, dict]]:
     sid = f"resources-session-{uuid.uuid4().hex}"
@@ -50,7 +51,8 @@ def rollout_steps(task: dict, n: int) -> list[tuple[str, dict]]:
     ]
 
 
-async def run(url: str, concurrency: int, seconds: float, warmup: float, rollout_prefix: bool = False) -> dict:
+async def run(url: str, concurrency: int, seconds: float, warmup: float, rollout_prefix: bool = False,
+              no_disconnect_watch: bool = False) -> dict:
     """Drive `concurrency` rollout loops; measure the `seconds` after the warm-up.
 
     The window opens once `warmup` has passed and every loop has finished one rollout (or a minute more has), so
@@ -87,7 +89,8 @@ async def run(url: str, concurrency: int, seconds: float, warmup: float, rollout
         nonlocal sequence, cycled
         jar = aiohttp.CookieJar(unsafe=True)  # unsafe: keep cookies for an IP-address host
         async with aiohttp.ClientSession(base_url=url, connector=connector, connector_owner=False, cookie_jar=jar,
-                                         timeout=timeout) as session:
+                                         timeout=timeout,
+                                         headers=CLIENT_HEADERS if no_disconnect_watch else None) as session:
             first = True
             while time.monotonic() < window[1]:
                 sequence += 1
@@ -134,9 +137,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--rollout-prefix", action="store_true", help="each rollout's requests under /ng-rollout/<id>/")
+    parser.add_argument("--no-disconnect-watch", action="store_true",
+                        help="send serve_tuning.CLIENT_HEADERS, as the project's rollout client does")
     options = parser.parse_args()
     print(json.dumps(asyncio.run(run(options.url, options.concurrency, options.seconds, options.warmup,
-                                     options.rollout_prefix))))
+                                     options.rollout_prefix, options.no_disconnect_watch))))
 
 
 if __name__ == "__main__":

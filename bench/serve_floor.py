@@ -5,7 +5,10 @@
 One trivial FastAPI route (a JSON body in, `{"ok": true}` out), served two ways, each in its own process tree:
 - `uvicorn`: the route in one plain uvicorn process (as bench/serve_rollouts.py's baseline serves the app);
 - `serve`: the same route in one Serve replica behind Serve's HAProxy ingress, with the project's tuning
-  (deployments/serve_tuning.py) and no access log, as `finsec serve` runs the app.
+  (deployments/serve_tuning.py) and no access log, as `finsec serve` runs the app;
+- `serve-no-disconnect-watch`: the same, with every request carrying `x-request-disconnect-disabled: ?1`, which
+  tells the replica not to watch the client for a disconnect: it then awaits the app directly instead of
+  starting a receive task and a request task and waiting on both.
 An aiohttp client in its own process drives it at concurrency 32; the server's CPU per request is read from
 /proc over the measured window (the client left out), in interleaved rounds. Writes
 bench/results/serve_floor.{md,json}.
@@ -28,15 +31,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, ROOT, machine, table, write_report  # noqa: E402
 from serve_rollouts import _cpu_ticks, _free_port, _role, _tree  # noqa: E402
 
-CONFIGS = ("uvicorn", "serve")
+CONFIGS = ("uvicorn", "serve", "serve-no-disconnect-watch")
+NO_DISCONNECT_WATCH = {"x-request-disconnect-disabled": "?1"}  # Serve's header (ray.serve._private.constants)
 CONCURRENCY = 32
 CLIENT = """
 import asyncio, json, resource, sys, time
 import aiohttp
-url, concurrency, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+url, concurrency, seconds, headers = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), json.loads(sys.argv[4])
 async def main():
     done = 0
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession(headers=headers) as session:
         end = time.monotonic() + seconds
         async def loop():
             nonlocal done
@@ -100,10 +104,11 @@ def measure(config: str, seconds: float) -> dict:
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         url = next(line.split()[1] for line in process.stdout if line.startswith("READY "))
-        drive(url, 3.0)  # warm
+        headers = NO_DISCONNECT_WATCH if config == "serve-no-disconnect-watch" else {}
+        drive(url, 3.0, headers)  # warm
         pids = _tree(process.pid)
         before, began = {pid: _cpu_ticks(pid) for pid in pids}, time.monotonic()
-        client = drive(url, seconds)
+        client = drive(url, seconds, headers)
         wall = time.monotonic() - began
         spent: dict[str, float] = defaultdict(float)
         for pid in pids:
@@ -121,9 +126,9 @@ def measure(config: str, seconds: float) -> dict:
             "client_cpu_share": client["cpu_seconds"] / (wall * os.cpu_count())}
 
 
-def drive(url: str, seconds: float) -> dict:
-    out = subprocess.run([sys.executable, "-c", CLIENT, url, str(CONCURRENCY), str(seconds)], capture_output=True,
-                         text=True, check=True)
+def drive(url: str, seconds: float, headers: dict[str, str]) -> dict:
+    out = subprocess.run([sys.executable, "-c", CLIENT, url, str(CONCURRENCY), str(seconds), json.dumps(headers)],
+                         capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
 
@@ -160,8 +165,15 @@ def render(results: dict) -> str:
         rows.append([config, spread([r["requests_per_s"] for r in rounds]),
                      spread([r["server_cpu_us_per_request"] for r in rounds]), by_process,
                      f"{100 * statistics.median(r['client_cpu_share'] for r in rounds):.0f}%"])
-    floor = (statistics.median(r["server_cpu_us_per_request"] for r in runs["serve"])
-             - statistics.median(r["server_cpu_us_per_request"] for r in runs["uvicorn"]))
+    def cpu(config: str) -> float:
+        return statistics.median(r["server_cpu_us_per_request"] for r in runs[config])
+
+    floor = cpu("serve") - cpu("uvicorn")
+    watch = []
+    if "serve-no-disconnect-watch" in runs:
+        watch = ["", f"Without the disconnect watch (`x-request-disconnect-disabled: ?1` on every request) the replica "
+                 f"path costs {cpu('serve-no-disconnect-watch') - cpu('uvicorn'):.0f} us over uvicorn: the watch "
+                 f"itself is {cpu('serve') - cpu('serve-no-disconnect-watch'):.0f} us a request."]
     return "\n".join([
         "# The floor: what a Serve replica behind HAProxy costs per request before the app runs", "",
         f"{results['machine']}. A trivial FastAPI route at concurrency {results['concurrency']}, "
@@ -173,7 +185,7 @@ def render(results: dict) -> str:
         f"Serve's replica and its HAProxy hop add **{floor:.0f} us of CPU per request** over plain uvicorn before "
         f"any app code runs. A rollout is 8 requests (bench/serve_rollouts.py), so about {8 * floor / 1000:.1f} ms "
         "of CPU per rollout is Serve's own, whatever the app does: the floor under the Serve path's per-core ratio "
-        "to the one-process baseline.",
+        "to the one-process baseline.", *watch,
     ]) + "\n"
 
 

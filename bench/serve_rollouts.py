@@ -12,6 +12,9 @@ Configurations, each started by this script in its own process tree, one after t
   the production store of cluster/overlays/redis;
 - `affine-haproxy`: serve-haproxy with rollout-affine routing (serve_tuning.ROLLOUT_AFFINITY: HAProxy hashes the
   `/ng-rollout/<id>/` prefix), and the load generator sending each rollout under its prefix;
+- `nowatch-haproxy`: serve-haproxy with the load generator sending serve_tuning.CLIENT_HEADERS (Serve's replica
+  then does not watch each request's client for a disconnect), as the project's rollout client does;
+  `redis-nowatch-haproxy` is both;
 - `serve-proxy`: the same behind Serve's default Python proxy;
 - `before-haproxy`: the code of the commit before this work (`--before`, default e66df0b), behind HAProxy, so the
   change is measured against what it replaced in the same run.
@@ -45,8 +48,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-CONFIGS = ("baseline", "serve-haproxy", "ray-hop-haproxy", "redis-haproxy", "affine-haproxy", "serve-proxy",
-           "before-haproxy")
+CONFIGS = ("baseline", "serve-haproxy", "ray-hop-haproxy", "redis-haproxy", "affine-haproxy", "nowatch-haproxy",
+           "redis-nowatch-haproxy", "serve-proxy", "before-haproxy")
 LEVELS = (1, 16, 64, 256, 1024)
 CPU_LEVEL = 64
 def biggest_filing() -> str:
@@ -232,12 +235,17 @@ def _cmdline(pid: int) -> str:
 # ----- load ----------------------------------------------------------------------------------------------------
 
 
-def load(url: str, concurrency: int, seconds: float, warmup: float, prefix: bool = False) -> dict:
+def client_flags(config: str) -> list[str]:
+    """How the load generator talks to this configuration."""
+    return [*(["--rollout-prefix"] if config.startswith("affine") else []),
+            *(["--no-disconnect-watch"] if "nowatch" in config.split("-") else [])]
+
+
+def load(url: str, concurrency: int, seconds: float, warmup: float, flags: list[str] = ()) -> dict:
     """Rollouts at `concurrency` from one load-generator process, so one measurement window covers all of them
     (it takes under half a core at 1024, so it is not the limit; its CPU share is reported)."""
     run = subprocess.Popen([sys.executable, str(ROOT / "bench/loadgen.py"), "--url", url, "--concurrency",
-                            str(concurrency), "--seconds", str(seconds), "--warmup", str(warmup),
-                            *(["--rollout-prefix"] if prefix else [])],
+                            str(concurrency), "--seconds", str(seconds), "--warmup", str(warmup), *flags],
                            stdout=subprocess.PIPE)
     parts = [json.loads(run.communicate()[0])]
     latencies = defaultdict(list)
@@ -660,12 +668,12 @@ def run_config(config: str, root: Path, levels: list[int], seconds: float, optio
     server = Server(config, root)
     try:
         row: dict = {"throughput": []}
-        prefix = config.startswith("affine")
-        load(server.url, 16, 3.0, 1.0, prefix)  # warm every cache the way a first GRPO step would
+        flags = client_flags(config)
+        load(server.url, 16, 3.0, 1.0, flags)  # warm every cache the way a first GRPO step would
         for level in levels:
             if level == CPU_LEVEL:  # where the machine's two cores go, sampled inside the window
                 sampler = ThreadPoolExecutor(1).submit(cpu_by_role, server, 4.0, max(1.0, seconds - 3))
-            row["throughput"].append(load(server.url, level, seconds, 2.0, prefix))
+            row["throughput"].append(load(server.url, level, seconds, 2.0, flags))
             if level == CPU_LEVEL:
                 row["cpu_share_at_64"] = sampler.result()
             print(config, level, f"{rollouts_per_s(row['throughput'][-1]):.1f} rollouts/s",
@@ -738,10 +746,12 @@ FINDINGS = [
     "time, a moved shard, a stranger without the token, an oversized frame).",
     "",
     "## What still limits the per-core ratio", "",
-    "- Serve's own cost per request (bench/results/serve_floor.md): a trivial route costs ~334 us more CPU in a "
-    "Serve replica behind HAProxy than in plain uvicorn, ~2.7 ms per 8-request rollout, before any app code. The "
-    "one-process baseline spends ~4-5 ms on a whole rollout, so on 2 cores (the load generator taking a fifth of "
-    "them) the Serve path tops out near 0.6-0.7x of it, whatever the hop costs.",
+    "- Serve's own cost per request (bench/results/serve_floor.md): a trivial route costs ~330-400 us more CPU in "
+    "a Serve replica behind HAProxy than in plain uvicorn (two runs), ~2.7-3.2 ms per 8-request rollout, before "
+    "any app code; ~140 us of it is the replica watching each client for a disconnect, which a client can opt out "
+    "of (serve_rollouts_nowatch.md). The one-process baseline spends ~4-5 ms on a whole rollout, so on 2 cores "
+    "(the load generator taking a fifth of them) the Serve path tops out near 0.6-0.7x of it, whatever the hop "
+    "costs.",
     "- Beside that, the rollout's own durable writes: each episode seed and each close writes a mark before it "
     "answers (the fence and lost-session promises); with the GCS store that is a KV put through the head's GCS, "
     "~1 ms at concurrency 1, which is why `seed_session` and `close_session` sit ~1.5 ms above "
@@ -817,8 +827,41 @@ REDIS_FINDINGS = [
     "for the hop. A durable write plus the hop is more than the target's 1 ms on this machine.",
     "",
 ]
+# Clients that opt out of Serve's disconnect watch (--out serve_rollouts_nowatch: --configs
+# baseline,serve-haproxy,nowatch-haproxy --levels 1,64 --rounds 3 --throughput-only).
+NOWATCH_FINDINGS = [
+    "## Reading", "",
+    "- Serve's replica races each request against a task that watches its client for a disconnect (a receive "
+    "task, a request task, `asyncio.wait` on both, a cancel). A request carrying `x-request-disconnect-disabled: "
+    "?1` skips that and awaits the app directly: bench/serve_floor.md measures the watch at ~140 us of CPU a "
+    "request on a trivial route (3 rounds, ranges apart), ~1.1 ms of an 8-request rollout. "
+    "serve_tuning.CLIENT_HEADERS holds the header; the project's rollout client sends it on every request, and "
+    "`nowatch-haproxy` is serve-haproxy with the load generator sending it.",
+    "- Whole rollouts do not show it cleanly. In this run (5 rounds) nowatch-haproxy read 0.60x (0.54-0.86x) "
+    "against 0.66x (0.62-0.74x) at 64; in a 3-round run before it, 0.70x (0.55-0.81x) against 0.55x "
+    "(0.55-0.67x), at 13.7 against 17.7 ms of server CPU a rollout. nowatch-haproxy's rounds are bimodal: "
+    "over 15 fresh starts in this session they ran at either 78-90 or 104-129 rollouts/s at 64, with its two "
+    "replicas using the same ~0.5 core each in both states, so the slow starts spend ~40% more CPU a request; "
+    "serve-haproxy's starts spread over 80-112. A lead, not a finding: with the collector disabled in the "
+    "replicas (an experiment, not shipped) four starts ran at 94-107, none slow. serve_rollouts_nowatch_redis.md "
+    "has it with the Redis store.",
+    "- What a client gives up: when it goes away mid-request, the request runs to its end instead of being "
+    "cancelled at an await. Every contract route is safe to repeat, and the retry finds what the first did.",
+    "",
+]
+# The two levers together (--out serve_rollouts_nowatch_redis: --configs
+# baseline,nowatch-haproxy,redis-nowatch-haproxy --levels 1,64,256 --rounds 3 --throughput-only).
+NOWATCH_REDIS_FINDINGS = [
+    "## Reading", "",
+    "- The Redis mark store with clients that skip the disconnect watch: 0.68x (0.67-0.73x) at 64 and 0.80x "
+    "(0.75-0.92x) at 256, the closest the Serve path has come to the per-core targets (0.8x and 1.0x) on this "
+    "machine, at ~14 ms of server CPU a rollout against the baseline's ~6.4 ms. nowatch-haproxy alone (the GCS "
+    "store) read 0.54x and 0.76x here, with its bimodal starts (serve_rollouts_nowatch.md).",
+    "",
+]
 FINDINGS_OF = {"serve_rollouts": FINDINGS, "serve_rollouts_regression": REGRESSION_FINDINGS,
-               "serve_rollouts_options": OPTIONS_FINDINGS, "serve_rollouts_redis": REDIS_FINDINGS}
+               "serve_rollouts_options": OPTIONS_FINDINGS, "serve_rollouts_redis": REDIS_FINDINGS,
+               "serve_rollouts_nowatch": NOWATCH_FINDINGS, "serve_rollouts_nowatch_redis": NOWATCH_REDIS_FINDINGS}
 
 
 def render(results: dict) -> str:

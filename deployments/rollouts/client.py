@@ -20,6 +20,8 @@ from typing import Any, Callable
 import aiohttp
 import stamina
 
+from ..serve_tuning import CLIENT_HEADERS
+
 RETRIED_STATUSES = frozenset({500, 502, 503, 504})
 
 
@@ -132,7 +134,7 @@ class ServerClient:
         connector = aiohttp.TCPConnector(limit=self._connections, limit_per_host=self._connections)
         # DummyCookieJar: the session shares no cookies between episodes; Cookies decides what each sends.
         self._session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
-                                              timeout=self.timeout)
+                                              timeout=self.timeout, headers=CLIENT_HEADERS)
         return self
 
     async def __aexit__(self, *exc: Any) -> None:

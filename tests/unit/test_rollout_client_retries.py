@@ -21,9 +21,11 @@ class Flaky:
     def __init__(self, failures: int, status: int | None, retry_after: str | None = None):
         self.failures, self.status, self.retry_after = failures, status, retry_after
         self.seen: list[float] = []
+        self.headers: list[dict[str, str]] = []
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         self.seen.append(time.monotonic())
+        self.headers.append(dict(request.headers))
         if len(self.seen) <= self.failures:
             if self.status is None:
                 request.transport.close()  # no reply at all: the connection drops
@@ -65,6 +67,13 @@ def test_a_5xx_or_a_dropped_connection_is_sent_again_until_it_succeeds(status):
     assert [c.status for c in calls] == [status, status, 200]
     assert [c.retried for c in calls] == [True, True, False]
     assert [c.to_json().get("retried") for c in calls] == [True, True, None]
+
+
+def test_every_attempt_asks_serve_not_to_watch_for_a_disconnect():
+    flaky = Flaky(1, 503)
+    reply, calls = asyncio.run(post(flaky))
+    assert reply.status == 200 and len(flaky.headers) == 2
+    assert all(h.get("x-request-disconnect-disabled") == "?1" for h in flaky.headers)  # serve_tuning.CLIENT_HEADERS
 
 
 @pytest.mark.parametrize("status", [400, 404, 409, 422, 429])
