@@ -14,6 +14,7 @@ import redis
 from session_store import ShardConfig, ShardService, StoreUnavailable
 from session_store.core import EpisodeSeed, Mark
 from session_store.marks.redis_store import RedisMarkStore
+from session_store.routing import partition
 
 
 def store(url: str, namespace: str | None = None) -> RedisMarkStore:
@@ -63,6 +64,17 @@ def test_a_shard_over_redis_never_settles_and_still_knows_every_earlier_life(red
     assert [type(value).__name__ for ok, value in outcomes] == ["SessionConflict", "SessionLost", "Seeded"]
     stats = asyncio.run(restarted.stats())
     assert (stats["settled"], stats["reads_marks_per_id"]) == (0, 1)
+
+
+def test_the_sweep_removes_an_earlier_versions_index_and_no_mark(redis_server) -> None:
+    namespace = f"test-{uuid.uuid4().hex[:8]}"
+    marks, client = store(redis_server.url, namespace), redis.Redis.from_url(redis_server.url)
+    now = time.time()
+    asyncio.run(marks.write({"kept": Mark(fence_until=now + 60, cause="closed")}))
+    legacy = f"finsec:{namespace}:{{{partition('kept'):03x}}}:i"
+    client.zadd(legacy, {"kept": now + 60})  # what the version before reads-per-ID kept, with no expiry
+    assert asyncio.run(marks.sweep(now)) == 1
+    assert not client.exists(legacy) and set(asyncio.run(marks.read(["kept"]))) == {"kept"}
 
 
 def test_a_shard_answers_503_never_200_when_redis_cannot_record(redis_server) -> None:
