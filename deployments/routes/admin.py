@@ -36,6 +36,9 @@ async def retire_session_state(request: Request, body: RetireRequest) -> dict[st
     return {"session_id": body.session_id, "retired": "ok"}
 
 
+_SHARD_FIELDS = ("incarnation", "settled", "reads_marks_per_id", "sessions", "fences")
+
+
 @router.get("/status")
 async def status(request: Request) -> dict:
     """What this deployment is and holds: version, shape (no secrets), its actors, and each shard's state."""
@@ -44,7 +47,7 @@ async def status(request: Request) -> dict:
     version = await asyncio.to_thread(about.version)  # hashes the sources once per process: off the loop
     return {"app": app.settings.app_name, "version": version, "settings": about.shape(app.settings),
             "held": {k: stats[k] for k in ("sessions", "documents", "fences", "expired_marks")},
-            "shards": [{"shard": k, **{f: row.get(f) for f in ("incarnation", "settled", "reads_marks_per_id", "sessions", "fences")}}
+            "shards": [{"shard": k, **{f: row.get(f) for f in _SHARD_FIELDS}}
                        for k, row in enumerate(stats.get("shards", []))],
             "actors": await asyncio.to_thread(about.actors, app.settings)}
 

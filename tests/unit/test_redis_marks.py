@@ -49,23 +49,6 @@ def test_marks_round_trip_and_expire_by_themselves(redis_server) -> None:
     assert ttl == -2  # deleted, not merely hidden
 
 
-def test_a_shard_over_redis_never_settles_and_still_knows_every_earlier_life(redis_server) -> None:
-    """§C.4/§C.9 across shard lives: the reaper's settle is a no-op over Redis (it keeps no index to list), so the
-    restarted shard must go on reading each ID it does not know; a settle that trusted memory would let the late
-    seed and the lost session through."""
-    namespace = f"test-{uuid.uuid4().hex[:8]}"
-    first = ShardService(ShardConfig(600), store(redis_server.url, namespace))
-    assert asyncio.run(first.run([("seed_episode", ("open", seed())), ("seed_episode", ("closed", seed("r2"))),
-                                  ("close", ("closed", {"rollout_id": "r2", "attempt": 0}))]))[0][0]
-    restarted = ShardService(ShardConfig(600), store(redis_server.url, namespace))
-    assert asyncio.run(restarted.settle()) == 0
-    outcomes = asyncio.run(restarted.run([("seed_episode", ("closed", seed("r2"))), ("check_open", ("open",)),
-                                          ("seed_episode", ("fresh", seed("r3")))]))
-    assert [type(value).__name__ for ok, value in outcomes] == ["SessionConflict", "SessionLost", "Seeded"]
-    stats = asyncio.run(restarted.stats())
-    assert (stats["settled"], stats["reads_marks_per_id"]) == (0, 1)
-
-
 def test_the_sweep_removes_an_earlier_versions_index_and_no_mark(redis_server) -> None:
     namespace = f"test-{uuid.uuid4().hex[:8]}"
     marks, client = store(redis_server.url, namespace), redis.Redis.from_url(redis_server.url)
@@ -85,16 +68,23 @@ def test_a_shard_answers_503_never_200_when_redis_cannot_record(redis_server) ->
 
 
 def test_a_session_open_when_its_shard_died_is_lost_to_the_next_life(redis_server) -> None:
+    """§C.4/§C.9 across shard lives. The reaper's settle is a no-op over Redis (it keeps no index to list), so the
+    restarted shard must go on reading each ID it does not know: a settle that trusted memory would let the late
+    seed and the lost session through."""
     namespace = f"test-{uuid.uuid4().hex[:8]}"
     first = ShardService(ShardConfig(600), store(redis_server.url, namespace))
     assert asyncio.run(first.run([("seed_episode", ("open", seed())), ("seed_episode", ("closed", seed("r2"))),
                                   ("close", ("closed", {"rollout_id": "r2", "attempt": 0}))]))[0][0]
     # The next life, in another process in production: a new store object, a new client, the same Redis.
     restarted = ShardService(ShardConfig(600), store(redis_server.url, namespace))
+    assert asyncio.run(restarted.settle()) == 0
     outcomes = asyncio.run(restarted.run([("seed_episode", ("open", seed())), ("seed_episode", ("closed", seed("r2"))),
-                                          ("check_open", ("open",))]))
-    assert [type(value).__name__ for ok, value in outcomes] == ["SessionConflict", "SessionConflict", "SessionLost"]
+                                          ("check_open", ("open",)), ("seed_episode", ("fresh", seed("r3")))]))
+    assert [type(value).__name__ for ok, value in outcomes] == ["SessionConflict", "SessionConflict", "SessionLost",
+                                                                 "Seeded"]
     assert "restarted" in str(outcomes[0][1]) and "closed" in str(outcomes[1][1])
+    stats = asyncio.run(restarted.stats())
+    assert (stats["settled"], stats["reads_marks_per_id"]) == (0, 1)
 
 
 def test_a_group_commit_is_one_command(redis_server) -> None:
