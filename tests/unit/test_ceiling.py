@@ -1,0 +1,50 @@
+"""bench/ceiling.py, the arithmetic the benchmark reports the per-core targets against: checked on figures whose
+answers are known, and against the serve_floor report it reads."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+spec = importlib.util.spec_from_file_location("ceiling", BENCH / "ceiling.py")
+ceiling = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ceiling)
+
+
+def test_a_free_floor_idle_and_client_let_two_cores_double_the_one_core_baseline():
+    assert ceiling.ceiling(app_ms=5.0, floor_ms=0.0, client_ms=0.0, idle_cores=0.0, cores=2) == pytest.approx(2.0)
+
+
+def test_the_ceiling_is_where_the_serve_path_would_fill_the_machine():
+    app, floor, client, idle, cores = 6.6, 1.5, 4.2, 0.2, 2
+    ratio = ceiling.ceiling(app, floor, client, idle, cores)
+    rate = ratio * 1000 / app  # rollouts/s; the baseline runs at 1000 / app on its one core
+    assert rate * (app + floor + client) / 1000 + idle == pytest.approx(cores)
+    # and at that rate the budget is exactly what the rollout costs with the app as cheap as the baseline's
+    assert ceiling.budget_ms(ratio, 1000 / app, client, cores) == pytest.approx(app + floor + idle * 1000 / rate)
+
+
+def test_a_costlier_load_generator_leaves_the_server_less_budget():
+    cheap = ceiling.budget_ms(0.8, 150.0, client_ms=3.0, cores=2)
+    dear = ceiling.budget_ms(0.8, 150.0, client_ms=5.0, cores=2)
+    assert cheap - dear == pytest.approx(2.0)
+
+
+def test_serve_floor_is_read_over_uvicorn_per_rollout_for_the_matching_client(tmp_path: Path):
+    def run(us: float, by: dict) -> dict:
+        return {"server_cpu_us_per_request": us, "cpu_us_per_request_by_process": by}
+
+    floor = tmp_path / "serve_floor.json"
+    floor.write_text(json.dumps({"runs": {
+        "uvicorn": [run(200, {}), run(210, {}), run(900, {})],
+        "serve": [run(0, {"ingress replicas": 400, "HAProxy": 100, "GCS": 50})] * 3,
+        "serve-no-disconnect-watch": [run(0, {"ingress replicas": 300, "HAProxy": 100})] * 3,
+    }}))
+    # medians: uvicorn 210 us; replica + HAProxy 500 (the GCS is idle background, counted apart) and 400 us
+    assert ceiling.serve_floor_ms(floor, "serve-haproxy") == pytest.approx(8 * 290 / 1000)
+    assert ceiling.serve_floor_ms(floor, "redis-nowatch-haproxy") == pytest.approx(8 * 190 / 1000)
+    assert ceiling.serve_floor_ms(tmp_path / "missing.json", "serve-haproxy") is None
