@@ -563,7 +563,7 @@ def main() -> None:
 
 
 # (replicas, shards): the per-core issue asks CPU per rollout to stay flat from 2 to 16 shards and 2 to 8 replicas.
-SCALING = ((2, 2), (2, 8), (2, 16), (4, 16), (8, 16))
+SCALING = ((1, 1), (1, 2), (2, 2), (2, 8), (2, 16), (4, 16), (8, 16))
 SERVER_ROLES = ("ingress replicas", "session shards", "HAProxy")
 
 
@@ -605,9 +605,8 @@ def scaling(seconds: float, about: str) -> dict:
 
 def render_scaling(results: dict) -> str:
     rows = results["rows"]
-    base = {}  # each transport against its own 2 x 2
-    for r in rows:
-        base.setdefault(r.get("config", "serve-haproxy"), sum(r["cpu_ms_per_rollout"].values()))
+    base = {r.get("config", "serve-haproxy"): sum(r["cpu_ms_per_rollout"].values())  # each transport against its 2 x 2
+            for r in rows if (r["replicas"], r["shards"]) == (2, 2)}
     out = ["# CPU per rollout as the Serve app grows: replicas x shards", "",
            f"{results['machine']}. Produced by `.venv/bin/python bench/serve_rollouts.py --scaling`: the Serve "
            f"app behind HAProxy (configs/serve.yaml's settings, the replica and shard counts below, all on this "
@@ -643,22 +642,25 @@ def idle(row: dict) -> str:
 # Read off the table above by hand.
 SCALING_FINDINGS = [
     "## Reading", "",
-    "Each row is one 8 s window on a machine that drifts 25-40% between passes, so a single row can be off (the "
-    "ray-hop 2 x 2 row of this run, at 31 ms, is one: it read 17.7 ms in the run before). The run before this one "
-    "(same command and code, before the idle column was added) read, over the direct transport, 19.1 / 19.4 / 19.1 / 23.3 / 30.3 ms for the five "
-    "shapes, and over actor calls 17.7 / 27.2 / 30.0 / 48.0 / 54.1 ms.", "",
-    "- Shards, 2 to 16 at 2 replicas: over the direct transport the server's CPU per rollout stays within the "
-    "noise of 2 x 2 (1.00-1.02x in the run before, 1.07-1.17x in this one), though a shard call carries 4-5 "
-    "operations at 2 shards and ~1.3 at 16; over Ray actor calls it grew by about 70% (run before), the hop's "
-    "cost paid by ever smaller batches. The shards' own CPU still grows with their number: each is a process "
-    "with its own background work (the idle column).",
-    "- Replicas, 2 to 8 at 16 shards: CPU per rollout still grows, 1.6-1.8x at 8 replicas (about 3x over actor "
-    "calls). The idle column says why: every replica and shard is a Ray worker process with background work of "
-    "its own (Serve's metrics every 100 ms and health checks, Ray's core-worker threads), paid whether it serves "
-    "or not, and eight replicas with sixteen shards on two cores spend a large share of a core on it, spread "
-    "over fewer rollouts/s. On a real cluster each replica has a core of its own and that cost is a few per cent "
-    "of it. `RAY_SERVE_METRICS_EXPORT_INTERVAL_MS=1000` took ~2% of a core off 8 idle replicas in one reading: "
-    "too little to tune for.",
+    "Each row is one 8 s window on a machine that drifts 25-40% between passes, so a single row can be off. Two "
+    "earlier runs of the five shapes from 2 x 2 (same command, before the one-replica rows were added) read, over "
+    "the direct transport, 19.1 / 19.4 / 19.1 / 23.3 / 30.3 ms and 1.00-1.17x for 2 to 16 shards; over actor "
+    "calls 17.7 / 27.2 / 30.0 / 48.0 / 54.1 ms.", "",
+    "- One replica instead of two: ~17-23% less server CPU a rollout at the same rollouts/s (this run 13.7-14.8 "
+    "against 17.7 ms; an ad-hoc pass of two fresh starts each, with the GCS and the Redis store at 64 and 256, "
+    "read the same). Fewer busy processes share the two cores (bench/results/core_sharing.md: sharing a core "
+    "costs a Python server ~18% more CPU a request), one event loop sees every request, and a shard call "
+    "carries 9-18 operations instead of ~4. On two cores one replica is the cheaper shape; it gives up the "
+    "second replica's failover, which is why configs/serve.yaml keeps two.",
+    "- Shards, 2 to 16 at 2 replicas: 1.43x in this run, against 1.00-1.02x and 1.07-1.17x in the two before; "
+    "over Ray actor calls 1.95x here and ~1.7x before. Half of this run's growth is the idle column: every shard "
+    "is a Ray worker process with background work of its own (~1% of a core each), paid whether it serves or "
+    "not, and spread over fewer rollouts/s; batches also shrink from ~4 operations a call to ~1.3.",
+    "- Replicas, 2 to 8 at 16 shards: CPU per rollout grows (1.6-1.8x in the runs before, 1.66x here from 2 x 16 to "
+    "8 x 16), for the same reasons: eight replicas and sixteen shards on two cores idle at half a core. On a "
+    "real cluster each replica has a core of its own and that cost is a few per cent of it. "
+    "`RAY_SERVE_METRICS_EXPORT_INTERVAL_MS=1000` took ~2% of a core off 8 idle replicas in one reading: too "
+    "little to tune for.",
 ]
 
 
@@ -738,8 +740,9 @@ FINDINGS = [
     "placement, restarts and for telling replicas where it listens. `shard_transport: ray` keeps the actor calls "
     "(the `ray-hop-haproxy` column).",
     "- What it bought here: at concurrency 1 a stateful route is ~2 ms faster (the latency table); the shards' CPU "
-    "per rollout falls by ~40%; and batching no longer has to carry the hop, so CPU per rollout stays flat from 2 "
-    "to 16 shards (bench/results/serve_scaling.md: 1.00x, against 1.69x over actor calls). At 64 and 256 on two "
+    "per rollout falls by ~40%; and batching no longer has to carry the hop, so CPU per rollout grows less from 2 "
+    "to 16 shards (bench/results/serve_scaling.md: 1.00-1.43x over three runs, against 1.7-1.95x over actor "
+    "calls). At 64 and 256 on two "
     "cores the rollouts/s of the two hops overlap: at 5 operations a call the coalescer had already shared the "
     "actor call's cost, and the replicas, not the shards, fill the machine.",
     "- Fewer operations per rollout was the third option: every tool must learn from its shard whether the session "
@@ -763,8 +766,9 @@ FINDINGS = [
     "(the targets table). Redis puts it at a fraction of that (bench/results/serve_rollouts_options.md).",
     "- py-spy (below) samples wall time, not CPU: on a full 2-core machine a runnable replica waiting for a core "
     "is counted too, so its shares overstate `RequestResponseCycle.send` and Ray's idle threads. A CPU-clock "
-    "cProfile of both servers (concurrency 8) put the app's own code within ~10% of the baseline's per request: "
-    "the replica's extra is Serve's wrapper and the HAProxy hop, not our routes.",
+    "cProfile of both servers (concurrency 8) put the app's own code within ~10% of the baseline's per request; "
+    "serve_rollouts_ceiling.md since counts the calls (~24% more a request in a replica) against /proc's CPU "
+    "(~70% more): each call costs ~35% more in a replica, which cProfile's own overhead hid.",
     "",
 ]
 
@@ -885,13 +889,18 @@ CEILING_FINDINGS = [
     "likely reason, not proven: six busy processes share two cores' caches, where the baseline's server has a "
     "core to itself (a tight-loop neighbour cost the baseline only ~5%, but it touches no memory). I found no "
     "setting that changes it.",
-    "- Measured on the way, kept as leads: one replica and one shard instead of two and two spent ~18-20% less "
-    "server CPU a rollout at 64 and 256 (one ad-hoc pass of 2 starts each, not a report), at the same rollouts/s; "
-    "`RAY_SERVE_CONTROL_LOOP_INTERVAL_S=0.5` took the controller's idle from 4.1% to 1.7% of a core and the "
+    "- bench/results/core_sharing.md measures the tax on the baseline itself: with the load generator pinned to its "
+    "core instead of the other one, the same server spends ~18% more user CPU a request. And fewer busy "
+    "processes pay less of it: one replica instead of two spends ~17-23% less server CPU a rollout at the same "
+    "rollouts/s (bench/results/serve_scaling.md), the cheaper shape on two cores, at the price of the second "
+    "replica's failover.",
+    "- Measured on the way, kept as a lead: `RAY_SERVE_CONTROL_LOOP_INTERVAL_S=0.5` took the controller's idle "
+    "from 4.1% to 1.7% of a core and the "
     "GCS's from 1.9% to 1.0%, but slows Serve's reaction to a failed replica, so it is not in the tuning.",
     "",
 ]
-FINDINGS_OF = {"serve_rollouts": FINDINGS, "serve_rollouts_ceiling": CEILING_FINDINGS, "serve_rollouts_regression": REGRESSION_FINDINGS,
+FINDINGS_OF = {"serve_rollouts": FINDINGS, "serve_rollouts_ceiling": CEILING_FINDINGS,
+               "serve_rollouts_regression": REGRESSION_FINDINGS,
                "serve_rollouts_options": OPTIONS_FINDINGS, "serve_rollouts_redis": REDIS_FINDINGS,
                "serve_rollouts_nowatch": NOWATCH_FINDINGS, "serve_rollouts_nowatch_redis": NOWATCH_REDIS_FINDINGS}
 
@@ -1019,6 +1028,7 @@ def ceiling_table(results: dict) -> list[str]:
            "| config | server CPU ms a rollout | idle background: cores, ms a rollout | Serve's floor, ms a rollout "
            "| the rest over the baseline's app, ms | load generator ms a rollout | ceiling | budget at 0.8x, "
            "1.0x (ms) |", "|---|---|---|---|---|---|---|---|"]
+    rows = []
     for name, row in configs.items():
         if name == "baseline" or not row.get("cpu_share_at_64") or "idle_cpu_share" not in row:
             continue
@@ -1028,11 +1038,11 @@ def ceiling_table(results: dict) -> list[str]:
         t = row["throughput"][i]
         total, idle = per_rollout(row, sum(row["cpu_share_at_64"].values())), row["idle_cpu_share"] * cores
         idle_ms, client = idle * 1000 / rollouts_per_s(t), per_rollout(row, t["client_cpu_share"])
-        out.append(f"| {name} | {total:.1f} | {idle:.2f}, {idle_ms:.1f} | {floor:.1f} | "
+        rows.append(f"| {name} | {total:.1f} | {idle:.2f}, {idle_ms:.1f} | {floor:.1f} | "
                    f"{total - app - floor - idle_ms:.1f} | {client:.1f} | "
                    f"{ceiling(app, floor, client, idle, cores):.2f}x | "
                    f"{budget_ms(0.8, rate, client, cores):.1f}, {budget_ms(1.0, rate, client, cores):.1f} |")
-    return out
+    return out + rows if rows else []  # a run from before the idle measurement has none
 
 
 def targets(results: dict) -> list[str]:
