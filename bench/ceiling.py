@@ -9,7 +9,7 @@ its rate S would satisfy
 
     S * (app + floor + load generator) + idle <= cores
 
-so its ratio to the baseline's rate 1 / app can be at most app * (cores - idle) / (app + floor + load generator).
+so its ratio to the baseline's measured rate B can be at most (cores - idle) / (app + floor + load generator) / B.
 """
 
 from __future__ import annotations
@@ -37,9 +37,10 @@ def serve_floor_ms(floor_json: Path, config: str) -> float | None:
     return REQUESTS_PER_ROLLOUT * (replica - uvicorn) / 1000
 
 
-def ceiling(app_ms: float, floor_ms: float, client_ms: float, idle_cores: float, cores: int) -> float:
-    """The largest ratio to the baseline the Serve path could reach (see the module's docstring)."""
-    return app_ms * (cores - idle_cores) / (app_ms + floor_ms + client_ms)
+def ceiling(app_ms: float, floor_ms: float, client_ms: float, idle_cores: float, cores: int,
+            baseline_rate: float) -> float:
+    """The largest ratio to the baseline's rate (rollouts/s) the Serve path could reach (see the docstring)."""
+    return (cores - idle_cores) * 1000 / (app_ms + floor_ms + client_ms) / baseline_rate
 
 
 def budget_ms(ratio: float, baseline_rate: float, client_ms: float, cores: int) -> float:

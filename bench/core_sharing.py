@@ -5,7 +5,7 @@
 The baseline of bench/serve_rollouts.py (the app in one uvicorn process) is pinned to core 0, and the load
 generator (bench/loadgen.py) runs at concurrency 64 pinned either to core 1 (as in serve_rollouts, where the
 baseline's server has a core to itself) or to core 0 beside it. The server's own CPU a request is read from
-/proc over each window, in interleaved rounds. Writes bench/results/core_sharing.{md,json}.
+/proc inside each measured window, in interleaved rounds. Writes bench/results/core_sharing.{md,json}.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -33,15 +34,25 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
 
 
 def window(url: str, pid: int, core: str, seconds: float) -> dict:
-    before, began = cpu_seconds(pid), time.monotonic()
+    """One load-generator run; the server's CPU is sampled inside its measured window (it starts ~2 s in, after
+    the interpreter's start and the 1 s warm-up), so start-up and the drain after it are left out."""
+    sampler = ThreadPoolExecutor(1).submit(cpu_rate, pid, 2.5, seconds - 3.0)
     run = subprocess.run(["taskset", "-c", core, sys.executable, str(ROOT / "bench/loadgen.py"), "--url", url,
                           "--concurrency", "64", "--seconds", str(seconds), "--warmup", "1"],
                          capture_output=True, text=True, check=True)
-    wall, after, load = time.monotonic() - began, cpu_seconds(pid), json.loads(run.stdout)
-    requests = load["requests"] / load["seconds"] * wall  # the server's CPU covers the whole run, warm-up too
-    return {"rollouts_per_s": load["rollouts"] / load["seconds"],
-            "user_us_per_request": 1e6 * (after[0] - before[0]) / requests,
-            "sys_us_per_request": 1e6 * (after[1] - before[1]) / requests}
+    load, (user, system) = json.loads(run.stdout), sampler.result()
+    rate = load["requests"] / load["seconds"]
+    return {"rollouts_per_s": load["rollouts"] / load["seconds"], "user_us_per_request": 1e6 * user / rate,
+            "sys_us_per_request": 1e6 * system / rate}
+
+
+def cpu_rate(pid: int, after: float, seconds: float) -> tuple[float, float]:
+    """The process's user and system CPU (cores) over `seconds`, from `after` seconds from now."""
+    time.sleep(after)
+    before = cpu_seconds(pid)
+    time.sleep(seconds)
+    after_ = cpu_seconds(pid)
+    return (after_[0] - before[0]) / seconds, (after_[1] - before[1]) / seconds
 
 
 def main() -> None:

@@ -642,22 +642,25 @@ def idle(row: dict) -> str:
 # Read off the table above by hand.
 SCALING_FINDINGS = [
     "## Reading", "",
-    "Each row is one 8 s window on a machine that drifts 25-40% between passes, so a single row can be off. Two "
-    "earlier runs of the five shapes from 2 x 2 (same command, before the one-replica rows were added) read, over "
-    "the direct transport, 19.1 / 19.4 / 19.1 / 23.3 / 30.3 ms and 1.00-1.17x for 2 to 16 shards; over actor "
-    "calls 17.7 / 27.2 / 30.0 / 48.0 / 54.1 ms.", "",
+    "Each row is one window (12 s in this run, 8 s in the two before) on a machine that drifts 25-40% between "
+    "passes, so a single row can be off. The two runs before, of the five shapes from 2 x 2 (before the "
+    "one-replica rows were added), read over the direct transport 19.1 / 19.4 / 19.1 / 23.3 / 30.3 ms and "
+    "16.8 / 19.6 / 18.0 / 29.8 / 31.0 ms; over actor calls the first read 17.7 / 27.2 / 30.0 / 48.0 / 54.1 ms "
+    "(the second's 2 x 2 row, at 31 ms, was an outlier).", "",
     "- One replica instead of two: ~17-23% less server CPU a rollout at the same rollouts/s (this run 13.7-14.8 "
     "against 17.7 ms; an ad-hoc pass of two fresh starts each, with the GCS and the Redis store at 64 and 256, "
     "read the same). Fewer busy processes share the two cores (bench/results/core_sharing.md: sharing a core "
-    "costs a Python server ~18% more CPU a request), one event loop sees every request, and a shard call "
+    "costs a Python server ~22% more user CPU a request), one event loop sees every request, and a shard call "
     "carries 9-18 operations instead of ~4. On two cores one replica is the cheaper shape; it gives up the "
     "second replica's failover, which is why configs/serve.yaml keeps two.",
     "- Shards, 2 to 16 at 2 replicas: 1.43x in this run, against 1.00-1.02x and 1.07-1.17x in the two before; "
-    "over Ray actor calls 1.95x here and ~1.7x before. Half of this run's growth is the idle column: every shard "
+    "over Ray actor calls 1.95x here and ~1.7x in the first run before. Half of this run's growth is the idle "
+    "column: every shard "
     "is a Ray worker process with background work of its own (~1% of a core each), paid whether it serves or "
     "not, and spread over fewer rollouts/s; batches also shrink from ~4 operations a call to ~1.3.",
-    "- Replicas, 2 to 8 at 16 shards: CPU per rollout grows (1.6-1.8x in the runs before, 1.66x here from 2 x 16 to "
-    "8 x 16), for the same reasons: eight replicas and sixteen shards on two cores idle at half a core. On a "
+    "- Replicas, 2 to 8 at 16 shards: CPU per rollout grows (8 x 16 against 2 x 2: 1.6-1.8x in the runs before, "
+    "2.38x here; 1.67x here against 2 x 16), for the same reasons: eight replicas and sixteen shards on two "
+    "cores idle at half a core. On a "
     "real cluster each replica has a core of its own and that cost is a few per cent of it. "
     "`RAY_SERVE_METRICS_EXPORT_INTERVAL_MS=1000` took ~2% of a core off 8 idle replicas in one reading: too "
     "little to tune for.",
@@ -742,7 +745,7 @@ FINDINGS = [
     "- What it bought here: at concurrency 1 a stateful route is ~2 ms faster (the latency table); the shards' CPU "
     "per rollout falls by ~40%; and batching no longer has to carry the hop, so CPU per rollout grows less from 2 "
     "to 16 shards (bench/results/serve_scaling.md: 1.00-1.43x over three runs, against 1.7-1.95x over actor "
-    "calls). At 64 and 256 on two "
+    "calls in the two runs without an outlier). At 64 and 256 on two "
     "cores the rollouts/s of the two hops overlap: at 5 operations a call the coalescer had already shared the "
     "actor call's cost, and the replicas, not the shards, fill the machine.",
     "- Fewer operations per rollout was the third option: every tool must learn from its shard whether the session "
@@ -756,9 +759,9 @@ FINDINGS = [
     "- Serve's own cost per request (bench/results/serve_floor.md): a trivial route costs ~330-400 us more CPU in "
     "a Serve replica behind HAProxy than in plain uvicorn (two runs), ~2.7-3.2 ms per 8-request rollout, before "
     "any app code; ~140 us of it is the replica watching each client for a disconnect, which a client can opt out "
-    "of (serve_rollouts_nowatch.md). The one-process baseline spends ~4-5 ms on a whole rollout, so on 2 cores "
-    "(the load generator taking a fifth of them) the Serve path tops out near 0.6-0.7x of it, whatever the hop "
-    "costs.",
+    "of (serve_rollouts_nowatch.md). The one-process baseline spends ~4-7 ms on a whole rollout (by run), and the "
+    "load generator shares the Serve path's two cores: serve_rollouts_ceiling.md works out that even with a free "
+    "hop the Serve path tops out at 0.97-0.99x of it.",
     "- Beside that, the rollout's own durable writes: each episode seed and each close writes a mark before it "
     "answers (the fence and lost-session promises); with the GCS store that is a KV put through the head's GCS, "
     "~1 ms at concurrency 1, which is why `seed_session` and `close_session` sit ~1.5 ms above "
@@ -872,30 +875,32 @@ NOWATCH_REDIS_FINDINGS = [
 CEILING_FINDINGS = [
     "## Reading", "",
     "- The ceiling table is the arithmetic under the per-core targets (bench/ceiling.py), read at 64. On this "
-    "machine the cluster idles at ~0.22-0.25 of a core (the Serve controller's loop, the dashboard agent, the "
-    "GCS and every actor process's timers; our own shards, reaper, document store and rate limiter are ~0.045 "
-    "of it) and the load generator spends ~4.2 ms of CPU a rollout on the same two cores. With the replicas "
-    "running the app as cheaply as the one process and a free shard hop and free durable writes, the Serve path "
-    "could reach 0.96-0.98x the baseline. **1.0x sits at the ceiling itself**: it would also need none of our own "
-    "actors' background (0.99-1.01x then), so on this machine it is out of reach in practice, though not by "
-    "arithmetic alone. 0.8x at 64 is inside the ceiling: it leaves 13.4 ms of server CPU a rollout, against "
-    "16.2 ms measured with Redis and 17.8 ms with the GCS store.",
+    "machine the cluster idles at 0.22-0.25 of a core (the Serve controller's loop, the dashboard agent, the "
+    "GCS and every actor process's timers; our own shards, reaper, document store and rate limiter were ~0.044 "
+    "of a core of it in an ad-hoc pass by process, not recorded here) and the load generator spends ~4.2 ms of "
+    "CPU a rollout on the same two cores. With the replicas running the app as cheaply as the one process and a "
+    "free shard hop and free durable writes, the Serve path could reach 0.97-0.99x the baseline. **1.0x is just "
+    "above the ceiling**: it would also need none of our own actors' background (0.99-1.01x then), so on this "
+    "machine it is out of reach in practice. 0.8x at 64 is inside the ceiling: it leaves 13.4 ms of server CPU "
+    "a rollout, against 16.2 ms measured with Redis and 17.8 ms with the GCS store.",
     "- The gap is the column 'the rest': 5.3-6.5 ms a rollout above the baseline's app, Serve's floor and the "
-    "idle. Of it the shards take 1.4-1.9 ms and the GCS 0.2-0.9 ms (the durable writes), and the replicas ~3 ms "
-    "more than the one process spends on the same routes. A CPU-clock cProfile of both (concurrency 64) counts "
+    "idle. Of it the shards take 1.4-1.9 ms and the GCS 0.2-0.9 ms (the durable writes), and the replicas "
+    "~3.2-3.5 ms more than the one process spends on the same routes. In ad-hoc passes this session (not "
+    "recorded as reports), a CPU-clock cProfile of both (concurrency 64) counted "
     "only ~24% more Python calls a request in a replica (2,087 against 1,683: Serve's wrapper, its second and "
     "third route match, the shard client), while /proc counts ~70% more user CPU (1,340 against 800 us), so each "
     "call costs ~35% more in a replica; `perf` puts the interpreter loop itself at 2.2x the CPU a request. The "
     "likely reason, not proven: six busy processes share two cores' caches, where the baseline's server has a "
-    "core to itself (a tight-loop neighbour cost the baseline only ~5%, but it touches no memory). I found no "
-    "setting that changes it.",
+    "core to itself (an ad-hoc tight-loop neighbour cost the baseline only ~5%, but it touches no memory). I "
+    "found no setting that changes it.",
     "- bench/results/core_sharing.md measures the tax on the baseline itself: with the load generator pinned to its "
-    "core instead of the other one, the same server spends ~18% more user CPU a request. And fewer busy "
+    "core instead of the other one, the same server spends ~22% more user CPU a request (~20% with system "
+    "CPU). And fewer busy "
     "processes pay less of it: one replica instead of two spends ~17-23% less server CPU a rollout at the same "
     "rollouts/s (bench/results/serve_scaling.md), the cheaper shape on two cores, at the price of the second "
     "replica's failover.",
-    "- Measured on the way, kept as a lead: `RAY_SERVE_CONTROL_LOOP_INTERVAL_S=0.5` took the controller's idle "
-    "from 4.1% to 1.7% of a core and the "
+    "- Measured on the way (ad hoc), kept as a lead: `RAY_SERVE_CONTROL_LOOP_INTERVAL_S=0.5` took the "
+    "controller's idle from 4.1% to 1.7% of a core and the "
     "GCS's from 1.9% to 1.0%, but slows Serve's reaction to a failed replica, so it is not in the tuning.",
     "",
 ]
@@ -1040,7 +1045,7 @@ def ceiling_table(results: dict) -> list[str]:
         idle_ms, client = idle * 1000 / rollouts_per_s(t), per_rollout(row, t["client_cpu_share"])
         rows.append(f"| {name} | {total:.1f} | {idle:.2f}, {idle_ms:.1f} | {floor:.1f} | "
                    f"{total - app - floor - idle_ms:.1f} | {client:.1f} | "
-                   f"{ceiling(app, floor, client, idle, cores):.2f}x | "
+                   f"{ceiling(app, floor, client, idle, cores, rate):.2f}x | "
                    f"{budget_ms(0.8, rate, client, cores):.1f}, {budget_ms(1.0, rate, client, cores):.1f} |")
     return out + rows if rows else []  # a run from before the idle measurement has none
 
@@ -1058,7 +1063,7 @@ def targets(results: dict) -> list[str]:
     for level, least in ((64, 0.8), (256, 1.0)):  # the per-core issue's targets, on 2 cores
         if level in levels:
             each = ratios(at[name][level], rollouts_per_s(at["baseline"][level]))
-            rows.append((f"throughput at {level}: at least {least}x the baseline", spread(each, "x", 2),
+            rows.append((f"throughput at {level}: at least {least}x the baseline ({name})", spread(each, "x", 2),
                          statistics.median(each) >= least))
     if 1024 in levels and 64 in levels:
         kept = rollouts_per_s(at[name][1024]) / rollouts_per_s(at[name][64])
@@ -1070,7 +1075,7 @@ def targets(results: dict) -> list[str]:
         stateful = [r for r in p50 if r not in ("submit_final_result", "sec_filing_search")]
         over = {r: p50[r] - p50["submit_final_result"] for r in stateful}
         worst = max(over, key=over.get)
-        rows.append(("latency at 1: a stateful route's p50 within 1 ms of submit_final_result's",
+        rows.append((f"latency at 1: a stateful route's p50 within 1 ms of submit_final_result's ({name})",
                      f"worst {worst} +{over[worst]:.1f} ms (" + ", ".join(f"{r} +{v:.1f}" for r, v in over.items())
                      + ")", over[worst] <= 1.0))
         # The same difference in the one process, where there is no hop: what is left is the hop's own share.

@@ -15,17 +15,20 @@ ceiling = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ceiling)
 
 
-def test_a_free_floor_idle_and_client_let_two_cores_double_the_one_core_baseline():
-    assert ceiling.ceiling(app_ms=5.0, floor_ms=0.0, client_ms=0.0, idle_cores=0.0, cores=2) == pytest.approx(2.0)
+def test_a_free_floor_idle_and_client_let_two_cores_double_a_baseline_that_fills_its_core():
+    assert ceiling.ceiling(app_ms=5.0, floor_ms=0.0, client_ms=0.0, idle_cores=0.0, cores=2,
+                           baseline_rate=200.0) == pytest.approx(2.0)
+    # a baseline held below its core's rate (by its client, say) is easier to reach: the ceiling rises
+    assert ceiling.ceiling(5.0, 0.0, 0.0, 0.0, 2, baseline_rate=160.0) == pytest.approx(2.5)
 
 
 def test_the_ceiling_is_where_the_serve_path_would_fill_the_machine():
-    app, floor, client, idle, cores = 6.6, 1.5, 4.2, 0.2, 2
-    ratio = ceiling.ceiling(app, floor, client, idle, cores)
-    rate = ratio * 1000 / app  # rollouts/s; the baseline runs at 1000 / app on its one core
+    app, floor, client, idle, cores, baseline = 6.6, 1.5, 4.2, 0.2, 2, 142.0
+    ratio = ceiling.ceiling(app, floor, client, idle, cores, baseline)
+    rate = ratio * baseline  # rollouts/s
     assert rate * (app + floor + client) / 1000 + idle == pytest.approx(cores)
     # and at that rate the budget is exactly what the rollout costs with the app as cheap as the baseline's
-    assert ceiling.budget_ms(ratio, 1000 / app, client, cores) == pytest.approx(app + floor + idle * 1000 / rate)
+    assert ceiling.budget_ms(ratio, baseline, client, cores) == pytest.approx(app + floor + idle * 1000 / rate)
 
 
 def test_a_costlier_load_generator_leaves_the_server_less_budget():
