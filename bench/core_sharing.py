@@ -23,14 +23,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import RESULTS, ROOT, machine, table, write_report  # noqa: E402
-from serve_rollouts import Server  # noqa: E402
+from serve_rollouts import Server, cpu_times  # noqa: E402
 
 PLACEMENTS = {"load generator on the other core": "1", "load generator on the server's core": "0"}
-
-
-def cpu_seconds(pid: int) -> tuple[float, float]:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) / os.sysconf("SC_CLK_TCK"), int(fields[12]) / os.sysconf("SC_CLK_TCK")
 
 
 def window(url: str, pid: int, core: str, seconds: float) -> dict:
@@ -49,10 +44,10 @@ def window(url: str, pid: int, core: str, seconds: float) -> dict:
 def cpu_rate(pid: int, after: float, seconds: float) -> tuple[float, float]:
     """The process's user and system CPU (cores) over `seconds`, from `after` seconds from now."""
     time.sleep(after)
-    before = cpu_seconds(pid)
+    before = cpu_times(pid)
     time.sleep(seconds)
-    after_ = cpu_seconds(pid)
-    return (after_[0] - before[0]) / seconds, (after_[1] - before[1]) / seconds
+    ticks = os.sysconf("SC_CLK_TCK") * seconds
+    return tuple((now - then) / ticks for now, then in zip(cpu_times(pid), before))
 
 
 def main() -> None:

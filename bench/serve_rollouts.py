@@ -203,12 +203,17 @@ def _role(pid: int) -> str:
     return next((role for mark, role in ROLES if mark in line), "other Ray processes")
 
 
-def _cpu_ticks(pid: int) -> int:
+def cpu_times(pid: int) -> tuple[int, int]:
+    """A process's user and system CPU so far, in clock ticks; (0, 0) once it has exited."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
+        return int(fields[11]), int(fields[12])
     except (OSError, IndexError, ValueError):
-        return 0
+        return 0, 0
+
+
+def _cpu_ticks(pid: int) -> int:
+    return sum(cpu_times(pid))
 
 
 def cpu_by_role(server: Server, after: float, seconds: float) -> dict[str, float]:
@@ -648,7 +653,7 @@ SCALING_FINDINGS = [
     "16.8 / 19.6 / 18.0 / 29.8 / 31.0 ms; over actor calls the first read 17.7 / 27.2 / 30.0 / 48.0 / 54.1 ms "
     "(the second's 2 x 2 row, at 31 ms, was an outlier).", "",
     "- One replica instead of two: ~17-23% less server CPU a rollout at the same rollouts/s (this run 13.7-14.8 "
-    "against 17.7 ms; an ad-hoc pass of two fresh starts each, with the GCS and the Redis store at 64 and 256, "
+    "against 17.7 ms; ad-hoc passes of two fresh starts each, the GCS store at 64 and the Redis store at 256, "
     "read the same). Fewer busy processes share the two cores (bench/results/core_sharing.md: sharing a core "
     "costs a Python server ~22% more user CPU a request), one event loop sees every request, and a shard call "
     "carries 9-18 operations instead of ~4. On two cores one replica is the cheaper shape; it gives up the "
