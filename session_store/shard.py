@@ -33,6 +33,7 @@ from .core import EvictionReport, Limits, SessionCore
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreFull, StoreUnavailable
 from .marks import MarkStore, MemoryMarkStore
 from .routing import owned_partitions
+from .timings import ShardTimings
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,7 @@ class ShardService:
         self._pending: dict[str, Any] = {}  # mark changes not yet known durable (None deletes), by ID
         self._write_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._batches = self._operations = 0  # how well the ingress replicas' calls coalesce
+        self._timings = ShardTimings()
         self._place = place  # (this shard's index, the shard count): which IDs are this shard's
         self._complete = False  # whether memory holds every durable mark of this shard's IDs
 
@@ -94,6 +96,10 @@ class ShardService:
     async def run(self, ops: list[Op]) -> list[Outcome]:
         self._batches += 1
         self._operations += len(ops)
+        with self._timings.timed("batch_us"):
+            return await self._run(ops)
+
+    async def _run(self, ops: list[Op]) -> list[Outcome]:
         self._core.evict_expired()  # costs what it evicts; keeps expired marks durable between reaper ticks
         self._pending.update(self._core.take_mark_writes())
         unreadable = await self._learn_marks(ops)
@@ -135,7 +141,8 @@ class ShardService:
         if not wanted:
             return set()
         try:
-            found = await self._marks.read(wanted)
+            with self._timings.timed("mark_read_us", "mark_reads"):
+                found = await self._marks.read(wanted)
         except Exception:
             log.warning("could not read %d durable marks", len(wanted), exc_info=True)
             return set(wanted)
@@ -153,7 +160,8 @@ class ShardService:
                 return set()
             writes = dict(self._pending)
             try:
-                failed = await self._marks.write(writes)
+                with self._timings.timed("mark_write_us", "mark_writes"):
+                    failed = await self._marks.write(writes)
             except Exception:
                 log.warning("could not write %d durable marks", len(writes), exc_info=True)
                 failed = set(writes)
@@ -211,6 +219,7 @@ class ShardService:
 
     async def stats(self) -> dict[str, Any]:
         return {**self._core.stats(), "batches": self._batches, "operations": self._operations,
+                **self._timings.as_dict(),
                 "settled": int(self._complete), "reads_marks_per_id": int(not self._marks.lists_marks),
                 "incarnation": self._core.incarnation, "counters": dict(self._core.counters)}
 

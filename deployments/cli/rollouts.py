@@ -252,6 +252,8 @@ def _run(options: argparse.Namespace, plan: RunPlan, url: str) -> int:
     after, key_metrics = _server_after(url, records, notes, min(server_view.TIMEOUT, plan.request_timeout))
     summary = summarize(records, wall, counters_before=before and before["counters"],
                         counters_after=after and after["counters"], held=after and after.get("held"),
+                        shard_calls_before=before and before.get("shard_calls"),
+                        shard_calls_after=after and after.get("shard_calls"),
                         key_metrics=key_metrics, dead_workers=dead, notes=notes, resumed=len(options.resumed))
     print(render(summary))
     summary_path = out.with_suffix(".summary.json")

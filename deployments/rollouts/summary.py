@@ -39,6 +39,7 @@ class Summary:
     rollouts_per_second: float
     latency_ms: dict[str, dict[str, float]]  # route -> n, p50, p99
     counters: dict[str, int] = field(default_factory=dict)  # /session_counters after minus before
+    shard_time: dict[str, float] = field(default_factory=dict)  # the shards' batches and mark I/O over the run
     held: dict[str, int] = field(default_factory=dict)  # what the server holds after the run
     key_metrics: dict[str, Any] = field(default_factory=dict)  # /aggregate_metrics over the verify rows
     dead_workers: list[str] = field(default_factory=list)
@@ -74,8 +75,22 @@ def counter_delta(before: dict[str, int] | None, after: dict[str, int] | None) -
     return {n: after.get(n, 0) - before.get(n, 0) for n in names if after.get(n, 0) != before.get(n, 0)}
 
 
+def shard_time(before: dict[str, int] | None, after: dict[str, int] | None) -> dict[str, float] | None:
+    """Between two readings of /session_counters' shard_calls: batches, mark reads and mark writes, with the mean
+    ms of each (None where either reading lacks the timers: a server from before them)."""
+    if not before or not after or "batch_us" not in before or "batch_us" not in after:
+        return None
+    out: dict[str, float] = {}
+    for count, spent in (("batches", "batch_us"), ("mark_reads", "mark_read_us"), ("mark_writes", "mark_write_us")):
+        n = after[count] - before[count]
+        out[count] = n
+        out[spent.replace("_us", "_ms")] = (after[spent] - before[spent]) / 1000 / n if n else 0.0
+    return out
+
+
 def summarize(records: list[EpisodeRecord], wall_seconds: float, *, counters_before: dict | None = None,
               counters_after: dict | None = None, held: dict | None = None, key_metrics: dict | None = None,
+              shard_calls_before: dict | None = None, shard_calls_after: dict | None = None,
               dead_workers: list[str] | None = None, notes: list[str] | None = None, resumed: int = 0) -> Summary:
     """`resumed`: how many of the records (all completed) an earlier run played, left out of the rate."""
     masked: Counter[str] = Counter()
@@ -109,6 +124,7 @@ def summarize(records: list[EpisodeRecord], wall_seconds: float, *, counters_bef
         latency_ms={route: {"n": len(v), "p50": percentile(v, 0.5), "p99": percentile(v, 0.99)}
                     for route, v in sorted(latencies.items())},
         counters=counter_delta(counters_before, counters_after), held=dict(held or {}),
+        shard_time=shard_time(shard_calls_before, shard_calls_after) or {},
         key_metrics={k: v for k, v in (key_metrics or {}).items() if k in KEY_METRICS_SHOWN},
         dead_workers=list(dead_workers or []), notes=list(notes or []), retried=retried,
         groups=group_totals(records),
@@ -178,6 +194,10 @@ def render(summary: Summary) -> str:
             add(f"    {name:<36}{n:+d}")
         if summary.held:
             add("    held now: " + ", ".join(f"{k} {v}" for k, v in summary.held.items()))
+        if t := summary.shard_time:
+            add(f"    shard time: {t['batches']:,} batches at {t['batch_ms']:.2f} ms; durable mark reads "
+                f"{t['mark_reads']:,} at {t['mark_read_ms']:.2f} ms, writes {t['mark_writes']:,} at "
+                f"{t['mark_write_ms']:.2f} ms (means)")
     for note in summary.notes:
         add(f"  note: {note}")
     return "\n".join(lines)

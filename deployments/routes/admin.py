@@ -12,6 +12,8 @@ import hmac
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 
+from session_store.timings import TIMING_FIELDS
+
 from .. import about
 from ..contract import RetireRequest
 from ..services import services
@@ -58,4 +60,5 @@ async def session_counters(request: Request) -> dict:
     stats = await services(request).store.stats()
     return {"counters": stats["counters"],
             "held": {k: stats[k] for k in ("sessions", "documents", "document_chars", "fences", "expired_marks")},
-            "shard_calls": {k: stats[k] for k in ("batches", "operations")}}  # operations per call: coalescing
+            # Operations per call say how well calls coalesce; the times, where a request's shard time goes.
+            "shard_calls": {k: stats[k] for k in ("batches", "operations", *TIMING_FIELDS)}}

@@ -8,8 +8,9 @@ for clusters, and the store that outlives the Ray cluster, its head included.
   share at 4M marks blocked its loop for ~60 ms. A read of an ID the shard does not know costs Redis ~1-2 us.
 - A shard batch's changes go out as one command (group commit): a server-side script that sets or deletes each
   mark. One command, not one per mark, because the client's cost is per command (packing it and awaiting its
-  reply: ~30 us each here), where Redis's own is a few us; and packed by hiredis (C), which redis-py's asyncio
-  client does not use: its Python packer cost ~6 us a mark.
+  reply: ~30 us each here), where Redis's own is a few us.
+- Reads and writes are packed by hiredis (C), which redis-py's asyncio client does not use: its Python packer
+  cost ~6 us a mark.
 - Keys are `finsec:<app namespace>:{<partition>}:m:<id>`: the hash tag keeps a partition's keys in one slot,
   ready for Redis Cluster.
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from typing import Callable
+from typing import Any, Callable
 
 import hiredis
 
@@ -63,34 +64,39 @@ class RedisMarkStore:
                 self._url, socket_timeout=self._timeout, socket_connect_timeout=self._timeout)
         return self._clients[loop]
 
-    async def _group_commit(self, keys: list[str], args: list) -> None:
-        """EVALSHA of the script, packed by hiredis on one of the client's pooled connections; loads the script
-        when the server does not know it (a new or restarted Redis)."""
-        from redis.exceptions import NoScriptError
+    async def _execute(self, *command) -> Any:
+        """One command, packed by hiredis, on one of the client's pooled connections."""
+        from redis.exceptions import ResponseError
 
         pool = self._client().connection_pool
-        packed = hiredis.pack_command(("EVALSHA", _GROUP_COMMIT_SHA, len(keys), *keys, *args))
-        for attempt in range(2):
-            connection = await pool.get_connection()
-            try:
-                await connection.send_packed_command(packed)
-                await connection.read_response()
-                return
-            except NoScriptError:
-                if attempt:
-                    raise
-            except BaseException:
-                await connection.disconnect()  # a reply may still be in flight: never reuse the connection
-                raise
-            finally:
-                await pool.release(connection)
+        connection = await pool.get_connection()
+        try:
+            await connection.send_packed_command(hiredis.pack_command(command))
+            return await connection.read_response()
+        except ResponseError:  # an error reply: the connection is still in step
+            raise
+        except BaseException:
+            await connection.disconnect()  # a reply may still be in flight: never reuse the connection
+            raise
+        finally:
+            await pool.release(connection)
+
+    async def _group_commit(self, keys: list[str], args: list) -> None:
+        """EVALSHA of the script; loads the script when the server does not know it (a new or restarted Redis)."""
+        from redis.exceptions import NoScriptError
+
+        command = ("EVALSHA", _GROUP_COMMIT_SHA, len(keys), *keys, *args)
+        try:
+            await self._execute(*command)
+        except NoScriptError:
             await self._client().script_load(_GROUP_COMMIT)
+            await self._execute(*command)
 
     def _key(self, sid: str) -> str:
         return f"{self._prefix}{{{partition(sid):03x}}}:m:{sid}"
 
     async def read(self, sids: list[str]) -> dict[str, Mark]:
-        values = await self._client().mget([self._key(sid) for sid in sids])
+        values = await self._execute("MGET", *(self._key(sid) for sid in sids))
         marks = {sid: decode(raw) for sid, raw in zip(sids, values) if raw is not None}
         return {sid: mark for sid, mark in marks.items() if mark is not None}
 

@@ -68,6 +68,10 @@ def test_the_session_counters_match_what_the_run_did(app, tmp_path):
     episodes = sum(r["driver"] == "environment-server" for r in records)
     assert summary["counters"] == {"seeds.episode.created": episodes, "closes": episodes,
                                    "seeds.agent_run": len(records) - episodes, "verifies.scored": len(records)}
+    # the shards timed their batches, and the durable writes of the seeds' and closes' marks inside them
+    timed = summary["shard_time"]
+    assert timed["batches"] >= episodes and timed["batch_ms"] > 0
+    assert 0 < timed["mark_writes"] <= timed["batches"] and timed["mark_write_ms"] > 0
     # a trace plays one episode, then the promises after close: a cached re-send, a lost session for the
     # tools, a masked verify and a refused (409) late seed
     before = counters(app)

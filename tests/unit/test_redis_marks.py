@@ -102,6 +102,23 @@ def test_a_group_commit_is_one_command(redis_server) -> None:
     assert calls("set") - before["set"] == 200
 
 
+def test_a_redis_that_forgot_the_script_gets_it_again_and_a_read_sees_the_write(redis_server) -> None:
+    """A restarted Redis knows no scripts: the group commit loads its own and still lands, on a connection that the
+    error reply left usable."""
+    marks = store(redis_server.url)
+    now = time.time()
+
+    async def main() -> dict:
+        await marks.write({"a": Mark(fence_until=now + 60, cause="closed")})
+        redis.Redis.from_url(redis_server.url).script_flush()
+        failed = await marks.write({"b": Mark(fence_until=now + 60, cause="closed"), "a": None})
+        assert failed == set()
+        return await marks.read(["a", "b", "never-written"])
+
+    found = asyncio.run(main())
+    assert list(found) == ["b"] and found["b"].cause == "closed"
+
+
 def test_the_cookie_secret_is_kept_and_a_purge_removes_only_its_own_app(redis_server) -> None:
     ours, theirs = f"ours-{uuid.uuid4().hex[:6]}", f"theirs-{uuid.uuid4().hex[:6]}"
     mine, other = store(redis_server.url, ours), store(redis_server.url, theirs)

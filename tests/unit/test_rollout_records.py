@@ -10,7 +10,7 @@ import pytest
 from deployments.rollouts.client import Call
 from deployments.rollouts.progress import Progress
 from deployments.rollouts.records import EpisodeRecord, Failure, RecordWriter, read_records
-from deployments.rollouts.summary import counter_delta, percentile, render, summarize
+from deployments.rollouts.summary import counter_delta, percentile, render, shard_time, summarize
 from deployments.rollouts.tasks import TaskFileError, embedded_tasks, load_tasks
 
 
@@ -72,6 +72,22 @@ def test_percentiles_are_nearest_rank_and_counter_deltas_need_both_sides():
     assert (percentile(values, 0.5), percentile(values, 0.99), percentile([7.0], 0.99)) == (50.0, 99.0, 7.0)
     assert counter_delta(None, {"closes": 1}) == {}
     assert counter_delta({"a": 1}, {"b": 2}) == {"a": -1, "b": 2}
+
+
+def test_the_shards_timers_over_a_run_give_each_phase_s_mean():
+    before = {"batches": 10, "operations": 12, "batch_us": 5_000, "mark_reads": 2, "mark_read_us": 600,
+              "mark_writes": 4, "mark_write_us": 2_000}
+    after = {"batches": 16, "operations": 18, "batch_us": 8_000, "mark_reads": 3, "mark_read_us": 900,
+             "mark_writes": 6, "mark_write_us": 3_000}
+    assert shard_time(before, after) == {
+        "batches": 6, "batch_ms": pytest.approx(0.5), "mark_reads": 1, "mark_read_ms": pytest.approx(0.3),
+        "mark_writes": 2, "mark_write_ms": pytest.approx(0.5)}
+    # a server from before the timers, or a reading that failed, gives nothing rather than zeros
+    assert shard_time({"batches": 1, "operations": 1}, {"batches": 2, "operations": 2}) is None
+    assert shard_time(None, after) is None
+    text = render(summarize([], 1.0, counters_before={}, counters_after={}, held={"sessions": 0},
+                            shard_calls_before=before, shard_calls_after=after))
+    assert "6 batches at 0.50 ms" in text and "writes 2 at 0.50 ms" in text
 
 
 def test_progress_without_a_terminal_prints_plain_periodic_lines():
