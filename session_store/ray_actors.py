@@ -25,6 +25,7 @@ from .documents import DocumentStore, DocumentStoreService
 from .marks import open_mark_store
 from .reaper import Reaper, run_every
 from .shard import ShardConfig, ShardService
+from .timings import PHASES
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +98,8 @@ class ReaperActor(ActorProcess):
         self._task = asyncio.get_running_loop().create_task(run_every(interval_seconds, self.tick))
 
     async def tick(self) -> dict[str, Any]:
-        evicted, increments = await self._reaper.tick()
-        self._metrics.publish(self._reaper.status, increments)
+        evicted, increments, timings = await self._reaper.tick()
+        self._metrics.publish(self._reaper.status, increments, timings)
         retired = await self._app.retire_stale(self._active, self._serve_app)
         if retired == 0:  # the only deployment of the app, with nothing older left to write marks: settle
             await self._reaper.settle()
@@ -125,11 +126,23 @@ class _SessionMetrics:
                       for name in ("sessions", "marks", "digests")}
         self._documents = Gauge("finsec_document_store_bytes", "Bytes of text in the document store",
                                 tag_keys=("app",))
+        # The shards' own time (session_store/timings.py): a rate of the seconds over a rate of the count is the
+        # mean latency of a shard batch, or of a durable mark read or write (the mark store's health).
+        self._shard_seconds = Counter("finsec_shard_seconds", "Seconds the shards spent, by phase: batch, "
+                                      "mark_read, mark_write", tag_keys=("app", "phase"))
+        self._shard_calls = Counter("finsec_shard_calls", "Shard batches and durable mark reads and writes, by phase",
+                                    tag_keys=("app", "phase"))
 
-    def publish(self, status, increments) -> None:
+    def publish(self, status, increments, timings) -> None:
         for event, n in increments.items():
             if n > 0:
                 self._events.inc(n, tags={**self._tags, "event": event})
+        for phase, count, spent in PHASES:
+            tags = {**self._tags, "phase": phase}
+            if timings.get(count, 0) > 0:
+                self._shard_calls.inc(timings[count], tags=tags)
+            if timings.get(spent, 0) > 0:
+                self._shard_seconds.inc(timings[spent] / 1e6, tags=tags)
         for name, gauge in self._held.items():
             gauge.set(status.held.get(name, 0), tags=self._tags)
         if status.documents is not None:

@@ -58,8 +58,9 @@ class Reaper:
         """Tell every shard it may load its marks and trust its memory: no other deployment is writing any."""
         await asyncio.gather(*(s.settle() for s in self._shards), return_exceptions=True)
 
-    async def tick(self) -> tuple[EvictionReport, Counter[str]]:
-        """One pass; returns what it evicted and the counters' increments since the previous tick."""
+    async def tick(self) -> tuple[EvictionReport, Counter[str], Counter[str]]:
+        """One pass; returns what it evicted, and the increments since the previous tick of the shards' counters
+        and of their timings (batches, mark reads and writes, and the microseconds each took)."""
         reports = await asyncio.gather(*(s.tick() for s in self._shards), return_exceptions=True)
         answered = {k: r for k, r in enumerate(reports) if isinstance(r, TickReport)}
         for k, r in enumerate(reports):
@@ -67,11 +68,12 @@ class Reaper:
                 log.warning("reaper: shard %d did not answer its tick: %r", k, r)
         evicted = sum((r.evicted for r in answered.values()), EvictionReport())
         increments: Counter[str] = Counter()
+        timings: Counter[str] = Counter()
         for k, report in answered.items():
             before = self._last.get(k)
             same_life = before is not None and before.incarnation == report.incarnation
-            increments.update({name: n - (before.counters.get(name, 0) if same_life else 0)
-                               for name, n in report.counters.items()})
+            increments.update(_since(before.counters if same_life else {}, report.counters))
+            timings.update(_since(before.timings if same_life else {}, report.timings))
             self._last[k] = report
         status = self.status
         status.ticks += 1
@@ -92,7 +94,12 @@ class Reaper:
                 status.durable_marks_swept += await self._marks.sweep(self._clock())
             except Exception as error:  # not worth failing the tick for: orphaned marks only take room
                 log.warning("reaper: sweeping lapsed durable marks failed: %r", error)
-        return evicted, increments
+        return evicted, increments, timings
+
+
+def _since(before: dict[str, int], now: dict[str, int]) -> dict[str, int]:
+    """A shard's running totals less those of its previous report (of the same life: a new life starts at 0)."""
+    return {name: n - before.get(name, 0) for name, n in now.items()}
 
 
 async def run_every(interval_seconds: float, tick: Callable[[], Awaitable[object]]) -> None:

@@ -24,7 +24,7 @@ import gc
 import heapq
 import logging
 from itertools import islice
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncio
@@ -73,6 +73,7 @@ class TickReport:
     referenced_digests: set[str]
     counters: dict[str, int]
     incarnation: str
+    timings: dict[str, int] = field(default_factory=dict)  # batches and ShardTimings, summed over this life
 
 
 class ShardService:
@@ -183,7 +184,7 @@ class ShardService:
         self._pending.update(self._core.take_mark_writes())
         await self._make_durable(set(self._pending))  # also retries what failed before
         return TickReport(evicted, self._core.counts(), self._core.referenced_digests(), dict(self._core.counters),
-                          self._core.incarnation)
+                          self._core.incarnation, {"batches": self._batches, **self._timings.as_dict()})
 
     async def settle(self) -> int:
         """Load every durable mark of this shard's IDs; from then on memory is complete. Call it only when no

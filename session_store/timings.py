@@ -34,3 +34,6 @@ class ShardTimings:
 
 
 TIMING_FIELDS = tuple(field.name for field in fields(ShardTimings))
+# (phase, its count, its microseconds); a shard's stats count its batches as `batches`, beside the timings
+PHASES = (("batch", "batches", "batch_us"), ("mark_read", "mark_reads", "mark_read_us"),
+          ("mark_write", "mark_writes", "mark_write_us"))

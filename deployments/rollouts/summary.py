@@ -8,6 +8,8 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from session_store.timings import PHASES
+
 from .records import EpisodeRecord
 
 KEY_METRICS_SHOWN = ("mean/reward", "mean/judge_rating", "coverage/measured_rollouts", "coverage/masked_rollouts",
@@ -81,7 +83,7 @@ def shard_time(before: dict[str, int] | None, after: dict[str, int] | None) -> d
     if not before or not after or "batch_us" not in before or "batch_us" not in after:
         return None
     out: dict[str, float] = {}
-    for count, spent in (("batches", "batch_us"), ("mark_reads", "mark_read_us"), ("mark_writes", "mark_write_us")):
+    for _, count, spent in PHASES:
         n = after[count] - before[count]
         out[count] = n
         out[spent.replace("_us", "_ms")] = (after[spent] - before[spent]) / 1000 / n if n else 0.0

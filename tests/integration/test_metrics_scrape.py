@@ -87,8 +87,9 @@ def test_every_metric_the_readme_names_is_exported_with_its_labels(app, sec, stu
     while True:
         text = scrape()
         missing = {name for name in wanted if not re.search(rf"^{name}[{{ ]", text, re.M)}
-        if not missing and sample(text, "ray_finsec_verifies_total", app="it-metrics", outcome="scored") >= 1:
-            break
+        if not missing and sample(text, "ray_finsec_verifies_total", app="it-metrics", outcome="scored") >= 1 \
+                and sample(text, "ray_finsec_shard_calls_total", app="it-metrics", phase="mark_write") >= 2:
+            break  # the reaper publishes the shards' totals at its ticks: wait for one after the closes
         assert time.monotonic() < deadline, f"never exported: {sorted(missing)}"
         time.sleep(1)
     mine = {"app": "it-metrics"}
@@ -101,6 +102,10 @@ def test_every_metric_the_readme_names_is_exported_with_its_labels(app, sec, stu
     assert sample(text, "ray_finsec_unavailable_total", **mine, cause="store_full") == 1
     assert sample(text, "ray_finsec_model_call_seconds_count", **mine, model="judge", outcome="error") == 3
     assert sample(text, "ray_finsec_cache_lookups_total", **mine, cache="indexes", result="miss") >= 1
+    # the seeds' and closes' durable mark writes, timed by the shard and published by the reaper
+    assert sample(text, "ray_finsec_shard_calls_total", **mine, phase="mark_write") >= 2
+    assert sample(text, "ray_finsec_shard_seconds_total", **mine, phase="mark_write") > 0
+    assert sample(text, "ray_finsec_shard_calls_total", **mine, phase="batch") >= 6
 
 
 def test_the_apps_own_warnings_are_json_lines_in_the_replicas_serve_log(app, sec):

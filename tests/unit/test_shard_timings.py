@@ -1,11 +1,11 @@
 """A shard's stats say how long its batches, and its durable mark reads and writes inside them, took: the
-figures bench/serve_rollouts.py splits a stateful request's latency with (operators read them at /status)."""
+figures bench/serve_rollouts.py splits a stateful request's latency with; the reaper publishes them as metrics."""
 
 from __future__ import annotations
 
 import asyncio
 
-from session_store import EpisodeSeed, MemoryMarkStore, ShardConfig, ShardService
+from session_store import EpisodeSeed, MemoryMarkStore, Reaper, ShardConfig, ShardService
 
 READ_S, WRITE_S = 0.03, 0.05
 
@@ -56,5 +56,35 @@ def test_a_failed_write_is_timed_too():
         assert not ok  # a fence that is not durable is a 503
         stats = await shard.stats()
         assert stats["mark_writes"] == 1 and stats["mark_write_us"] >= WRITE_S * 1e6
+
+    asyncio.run(main())
+
+
+def test_the_reaper_publishes_what_each_tick_added_and_a_new_shard_life_counts_from_zero():
+    """The reaper turns the shards' running totals into increments (the finsec_shard_* counters): never counted
+    twice, and never negative when a restarted shard's totals start again at 0."""
+    class Restartable:  # one shard slot, whose process can be replaced by a new life
+        def __init__(self):
+            self.life = ShardService(ShardConfig(100.0), MemoryMarkStore())
+
+        async def tick(self):
+            return await self.life.tick()
+
+        async def settle(self):
+            return await self.life.settle()
+
+    async def main():
+        slot = Restartable()
+        reaper = Reaper([slot])
+        for n in range(3):
+            await slot.life.run([seed(f"a{n}")])
+        _, _, first = await reaper.tick()
+        assert (first["batches"], first["mark_writes"]) == (3, 3) and first["batch_us"] > 0
+        _, _, idle = await reaper.tick()
+        assert not any(idle.values())  # nothing new: nothing counted again
+        slot.life = ShardService(ShardConfig(100.0), MemoryMarkStore())  # SIGKILL and restart: totals from 0
+        await slot.life.run([seed("b")])
+        _, _, after = await reaper.tick()
+        assert (after["batches"], after["mark_writes"]) == (1, 1)
 
     asyncio.run(main())
