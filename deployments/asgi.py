@@ -35,7 +35,10 @@ def create_api(
         finally:
             await app.state.services.aclose()
 
-    app = FastAPI(title="finsec-serve", summary="NeMo Gym finance_sec_search resources server", lifespan=lifespan)
+    # No slash redirects: Starlette answers a path with (or, under a route prefix, without) a trailing slash with a
+    # bodiless 307, where every reply must be JSON (contract §A.0); such a path is a JSON 404 instead.
+    app = FastAPI(title="finsec-serve", summary="NeMo Gym finance_sec_search resources server", lifespan=lifespan,
+                  redirect_slashes=False)
     install_error_handlers(app)
     # Without an admin token the retire route is not registered at all: a 404 whatever the body.
     named_routers = (health.router, sessions.router, tools.router, admin.router,

@@ -108,3 +108,13 @@ def test_the_cookie_is_set_for_the_mount_and_honoured(app):
         assert parse(stranger).status_code == 404  # no cookie, no session (§C.6)
         assert stranger.post("/retrieve_information", json={"prompt": "{{doc}}"}).json()["failure_kind"] == (
             "session_lost")
+
+
+@pytest.mark.parametrize("path", ["", "/verify/"])
+def test_the_mount_itself_and_a_trailing_slash_answer_json_under_the_prefix(app, path):
+    """§A.0 under /finsec: POST /finsec (the mount, no slash) and /finsec/verify/ were bodiless 307s (found by the
+    schema fuzz); each is now a JSON 4xx with the cookie."""
+    with app.client() as client:
+        response = client.post(app.base_url + path, content=b"{}", headers=JSON)
+    assert 400 <= response.status_code < 500 and response.headers["content-type"].startswith("application/json")
+    assert cookie_claims(response, app.settings.cookie_name)["session_id"]

@@ -296,6 +296,14 @@ def test_the_unknown_tool_route_takes_any_body(app):
     assert "does not exist" in results(response)
 
 
+@pytest.mark.parametrize("path", ["/verify/", "/sec_filing_search/", "/hallucinated_tool/", "/healthz/"])
+def test_a_trailing_slash_is_a_json_404_with_the_cookie_never_a_bodiless_redirect(app, path):
+    """§A.0: every reply is JSON and carries the session cookie; Starlette's slash redirect was a 307 with neither."""
+    response = app.post(path, json={"ticker": "HLXR1"})
+    assert response.status_code == 404 and response.headers["content-type"].startswith("application/json")
+    assert response.json()["detail"] and cookie_claims(response, app.settings.cookie_name)["session_id"]
+
+
 # ----- bounded sessions -----
 
 
