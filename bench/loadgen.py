@@ -4,7 +4,10 @@
 
 Prints one JSON object: rollouts and requests completed in the measured window, per-route latency samples,
 errors, and the CPU seconds this process used (so the report can say how much of the machine the client
-took). An httpx load client saturates at a few hundred requests/s on this machine; aiohttp does not.
+took). An httpx load client saturates at a few hundred requests/s on this machine; aiohttp does not. The client is
+kept cheap because it shares the server's cores: it runs on uvloop and carries each rollout's session cookie itself
+(aiohttp's cookie jar and its Set-Cookie parsing took ~17% of its time under cProfile). `--plain-client` runs it as it was before, for
+bench/client_cost.py, which measures what the two cost against one server.
 
 A rollout is the 8 requests of an RL episode as NeMo Gym's single_agent_turn drives it: episode seed,
 sec_filing_search, parse_html_page, retrieve_information twice, submit_final_result, verify, close_session.
@@ -24,11 +27,27 @@ from collections import defaultdict
 from pathlib import Path
 
 import aiohttp
+import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from deployments.corpus.generate import questions  # noqa: E402
 from deployments.serve_tuning import CLIENT_HEADERS  # noqa: E402
+
+def take_cookies(set_cookies: list[str], cookies: dict[str, str]) -> None:
+    """Keep what a reply's Set-Cookie headers set (a Max-Age of 0 deletes): the session cookie, contract §A.0."""
+    for raw in set_cookies:
+        pair, _, attributes = raw.partition(";")
+        name, _, value = pair.strip().partition("=")
+        if "max-age=0" in attributes.lower().replace(" ", ""):
+            cookies.pop(name, None)
+        elif name:
+            cookies[name] = value
+
+
+def cookie_header(cookies: dict[str, str]) -> dict[str, str] | None:
+    return {"Cookie": "; ".join(f"{name}={value}" for name, value in cookies.items())} if cookies else None
+
 
 def rollout_steps(task: dict, n: int) -> list[tuple[str, dict]]:
     sid = f"resources-session-{uuid.uuid4().hex}"
@@ -52,7 +71,7 @@ def rollout_steps(task: dict, n: int) -> list[tuple[str, dict]]:
 
 
 async def run(url: str, concurrency: int, seconds: float, warmup: float, rollout_prefix: bool = False,
-              no_disconnect_watch: bool = False) -> dict:
+              no_disconnect_watch: bool = False, plain_client: bool = False) -> dict:
     """Drive `concurrency` rollout loops; measure the `seconds` after the warm-up.
 
     The window opens once `warmup` has passed and every loop has finished one rollout (or a minute more has), so
@@ -87,13 +106,16 @@ async def run(url: str, concurrency: int, seconds: float, warmup: float, rollout
 
     async def worker(w: int) -> None:
         nonlocal sequence, cycled
-        jar = aiohttp.CookieJar(unsafe=True)  # unsafe: keep cookies for an IP-address host
+        cookies: dict[str, str] = {}  # this rollout's, sent by hand: no jar shared between rollouts
+        # unsafe: keep cookies for an IP-address host
+        jar = aiohttp.CookieJar(unsafe=True) if plain_client else aiohttp.DummyCookieJar()
         async with aiohttp.ClientSession(base_url=url, connector=connector, connector_owner=False, cookie_jar=jar,
                                          timeout=timeout,
                                          headers=CLIENT_HEADERS if no_disconnect_watch else None) as session:
             first = True
             while time.monotonic() < window[1]:
                 sequence += 1
+                cookies.clear()
                 jar.clear()
                 steps = rollout_steps(tasks[sequence % len(tasks)], sequence)
                 base = f"/ng-rollout/bench-{sequence}/" if rollout_prefix else "/"  # contract §A.0
@@ -101,9 +123,11 @@ async def run(url: str, concurrency: int, seconds: float, warmup: float, rollout
                 for route, body in steps:
                     sent = time.perf_counter()
                     try:
-                        async with session.post(base + route, json=body) as response:
+                        async with session.post(base + route, json=body, headers=cookie_header(cookies)) as response:
                             payload = await response.read()
                             status = response.status
+                            if not plain_client:
+                                take_cookies(response.headers.getall("Set-Cookie", []), cookies)
                     except aiohttp.ClientError as error:
                         payload, status = repr(error).encode(), 0
                     elapsed = time.perf_counter() - sent
@@ -139,9 +163,13 @@ def main() -> None:
     parser.add_argument("--rollout-prefix", action="store_true", help="each rollout's requests under /ng-rollout/<id>/")
     parser.add_argument("--no-disconnect-watch", action="store_true",
                         help="send serve_tuning.CLIENT_HEADERS, as the project's rollout client does")
+    parser.add_argument("--plain-client", action="store_true",
+                        help="the client as it was before 2026-12-02: asyncio's loop and aiohttp's cookie jar "
+                             "(bench/client_cost.py compares the two)")
     options = parser.parse_args()
-    print(json.dumps(asyncio.run(run(options.url, options.concurrency, options.seconds, options.warmup,
-                                     options.rollout_prefix, options.no_disconnect_watch))))
+    runner = asyncio.run if options.plain_client else uvloop.run
+    print(json.dumps(runner(run(options.url, options.concurrency, options.seconds, options.warmup,
+                                options.rollout_prefix, options.no_disconnect_watch, options.plain_client))))
 
 
 if __name__ == "__main__":

@@ -533,11 +533,11 @@ def main() -> None:
     before_root = Path(tempfile.mkdtemp(prefix="finsec-before-"))
     subprocess.run(["git", "worktree", "add", "--detach", str(before_root), options.before], cwd=ROOT, check=True,
                    capture_output=True)
+    configs = options.configs.split(",")
     results: dict = {"machine": machine(), "levels": levels, "seconds": seconds, "rounds": options.rounds,
                      "command": " ".join(["bench/serve_rollouts.py", *sys.argv[1:]]), "before": options.before,
-                     "out": options.out,
+                     "out": options.out, **run_facts(configs),
                      "configs": {}}
-    configs = options.configs.split(",")
     extras = not options.throughput_only
     try:
         runs: dict[str, list[dict]] = defaultdict(list)
@@ -605,7 +605,20 @@ def scaling(seconds: float, about: str) -> dict:
                      "operations_per_shard_call": (after["operations"] - before["operations"]) / max(1, batches)})
         print(config, replicas, shards, f"{rate:.1f} rollouts/s", f"{sum(per_rollout.values()):.1f} ms CPU a rollout",
               flush=True)
-    return {"machine": about, "seconds": seconds, "concurrency": CPU_LEVEL, "rows": rows}
+    return {"machine": about, "seconds": seconds, "concurrency": CPU_LEVEL, "rows": rows, **run_facts([])}
+
+
+def run_facts(configs: list[str]) -> dict:
+    """What a report reads of the machine that ran it, kept in its JSON so that `--render` elsewhere or later
+    reads the run's figures, not its own: the core count, and Serve's floor as serve_floor.json had it then."""
+    from ceiling import serve_floor_ms
+
+    floors = {name: serve_floor_ms(ROOT / "bench/results/serve_floor.json", name) for name in configs}
+    return {"cores": os.cpu_count(), "serve_floor_ms": {name: ms for name, ms in floors.items() if ms is not None}}
+
+
+def cores_of(results: dict) -> int:
+    return results.get("cores") or os.cpu_count()  # a run from before it was recorded: this machine's
 
 
 def render_scaling(results: dict) -> str:
@@ -633,14 +646,14 @@ def render_scaling(results: dict) -> str:
         ratio = f" ({total / base[config]:.2f}x)" if base.get(config) else ""
         out.append(f"| {config} | {r['replicas']} | {r['shards']} | {r['rollouts_per_s']:.1f} | {total:.1f}{ratio} | "
                    + " | ".join(f"{ms.get(role, 0):.1f}" for role in SERVER_ROLES)
-                   + f" | {other:.1f} | {r['operations_per_shard_call']:.1f} | {idle(r)} |")
+                   + f" | {other:.1f} | {r['operations_per_shard_call']:.1f} | {idle(r, cores_of(results))} |")
     return "\n".join(out + ["", *SCALING_FINDINGS]) + "\n"
 
 
-def idle(row: dict) -> str:
+def idle(row: dict, cores_run: int) -> str:
     if "idle_cpu_share" not in row:
         return "-"
-    cores = row["idle_cpu_share"] * os.cpu_count()
+    cores = row["idle_cpu_share"] * cores_run
     return f"{100 * cores:.0f}%, {1000 * cores / row['rollouts_per_s']:.1f}" if row["rollouts_per_s"] else "-"
 
 
@@ -1068,7 +1081,7 @@ def cpu_table(results: dict) -> list[str]:
             "out):", "", "| process | " + " | ".join(configs) + " |", "|---|" + "---|" * len(configs)]
     for role in [*roles, "**the server**"]:
         cells = [(sum(row["cpu_share_at_64"].values()) if role == "**the server**" else
-                  row["cpu_share_at_64"].get(role, 0)) * os.cpu_count() * 1000 / rate if rate else 0
+                  row["cpu_share_at_64"].get(role, 0)) * cores_of(results) * 1000 / rate if rate else 0
                  for row, rate in zip(configs.values(), rates)]
         if max(cells) >= 0.05:
             out.append(f"| {role} | " + " | ".join(f"{c:.1f}" for c in cells) + " |")
@@ -1079,7 +1092,7 @@ def ceiling_table(results: dict) -> list[str]:
     """What two cores leave the Serve path, from this run's costs and serve_floor's (bench/ceiling.py)."""
     from ceiling import budget_ms, ceiling, serve_floor_ms
 
-    configs, cores = results["configs"], os.cpu_count()
+    configs, cores = results["configs"], cores_of(results)
     if CPU_LEVEL not in results["levels"] or not configs.get("baseline", {}).get("cpu_share_at_64"):
         return []
     i = results["levels"].index(CPU_LEVEL)
@@ -1104,7 +1117,8 @@ def ceiling_table(results: dict) -> list[str]:
     for name, row in configs.items():
         if name == "baseline" or not row.get("cpu_share_at_64") or "idle_cpu_share" not in row:
             continue
-        floor = serve_floor_ms(ROOT / "bench/results/serve_floor.json", name)
+        floor = (results["serve_floor_ms"].get(name) if "serve_floor_ms" in results
+                 else serve_floor_ms(ROOT / "bench/results/serve_floor.json", name))
         if floor is None:
             continue
         t = row["throughput"][i]

@@ -3,15 +3,11 @@ drift between rounds (2x here at concurrency 1) cancels instead of deciding a ta
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-spec = importlib.util.spec_from_file_location("serve_rollouts", BENCH / "serve_rollouts.py")
-serve_rollouts = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(serve_rollouts)
+from tests import bench_modules
+
+serve_rollouts = bench_modules.load("serve_rollouts")
 
 
 def test_a_route_is_read_against_submit_final_result_of_its_own_round():

@@ -3,22 +3,15 @@ with an explanation that names its cause, every honest paraphrase earns 1. Ray-f
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "reward_hacking.py"
-
+from tests import bench_modules
 
 @pytest.fixture(scope="module")
 def suite():
-    spec = importlib.util.spec_from_file_location("reward_hacking", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["reward_hacking"] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
+    module = bench_modules.load("reward_hacking")
     cases = module.suite()
     return module, cases, module.grade(cases)
 
