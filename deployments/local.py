@@ -4,7 +4,7 @@ Serve runs behind its HAProxy ingress by default (`RAY_SERVE_ENABLE_HA_PROXY=1`)
 adds ~1.5 ms per request where the default Python proxy adds ~7 ms, and the default proxy collapses under
 load (bench/results/serve_rollouts.md). HAProxy runs as a child process of Serve's proxy actor and outlives
 `ray stop` (ray-notes), so every start here gives it a private folder and private stats ports, and every stop
-kills what runs from that folder.
+kills what runs from that folder. The cluster's processes run under SCHED_BATCH (`cpu_policy`).
 """
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ import sys
 import socket
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Literal
 
 import httpx
 
 from .builder import ingress_application
+from .cpu_policy import batch_scheduled
 from .serve_tuning import SERVE_TUNING, node_env
 from .settings import Settings
 
@@ -94,12 +96,13 @@ def available_ingress(ingress: Ingress) -> Ingress:
     return ingress
 
 
-def start_ray_and_serve(port: int | None = None, *, ingress: Ingress = "haproxy", **ray_init: Any) -> str:
+def start_ray_and_serve(port: int | None = None, *, ingress: Ingress = "haproxy", batch_scheduling: bool = True,
+                        **ray_init: Any) -> str:
     """Start a local Ray cluster and Serve's ingress on 127.0.0.1; returns the base URL.
 
     The environment must be set before Ray starts: the controller and proxy processes inherit it."""
     os.environ.update(ingress_env(available_ingress(ingress)))
-    start_ray(**ray_init)
+    start_ray(batch_scheduling=batch_scheduling, **ray_init)
     from ray import serve
 
     port = port or free_port()
@@ -107,14 +110,16 @@ def start_ray_and_serve(port: int | None = None, *, ingress: Ingress = "haproxy"
     return f"http://127.0.0.1:{port}"
 
 
-def start_ray(**ray_init: Any) -> None:
+def start_ray(*, batch_scheduling: bool = True, **ray_init: Any) -> None:
     """Start a new local Ray cluster (no Serve) in this environment; `address="local"` means never one a
-    `ray start` left on this machine."""
+    `ray start` left on this machine. Its processes run under SCHED_BATCH (`cpu_policy`) unless
+    `batch_scheduling` is False."""
     for name, value in LOCAL_RAY_ENV.items():
         os.environ.setdefault(name, value)
     import ray
 
-    ray.init(**{"address": "local", "include_dashboard": False, "logging_level": "warning", **ray_init})
+    with batch_scheduled() if batch_scheduling else nullcontext():
+        ray.init(**{"address": "local", "include_dashboard": False, "logging_level": "warning", **ray_init})
 
 
 def stop_ray_and_serve() -> None:

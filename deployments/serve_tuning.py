@@ -1,11 +1,14 @@
 """The environment every node of a finsec-serve cluster runs with, which a serve config cannot carry (Serve reads
 it when a node's proxy and replicas start): the one source for `finsec serve` (deployments/local.py), the
 RayService's pod env (cluster/base/rayservice.yaml, compared by tests/unit/test_cluster_manifests.py) and the
-cluster docs. Measured in bench/results/serve_rollouts.md."""
+cluster docs; and the scheduling policy every node starts Ray under (POD_START). Measured in
+bench/results/serve_rollouts.md and serve_rollouts_batch.md."""
 
 from __future__ import annotations
 
 import os
+
+from .cpu_policy import policy_of
 
 SERVE_TUNING = {
     # Serve's HAProxy ingress: replicas listen on their own ports behind it (the default Python proxy took ~7 ms
@@ -50,15 +53,33 @@ def missing(env: dict[str, str] | None = None) -> dict[str, str]:
     return {name: MISSING_COST[name] for name, value in SERVE_TUNING.items() if env.get(name) != value}
 
 
+# Beside the environment, how every node starts Ray: under SCHED_BATCH (deployments/cpu_policy.py), which each of
+# its processes inherits, so that a wake-up of HAProxy or a shard waits for a replica's slice instead of preempting
+# it. `finsec serve` starts its cluster so. A KubeRay pod runs KubeRay's own `ray start` (KUBERAY_GEN_RAY_START_CMD,
+# given to the container's command by the RayService's ray.io/overwrite-container-cmd annotation) from a shell that
+# first puts itself under SCHED_BATCH; if the kernel refuses, Ray starts as it would have, and says so.
+POD_START = ("ulimit -n 65536; chrt --batch --pid 0 $$ || echo 'finsec-serve: Ray starts under the default "
+             "scheduling policy' >&2; eval \"$KUBERAY_GEN_RAY_START_CMD\"")
+BATCH_COST = ("every wake-up of HAProxy or a shard preempts a replica: ~0.9x the rollouts/s at concurrency 64 and "
+              "256 on two cores, 0.87-0.92x (bench/results/serve_rollouts_batch.md)")
+
+
+def preempting() -> bool:
+    """Whether this thread runs under Linux's default policy, whose wake-ups preempt, rather than SCHED_BATCH. When
+    Serve builds the app from a config, that thread is a Ray worker's, which has its node's policy."""
+    return hasattr(os, "SCHED_BATCH") and policy_of() == "SCHED_OTHER"  # macOS has no such policy: nothing to ask
+
+
 def warning(env: dict[str, str] | None = None) -> str | None:
     """One start-up warning naming what is missing and its cost; None when nothing is."""
-    lacking = missing(env)
-    if not lacking:
+    named = [f"{name}={SERVE_TUNING[name]} (without it: {cost})" for name, cost in missing(env).items()]
+    if preempting():
+        named.append(f"Ray under SCHED_BATCH (`chrt --batch 0 ray start ...`; without it: {BATCH_COST})")
+    if not named:
         return None
-    named = "; ".join(f"{name}={SERVE_TUNING[name]} (without it: {cost})" for name, cost in lacking.items())
-    return (f"finsec-serve runs without the Serve tuning it is measured with: {named}. Set them in every node's "
-            "environment before `ray start` (KubeRay: the RayService's env), or start with `finsec serve`, "
-            "which sets them.")
+    return (f"finsec-serve runs without the Serve tuning it is measured with: {'; '.join(named)}. Set them on every "
+            "node before `ray start` (KubeRay: the RayService's env and start command), or start with "
+            "`finsec serve`, which does.")
 
 
 def haproxy_threads(cpus: int | None = None) -> str:

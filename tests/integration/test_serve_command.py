@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from deployments.cpu_policy import policy_of
 from deployments.ingress import app_actors
 from deployments.settings import Settings
 from tests.bodies import close_body, episode_seed, new_session_id
@@ -106,6 +107,17 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+def policies_of(pids: set[int]) -> dict[int, tuple[str, str]]:
+    """Each live process's name and scheduling policy."""
+    found = {}
+    for pid in pids:
+        try:
+            found[pid] = (command_name(pid), policy_of(pid))
+        except ProcessLookupError:  # it exited meanwhile
+            pass
+    return found
+
+
 def command_name(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/comm").read_text().strip()
@@ -132,6 +144,12 @@ def test_serve_on_its_own_cluster_stops_it_and_its_haproxy(tmp_path):
         haproxy = {p for p in descendants(process.pid) if command_name(p) == "haproxy"}
         assert haproxy  # the default ingress
         cluster = descendants(process.pid)
+        # The cluster runs under SCHED_BATCH (deployments/cpu_policy.py), the command itself as it started.
+        assert policy_of(process.pid) == "SCHED_OTHER"
+        policies = policies_of(cluster)
+        assert {"haproxy", "raylet", "gcs_server"} <= {name for name, _ in policies.values()}, policies
+        assert any(name.startswith("ray::ServeRepl") for name, _ in policies.values()), policies
+        assert {policy for _, policy in policies.values()} == {"SCHED_BATCH"}, policies
         process.send_signal(signal.SIGTERM)
         assert process.wait(120) == 0, process.stdout.read()
     finally:

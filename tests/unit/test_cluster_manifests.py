@@ -5,8 +5,10 @@ manifest with the image they built and a Secret that has every key the pods need
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -17,7 +19,7 @@ import pytest
 import yaml
 
 from deployments import local
-from deployments.serve_tuning import SERVE_TUNING, node_env
+from deployments.serve_tuning import POD_START, SERVE_TUNING, node_env
 
 ROOT = Path(__file__).parents[2]
 CLUSTER = ROOT / "cluster"
@@ -229,22 +231,64 @@ def test_the_image_installs_pinned_dependencies_before_the_code():
 
 
 def test_an_app_built_without_the_tuning_says_what_is_missing_and_its_cost(monkeypatch, caplog):
-    """`serve run configs/serve.yaml` in a bare shell: one warning naming each variable and its measured cost."""
+    """`serve run configs/serve.yaml` in a bare shell: one warning naming each variable, the scheduling policy and
+    their measured costs. The policy is the building thread's own (a Ray worker's, when Serve builds from a config)."""
     from deployments import builder, serve_tuning
+
+    def warnings_building(policy: int | None = None) -> list[str]:
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="ray.serve"):
+            assert in_thread(builder.build_app, {}, policy=policy) == "built"
+        return [r.getMessage() for r in caplog.records if "Serve tuning" in r.getMessage()]
 
     for name in SERVE_TUNING:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(builder, "ingress_application", lambda settings: "built")
-    with caplog.at_level("WARNING", logger="ray.serve"):
-        assert builder.build_app({}) == "built"
-    (said,) = [r.getMessage() for r in caplog.records if "Serve tuning" in r.getMessage()]
+    (said,) = warnings_building()
     for name, value in SERVE_TUNING.items():
         assert f"{name}={value}" in said
-    assert "0.07x" in said
-    caplog.clear()
+    assert "0.07x" in said and "SCHED_BATCH" in said and "~0.9x" in said
     for name, value in SERVE_TUNING.items():
         monkeypatch.setenv(name, value)
-    with caplog.at_level("WARNING", logger="ray.serve"):
-        builder.build_app({})
-    assert not [r for r in caplog.records if "Serve tuning" in r.getMessage()]
     assert serve_tuning.missing(dict(SERVE_TUNING)) == {}
+    (said,) = warnings_building()  # the environment alone is not the whole tuning
+    assert "SCHED_BATCH" in said and not any(name in said for name in SERVE_TUNING)
+    assert warnings_building(policy=os.SCHED_BATCH) == []
+
+
+def in_thread(function, *args, policy: int | None = None):
+    """`function(*args)` in a new thread, under `policy` when given (a scheduling policy is a thread's own)."""
+    import threading
+
+    result = []
+
+    def run():
+        if policy is not None:
+            os.sched_setscheduler(0, policy, os.sched_param(0))
+        result.append(function(*args))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    return result[0]
+
+
+def test_every_pod_starts_ray_under_sched_batch_as_finsec_serve_does():
+    service = rayservice(render(CLUSTER / "base"))
+    assert service["metadata"]["annotations"]["ray.io/overwrite-container-cmd"] == "true"
+    for container in containers(service):
+        assert (container["command"], container["args"]) == (["/bin/bash", "-lc", "--"], [POD_START]), container["name"]
+
+
+@pytest.mark.skipif(shutil.which("chrt") is None, reason="chrt is util-linux's")
+def test_the_pod_start_runs_kuberays_command_under_sched_batch_with_its_quoting():
+    """POD_START run by bash as KubeRay's container would: the generated command (here a probe standing in for `ray
+    start`, given the JSON resources flag the state group's rayStartParams make) runs under SCHED_BATCH, its
+    arguments parsed by the shell as KubeRay wrote them."""
+    probe = [sys.executable, "-c", "import json, os, sys; print(json.dumps([os.sched_getscheduler(0), sys.argv[1:]]))"]
+    generated = shlex.join(probe) + ' --resources="{\\"finsec_state\\": 100}" --block'
+    out = subprocess.run(["/bin/bash", "-lc", "--", POD_START], env={**os.environ, "KUBERAY_GEN_RAY_START_CMD": generated},
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    policy, argv = json.loads(out.stdout.splitlines()[-1])
+    assert policy == os.SCHED_BATCH and argv == ['--resources={"finsec_state": 100}', "--block"]
