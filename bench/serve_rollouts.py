@@ -133,7 +133,9 @@ async def _until_stdin_closes(server) -> None:
 class Server:
     def __init__(self, config: str, code_root: Path, corpus: str | None = None, replicas: int = 2,
                  shards: int | None = None):
-        port = _free_port()
+        from deployments.net.ports import free_port
+
+        port = free_port()
         self.process = subprocess.Popen(
             [sys.executable, __file__, "--serve", config, "--code-root", str(code_root), "--port", str(port),
              "--replicas", str(replicas), *(["--shards", str(shards)] if shards else []),
@@ -158,14 +160,6 @@ class Server:
             self.process.wait(timeout=120)
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, 9)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _tree(root: int) -> list[int]:

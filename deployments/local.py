@@ -13,7 +13,6 @@ import os
 import shutil
 import signal
 import sys
-import socket
 import tempfile
 import time
 from contextlib import nullcontext
@@ -24,6 +23,7 @@ import httpx
 
 from .builder import ingress_application
 from .cpu_policy import batch_scheduled
+from .net.ports import free_port
 from .serve_tuning import SERVE_TUNING, node_env
 from .settings import Settings
 
@@ -40,12 +40,6 @@ LOCAL_RAY_ENV = {
 _HAPROXY_FOLDER_ENV = "FINSEC_HAPROXY_DIR"
 # Serve writes an access-log line per request by default: ~2% of a replica's CPU at RL request rates.
 QUIET_LOGS = {"enable_access_log": False, "log_level": "WARNING"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def ingress_env(ingress: Ingress) -> dict[str, str]:

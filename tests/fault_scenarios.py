@@ -25,7 +25,6 @@ import base64
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -37,6 +36,7 @@ from typing import Callable
 import httpx
 
 from deployments.corpus.generate import questions
+from deployments.net.ports import free_port
 from session_store import shard_index
 
 TASK = questions()[0]
@@ -272,13 +272,13 @@ def node_loss(seconds: float = 12.0) -> dict:
     from deployments.ingress import app_actors
     from deployments.settings import Settings
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "gcs_server_port": _free_port(),
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "gcs_server_port": free_port(),
                                                             "resources": {"finsec_ingress": 10}})
     state = [cluster.add_node(num_cpus=0, resources={"finsec_state": 10}) for _ in range(2)]
     server = None
     try:
         ray.init(address=cluster.address, logging_level="warning")
-        port = _free_port()
+        port = free_port()
         # One HAProxy, on the head: the three "nodes" share this machine's ports.
         serve.start(http_options={"host": "127.0.0.1", "port": port}, proxy_location="HeadOnly")
         args = {"app_name": "node-loss", "num_shards": 4, "corpus_dir": str(embedded_corpus_dir()),
@@ -432,12 +432,6 @@ def _closed_ids(url: str, n: int) -> list[str]:
             client.post("/close_session", json={"resources_session_id": sid,
                                                 "episode_id": {"rollout_id": "closed", "attempt": 0}})
     return ids
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main() -> None:

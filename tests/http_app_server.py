@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from deployments.corpus.generate import embedded_corpus_dir
 from deployments.inprocess import in_process_app
+from deployments.net.ports import free_port
 from deployments.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,12 +47,6 @@ def build(fail_after: int | None, failure: str) -> ASGIApp:
     settings = Settings(app_name="http-app", num_shards=2, corpus_dir=embedded_corpus_dir())
     api = in_process_app(settings).api
     return FailAfter(api, fail_after, failure) if fail_after is not None else api
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start(fail_after: int | None = None, failure: str = "exit") -> tuple[subprocess.Popen, str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,14 +15,9 @@ from pathlib import Path
 import httpx
 
 from deployments.local import LOCAL_RAY_ENV
+from deployments.net.ports import free_port
 
 BIN = Path(sys.executable).parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class RayHead:

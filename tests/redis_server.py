@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from deployments.net.ports import free_port
+
 MISSING = "redis-server not found: install Debian's redis-server package (`make test` installs it where it can)"
 
 
@@ -26,12 +28,6 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def running_redis(*, persist: bool = False) -> Iterator[RedisServer]:
     """A private redis-server; with `persist`, an append-only file, as a deployment that outlives restarts has."""
@@ -39,7 +35,7 @@ def running_redis(*, persist: bool = False) -> Iterator[RedisServer]:
     if binary is None:
         raise RuntimeError(MISSING)
     folder = Path(tempfile.mkdtemp(prefix="finsec-redis-"))
-    port = _free_port()
+    port = free_port()
     args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder), "--save", "",
             "--appendonly", "yes" if persist else "no", "--daemonize", "no", "--loglevel", "warning"]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
