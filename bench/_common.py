@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,3 +108,15 @@ def write_report(name: str, markdown: str) -> Path:
     path.write_text(markdown.rstrip() + "\n")
     print(f"report written to {path.relative_to(ROOT)}")
     return path
+
+
+def run_loadgen(url: str, concurrency: int, seconds: float, warmup: float, flags: list[str] = (),
+                prefix: list[str] = ()) -> dict:
+    """One bench/loadgen.py process (`prefix` runs it under another command, taskset say) and its result. The
+    result comes back through a file: read from the generator's stdout, it once came back cut at 128 KiB."""
+    with tempfile.TemporaryDirectory(prefix="loadgen-") as folder:
+        out = Path(folder) / "result.json"
+        subprocess.run([*prefix, sys.executable, str(ROOT / "bench/loadgen.py"), "--url", url, "--concurrency",
+                        str(concurrency), "--seconds", str(seconds), "--warmup", str(warmup), *flags,
+                        "--out", str(out)], check=True)
+        return json.loads(out.read_text())

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import RESULTS, ROOT, machine, table, write_report  # noqa: E402
+from _common import RESULTS, ROOT, machine, run_loadgen, table, write_report  # noqa: E402
 from serve_rollouts import Server, cpu_times  # noqa: E402
 
 PLACEMENTS = {"load generator on the other core": "1", "load generator on the server's core": "0"}
@@ -32,10 +32,8 @@ def window(url: str, pid: int, core: str, seconds: float) -> dict:
     """One load-generator run; the server's CPU is sampled inside its measured window (it starts ~2 s in, after
     the interpreter's start and the 1 s warm-up), so start-up and the drain after it are left out."""
     sampler = ThreadPoolExecutor(1).submit(cpu_rate, pid, 2.5, seconds - 3.0)
-    run = subprocess.run(["taskset", "-c", core, sys.executable, str(ROOT / "bench/loadgen.py"), "--url", url,
-                          "--concurrency", "64", "--seconds", str(seconds), "--warmup", "1"],
-                         capture_output=True, text=True, check=True)
-    load, (user, system) = json.loads(run.stdout), sampler.result()
+    load = run_loadgen(url, 64, seconds, 1, prefix=["taskset", "-c", core])
+    user, system = sampler.result()
     rate = load["requests"] / load["seconds"]
     return {"rollouts_per_s": load["rollouts"] / load["seconds"], "user_us_per_request": 1e6 * user / rate,
             "sys_us_per_request": 1e6 * system / rate}

@@ -166,10 +166,15 @@ def main() -> None:
     parser.add_argument("--plain-client", action="store_true",
                         help="the client as it was before 2026-12-02: asyncio's loop and aiohttp's cookie jar "
                              "(bench/client_cost.py compares the two)")
+    parser.add_argument("--out", type=Path, help="write the result here instead of to standard output")
     options = parser.parse_args()
     runner = asyncio.run if options.plain_client else uvloop.run
-    print(json.dumps(runner(run(options.url, options.concurrency, options.seconds, options.warmup,
-                                options.rollout_prefix, options.no_disconnect_watch, options.plain_client))))
+    result = json.dumps(runner(run(options.url, options.concurrency, options.seconds, options.warmup,
+                                   options.rollout_prefix, options.no_disconnect_watch, options.plain_client)))
+    if options.out:
+        options.out.write_text(result)
+    else:
+        print(result)
 
 
 if __name__ == "__main__":
