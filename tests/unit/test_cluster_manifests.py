@@ -235,7 +235,7 @@ def test_an_app_built_without_the_tuning_says_what_is_missing_and_its_cost(monke
     their measured costs. The policy is the building thread's own (a Ray worker's, when Serve builds from a config)."""
     from deployments import builder, serve_tuning
 
-    def warnings_building(policy: int | None = None) -> list[str]:
+    def warnings_building(policy: int) -> list[str]:
         caplog.clear()
         with caplog.at_level("WARNING", logger="ray.serve"):
             assert in_thread(builder.build_app, {}, policy=policy) == "built"
@@ -244,27 +244,27 @@ def test_an_app_built_without_the_tuning_says_what_is_missing_and_its_cost(monke
     for name in SERVE_TUNING:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(builder, "ingress_application", lambda settings: "built")
-    (said,) = warnings_building()
+    (said,) = warnings_building(policy=os.SCHED_OTHER)
     for name, value in SERVE_TUNING.items():
         assert f"{name}={value}" in said
     assert "0.07x" in said and "SCHED_BATCH" in said and "~0.9x" in said
     for name, value in SERVE_TUNING.items():
         monkeypatch.setenv(name, value)
     assert serve_tuning.missing(dict(SERVE_TUNING)) == {}
-    (said,) = warnings_building()  # the environment alone is not the whole tuning
+    (said,) = warnings_building(policy=os.SCHED_OTHER)  # the environment alone is not the whole tuning
     assert "SCHED_BATCH" in said and not any(name in said for name in SERVE_TUNING)
     assert warnings_building(policy=os.SCHED_BATCH) == []
 
 
-def in_thread(function, *args, policy: int | None = None):
-    """`function(*args)` in a new thread, under `policy` when given (a scheduling policy is a thread's own)."""
+def in_thread(function, *args, policy: int):
+    """`function(*args)` in a new thread under `policy` (a scheduling policy is a thread's own), whatever this
+    process runs under."""
     import threading
 
     result = []
 
     def run():
-        if policy is not None:
-            os.sched_setscheduler(0, policy, os.sched_param(0))
+        os.sched_setscheduler(0, policy, os.sched_param(0))
         result.append(function(*args))
 
     thread = threading.Thread(target=run)
