@@ -41,7 +41,8 @@ CLIENT_HEADERS = {"x-request-disconnect-disabled": "?1"}
 # What each costs when it is missing, as measured (bench/results/serve_rollouts.md; issue figures on 2 cores).
 MISSING_COST = {
     "RAY_SERVE_ENABLE_HA_PROXY": "Serve's default proxy: 0.07x the one-process baseline's rollouts/s at "
-                                 "concurrency 64, against ~0.5x behind HAProxy",
+                                 "concurrency 64, against 0.74x behind HAProxy "
+                                 "(bench/results/serve_rollouts_default.md)",
     "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "a second event loop per replica: ~20% of throughput",
     "RAY_SERVE_HAPROXY_METRICS_ENABLED": "Serve parsing a HAProxy log line per request: ~7% of the CPU",
 }
