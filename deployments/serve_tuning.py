@@ -38,7 +38,8 @@ ROLLOUT_AFFINITY = {"RAY_SERVE_HAPROXY_BALANCE_ALGORITHM": "uri depth 2"}
 CLIENT_HEADERS = {"x-request-disconnect-disabled": "?1"}
 
 
-# What each costs when it is missing, as measured (bench/results/serve_rollouts.md; issue figures on 2 cores).
+# What each costs when it is missing, as measured on 2 cores (bench/results/serve_rollouts.md and the issue's
+# figures, unless an entry names its own report).
 MISSING_COST = {
     "RAY_SERVE_ENABLE_HA_PROXY": "Serve's default proxy: 0.07x the one-process baseline's rollouts/s at "
                                  "concurrency 64, against 0.74x behind HAProxy "
