@@ -711,7 +711,7 @@ def run_config(config: str, root: Path, levels: list[int], seconds: float, optio
                 row["cpu_share_at_64"] = sampler.result()
             print(config, level, f"{rollouts_per_s(row['throughput'][-1]):.1f} rollouts/s",
                   f"errors={row['throughput'][-1]['errors']}", flush=True)
-        if extras and options.profile and config in ("serve-haproxy", "ray-hop-haproxy", "before-haproxy"):
+        if extras and options.profile and config.endswith("haproxy"):
             row["profile"] = profile(server, 10.0, ROOT / f"bench/results/profile-{config}.txt")
         if extras and config != "serve-proxy":
             row["memory_open_sessions_mb"] = memory_curve(server, (1_000,) if options.quick else (1_000, 10_000))
@@ -763,7 +763,8 @@ def rollouts_per_s(t: dict) -> float:
 
 # What the profiles and the side benches led to, and what they say still limits the Serve path. Written by hand;
 # the figures each line leans on are in the tables this report renders and in the reports it names.
-FINDINGS = [
+# The direct transport against Ray actor calls (--out serve_rollouts_hop; the main report until 2026-12-04).
+HOP_FINDINGS = [
     "## The shard hop: which, and why", "",
     "- Measured first (bench/results/actor_hop.md): one Ray actor call costs ~0.8 ms of CPU in the caller and "
     "~1 ms in the shard (every thread of each process), 1.7 ms p50. A threaded actor saves ~0.35 ms of latency and "
@@ -1009,11 +1010,50 @@ DEFAULT_FINDINGS = [
     "(serve_rollouts_batch.md).",
     "",
 ]
-FINDINGS_OF = {"serve_rollouts": FINDINGS, "serve_rollouts_ceiling": CEILING_FINDINGS,
+# The main report (2026-12-04): the app as configs/serve.yaml ships it and in its production shape.
+FINDINGS = [
+    "## Reading", "",
+    "- `serve-haproxy` is configs/serve.yaml as shipped (marks in the GCS), driven by a client that keeps Serve's "
+    "disconnect watch; `redis-nowatch-haproxy` is the production shape (marks in Redis, as cluster/overlays/redis "
+    "runs them, and the header the project's rollout client sends). Both start Ray under SCHED_BATCH.",
+    "- **Throughput: 0.68x and 0.66x the one process at 64, 0.79x and 0.75x at 256, not the 0.8x and 1.0x the "
+    "issue asks.** The rounds range from 0.48x to 0.97x: the machine drifted within the run (the baseline read "
+    "171-250 rollouts/s at 64), and the replicas spent 8.0 ms a rollout where serve_rollouts_batch.md (2026-12-03) "
+    "read 6.3 ms for the same configuration. Not the code: minutes later serve_rollouts_check3.md ran this code "
+    "and 3fc5178's (the batch run's) in the same rounds, 0.77x (0.66-0.83x) against 0.75x (0.74-0.86x). The best "
+    "three-round reading stays serve_rollouts_batch.md's, 0.80x at 64 and 0.89x at 256.",
+    "- **Concurrency 1: verify +1.2, seed +1.1 and retrieve +1.2 ms over submit_final_result on Redis** (target: "
+    "within 1 ms); less what each route costs over submit_final_result in one process, seed +1.0 at worst. Where "
+    "the hop's time goes is bench/results/shard_call.md's: ~130 us each way for a wake-up of an idle process, the "
+    "batch itself ~90 us. A mark read or write waits ~0.3 ms at concurrency 1 (the table above), again mostly "
+    "two wake-ups, Redis's and the shard's; over the GCS a write waits ~1.1 ms, which is why seed and close sit "
+    "highest in the serve-haproxy column.",
+    "- **Memory:** a 16-session group on one real 10-K holds 1.48-1.61x one session (target under 2x); 10,000 "
+    "open sessions add ~30 MB to the Serve path.",
+    "- **Profiles** (below: round 1, concurrency 64, py-spy's wall-clock samples; the raw stacks are "
+    "results/profile-<config>-{replica,shard}.txt): `Worker.main_loop` and `Thread.run` are Ray's idle threads "
+    "and the event loop waiting in epoll, which py-spy counts as running. What remains in a replica is Serve's "
+    "request cycle and the app's own routes (BM25 scoring, strict JSON, grading), each a few per cent; in a shard, "
+    "sending to its mark store (`StreamWriter.writelines` to Redis, `GcsMarkStore.write` to the GCS) and the "
+    "transport's framing. serve_rollouts_hop.md, the main report before this one, has the profiles of the Ray "
+    "actor hop the direct transport replaced, and why the direct transport was chosen.",
+    "",
+]
+# A regression check beside the main report (--out serve_rollouts_check3).
+CHECK3_FINDINGS = [
+    "## Reading", "",
+    "- Run minutes after the main report (serve_rollouts.md), which read serve-haproxy at 0.68x at 64: this code "
+    "against 3fc5178's (the code of serve_rollouts_batch.md, 2026-12-03) in the same rounds. 0.77x (0.66-0.83x) "
+    "against 0.75x (0.74-0.86x): no regression; the main run's low rounds were the machine's.",
+    "",
+]
+FINDINGS_OF = {"serve_rollouts": FINDINGS, "serve_rollouts_hop": HOP_FINDINGS,
+               "serve_rollouts_ceiling": CEILING_FINDINGS,
                "serve_rollouts_regression": REGRESSION_FINDINGS,
                "serve_rollouts_options": OPTIONS_FINDINGS, "serve_rollouts_redis": REDIS_FINDINGS,
                "serve_rollouts_nowatch": NOWATCH_FINDINGS, "serve_rollouts_nowatch_redis": NOWATCH_REDIS_FINDINGS,
-               "serve_rollouts_batch": BATCH_FINDINGS, "serve_rollouts_default": DEFAULT_FINDINGS}
+               "serve_rollouts_batch": BATCH_FINDINGS, "serve_rollouts_default": DEFAULT_FINDINGS,
+               "serve_rollouts_check3": CHECK3_FINDINGS}
 
 
 def render(results: dict) -> str:

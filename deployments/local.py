@@ -2,9 +2,9 @@
 
 Serve runs behind its HAProxy ingress by default (`RAY_SERVE_ENABLE_HA_PROXY=1`): on this kind of machine it
 adds ~1.5 ms per request where the default Python proxy adds ~7 ms, and the default proxy collapses under
-load (bench/results/serve_rollouts.md). HAProxy runs as a child process of Serve's proxy actor and outlives
-`ray stop` (ray-notes), so every start here gives it a private folder and private stats ports, and every stop
-kills what runs from that folder. The cluster's processes run under SCHED_BATCH (`cpu_policy`).
+load (bench/results/serve_rollouts.md as of commit e8e02ae). HAProxy runs as a child process of Serve's proxy
+actor and outlives `ray stop` (ray-notes), so every start here gives it a private folder and private stats ports,
+and every stop kills what runs from that folder. The cluster's processes run under SCHED_BATCH (`cpu_policy`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 it when a node's proxy and replicas start): the one source for `finsec serve` (deployments/local.py), the
 RayService's pod env (cluster/base/rayservice.yaml, compared by tests/unit/test_cluster_manifests.py) and the
 cluster docs; and the scheduling policy every node starts Ray under (POD_START). Measured in
-bench/results/serve_rollouts.md and serve_rollouts_batch.md."""
+bench/results/serve_rollouts.md as of commit e8e02ae and serve_rollouts_batch.md."""
 
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ ROLLOUT_AFFINITY = {"RAY_SERVE_HAPROXY_BALANCE_ALGORITHM": "uri depth 2"}
 CLIENT_HEADERS = {"x-request-disconnect-disabled": "?1"}
 
 
-# What each costs when it is missing, as measured on 2 cores (bench/results/serve_rollouts.md and the issue's
-# figures, unless an entry names its own report).
+# What each costs when it is missing, as measured on 2 cores (bench/results/serve_rollouts.md as of commit e8e02ae
+# and the issue's figures, unless an entry names its own report).
 MISSING_COST = {
     "RAY_SERVE_ENABLE_HA_PROXY": "Serve's default proxy: 0.07x the one-process baseline's rollouts/s at "
                                  "concurrency 64, against 0.74x behind HAProxy "
