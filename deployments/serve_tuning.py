@@ -20,6 +20,10 @@ SERVE_TUNING = {
     # Serve turns each request's HAProxy log line into its serve_num_http_* metrics in an actor (its CPU is in the
     # report's CPU table). HAProxy's own exporter (per-backend rates, latencies, statuses) stays on.
     "RAY_SERVE_HAPROXY_METRICS_ENABLED": "0",
+    # Ray's statistics of its own event loops: every Ray process (replicas and shards too) times each handler its C++
+    # loops run, for debug_state.txt only (their metrics export is off by default). Off: ~25% less idle CPU in
+    # every Ray process, and less CPU a rollout under load (bench/results/serve_rollouts_quiet.md, _quiet2.md).
+    "RAY_event_stats": "0",
 }
 
 
@@ -46,6 +50,9 @@ MISSING_COST = {
                                  "(bench/results/serve_rollouts_default.md)",
     "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "a second event loop per replica: ~20% of throughput",
     "RAY_SERVE_HAPROXY_METRICS_ENABLED": "Serve parsing a HAProxy log line per request: ~7% of the CPU",
+    "RAY_event_stats": "Ray timing every handler of its event loops in every process: 1.07-1.16x the server CPU a "
+                       "rollout at concurrency 64, 17-40% more idle CPU (bench/results/serve_rollouts_quiet.md, "
+                       "serve_rollouts_quiet2.md)",
 }
 
 
