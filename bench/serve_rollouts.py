@@ -1021,7 +1021,9 @@ FINDINGS = [
     "## Reading", "",
     "- `serve-haproxy` is configs/serve.yaml as shipped (marks in the GCS), driven by a client that keeps Serve's "
     "disconnect watch; `redis-nowatch-haproxy` is the production shape (marks in Redis, as cluster/overlays/redis "
-    "runs them, and the header the project's rollout client sends). Both start Ray under SCHED_BATCH.",
+    "runs them, and the header the project's rollout client sends). Both start Ray under SCHED_BATCH, and both ran "
+    "with Ray's event-loop statistics on: `RAY_event_stats=0` joined the node tuning after this run "
+    "(serve_rollouts_quiet.md, serve_rollouts_quiet2.md).",
     "- **Throughput: 0.68x and 0.66x the one process at 64, 0.79x and 0.75x at 256, not the 0.8x and 1.0x the "
     "issue asks.** The rounds range from 0.48x to 0.97x: the machine drifted within the run (the baseline read "
     "171-250 rollouts/s at 64), and the replicas spent 8.0 ms a rollout where serve_rollouts_batch.md (2026-12-03) "
