@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from typing import AsyncIterator, Awaitable, Callable
 
 from fastapi import FastAPI
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .errors import install_error_handlers
@@ -43,10 +44,14 @@ def create_api(
     # Without an admin token the retire route is not registered at all: a 404 whatever the body.
     named_routers = (health.router, sessions.router, tools.router, admin.router,
                      *((admin.retire_router,) if settings.admin_token is not None else ()))
-    for router in named_routers:
-        app.include_router(router)
-    app.include_router(tools.unknown_tool_router)  # last: named routes win (§A.0)
-    named = {route.path for router in named_routers for route in router.routes}
+    named_routes = [route for router in named_routers for route in router.routes]
+    # One flat list, not include_router: FastAPI matches an included router's routes through a wrapper per route
+    # and per request, and Serve's replica matches each request once more to label its metrics, so the list is
+    # walked twice a request. A rollout's routes come first; FastAPI's docs after them; the catch-all last, so named
+    # routes win (§A.12). bench/results/routing.md measures it.
+    app.router.routes[:] = [*sorted(named_routes, key=_rollout_rank), *app.router.routes,
+                            *tools.unknown_tool_router.routes]
+    named = {route.path for route in named_routes}
     app.add_middleware(StrictJsonMiddleware, max_bytes=settings.max_request_bytes, max_depth=settings.max_body_depth,
                        checks=named.__contains__, repairs={"/verify", "/aggregate_metrics"}.__contains__)
     app.add_middleware(
@@ -59,6 +64,16 @@ def create_api(
     if served_by:
         app.add_middleware(ServedByMiddleware, replica=served_by)
     return app
+
+
+# The routes a rollout calls, in the order it first calls them (contract §A): the first a request's match tries.
+ROLLOUT_ROUTES = ("/seed_session", "/sec_filing_search", "/parse_html_page", "/retrieve_information",
+                  "/submit_final_result", "/verify", "/close_session")
+
+
+def _rollout_rank(route: BaseRoute) -> int:
+    path = getattr(route, "path", "")
+    return ROLLOUT_ROUTES.index(path) if path in ROLLOUT_ROUTES else len(ROLLOUT_ROUTES)
 
 
 class ServedByMiddleware:

@@ -10,7 +10,10 @@ import json
 import logging
 
 import pytest
+from fastapi.routing import APIRoute
+from starlette.routing import Route
 
+from deployments.asgi import ROLLOUT_ROUTES
 from deployments.corpus.generate import questions
 from tests.bodies import close_body, cookie_claims, episode_seed, new_session_id, verify_body
 from tests.inprocess import InProcess
@@ -294,6 +297,17 @@ def test_aggregate_metrics_takes_any_rows(app):
 def test_the_unknown_tool_route_takes_any_body(app):
     response = app.post("/hallucinated_tool", content=b'{"x": NaN', headers={"content-type": "application/json"})
     assert "does not exist" in results(response)
+
+
+def test_a_named_route_wins_over_the_catch_all_in_one_flat_route_list(app):
+    """§A.12, with the routes laid out flat (deployments/asgi.py): FastAPI and Serve's replica match every request
+    against this list, so a rollout's routes come first and nothing nests (bench/results/routing.md)."""
+    routes = app.app.api.router.routes
+    assert [route.path for route in routes[:len(ROLLOUT_ROUTES)]] == list(ROLLOUT_ROUTES)
+    assert routes[-1].path == "/{tool_name}" and all(isinstance(route, Route) for route in routes)
+    schema_paths = set(app.get("/openapi.json").json()["paths"])
+    assert {route.path for route in routes if isinstance(route, APIRoute)} == schema_paths
+    assert "does not exist" not in results(app.post("/submit_final_result", json={"final_result": "42"}))
 
 
 @pytest.mark.parametrize("path", ["/verify/", "/sec_filing_search/", "/hallucinated_tool/", "/healthz/"])
