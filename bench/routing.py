@@ -16,7 +16,6 @@ Writes bench/results/routing.{md,json}.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import statistics
