@@ -14,8 +14,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared/data/edgar-real"
@@ -120,3 +122,14 @@ def run_loadgen(url: str, concurrency: int, seconds: float, warmup: float, flags
                         str(concurrency), "--seconds", str(seconds), "--warmup", str(warmup), *flags,
                         "--out", str(out)], check=True)
         return json.loads(out.read_text())
+
+
+@contextmanager
+def commit_tree(commit: str) -> Iterator[Path]:
+    """A git worktree of `commit`, so a benchmark can run that code beside this tree's; removed afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="finsec-before-")) / "tree"
+    subprocess.run(["git", "worktree", "add", "--detach", str(root), commit], cwd=ROOT, check=True, capture_output=True)
+    try:
+        yield root
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(root)], cwd=ROOT, capture_output=True)

@@ -28,7 +28,7 @@ import uuid
 from collections import defaultdict
 from pathlib import Path
 
-from _common import RESULTS, ROOT, machine, table, write_report
+from _common import RESULTS, ROOT, commit_tree, machine, table, write_report
 
 ROLLOUTS, WARMUP, ROUNDS = 400, 40, 3
 
@@ -167,18 +167,13 @@ def main() -> None:
         return
     if not options.before:
         parser.error("--before COMMIT is required")
-    before_root = Path(tempfile.mkdtemp(prefix="routing-before-")) / "tree"
-    subprocess.run(["git", "worktree", "add", "--detach", str(before_root), options.before], cwd=ROOT, check=True,
-                   capture_output=True)
     runs: dict[str, list[dict]] = {"before": [], "this tree": []}
-    try:
+    with commit_tree(options.before) as before_root:
         for round_ in range(ROUNDS):
             order = [("before", before_root), ("this tree", ROOT)]
             for name, root in (order if round_ % 2 == 0 else order[::-1]):
                 runs[name].append(run_child(root))
                 print(f"round {round_ + 1}: {name}: {runs[name][-1]['rollout_us']:.0f} us a rollout", flush=True)
-    finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(before_root)], cwd=ROOT, capture_output=True)
     data = {"machine": machine(), "before": options.before, "rollouts": ROLLOUTS, "rounds": ROUNDS, "runs": runs}
     path.write_text(json.dumps(data, indent=1))
     report(data)

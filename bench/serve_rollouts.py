@@ -39,7 +39,6 @@ import pickle
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -50,7 +49,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _common import run_loadgen  # noqa: E402
+from _common import commit_tree, run_loadgen  # noqa: E402
 
 CONFIGS = ("baseline", "serve-haproxy", "ray-hop-haproxy", "redis-haproxy", "affine-haproxy", "nowatch-haproxy",
            "redis-nowatch-haproxy", "redis-nowatch-preempt-haproxy", "redis-nowatch-quiet-haproxy",
@@ -532,16 +531,13 @@ def main() -> None:
     levels = [1, 64, 256] if options.quick else [int(x) for x in options.levels.split(",")]
     seconds = 6.0 if options.quick else options.seconds
     real = DATA.is_dir()
-    before_root = Path(tempfile.mkdtemp(prefix="finsec-before-"))
-    subprocess.run(["git", "worktree", "add", "--detach", str(before_root), options.before], cwd=ROOT, check=True,
-                   capture_output=True)
     configs = options.configs.split(",")
     results: dict = {"machine": machine(), "levels": levels, "seconds": seconds, "rounds": options.rounds,
                      "command": " ".join(["bench/serve_rollouts.py", *sys.argv[1:]]), "before": options.before,
                      "out": options.out, **run_facts(configs),
                      "configs": {}}
     extras = not options.throughput_only
-    try:
+    with commit_tree(options.before) as before_root:
         runs: dict[str, list[dict]] = defaultdict(list)
         for round_ in range(options.rounds):
             # Interleaved: every configuration once a round, the order reversed every other round, so the
@@ -561,8 +557,6 @@ def main() -> None:
         if extras and real:
             results["hop_bytes"] = {"this": measure_hop_bytes(ROOT, str(DATA)),
                                     "before": measure_hop_bytes(before_root, str(DATA))}
-    finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(before_root)], cwd=ROOT, capture_output=True)
     (ROOT / f"bench/results/{options.out}.json").write_text(json.dumps(results, indent=1))
     write_report(f"{options.out}.md", render(results))
     plot(results, options.out)
