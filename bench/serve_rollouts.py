@@ -506,8 +506,9 @@ def main() -> None:
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--replicas", type=int, default=2, help=argparse.SUPPRESS)
     parser.add_argument("--shards", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--scaling", action="store_true", help="only the scaling table: serve-haproxy at "
-                        "concurrency 64 over replicas x shards (SCALING), CPU per rollout by process")
+    parser.add_argument("--scaling", action="store_true", help="only the scaling table: SCALING_CONFIGS (or "
+                        "--configs) at concurrency 64 over replicas x shards (SCALING), CPU per rollout by process, "
+                        "in --rounds interleaved rounds")
     parser.add_argument("--code-root", type=Path, default=ROOT, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--corpus", help=argparse.SUPPRESS)
@@ -528,7 +529,8 @@ def main() -> None:
         if options.render:
             results = json.loads(path.read_text())
         else:
-            results = scaling(options.seconds, machine())
+            configs = SCALING_CONFIGS if options.configs == ",".join(CONFIGS) else tuple(options.configs.split(","))
+            results = scaling(options.seconds, machine(), options.rounds, configs)
             path.write_text(json.dumps(results, indent=1))
         print(write_report("serve_scaling.md", render_scaling(results)))
         return
@@ -575,6 +577,7 @@ def main() -> None:
 
 # (replicas, shards): the per-core issue asks CPU per rollout to stay flat from 2 to 16 shards and 2 to 8 replicas.
 SCALING = ((1, 1), (1, 2), (2, 2), (2, 8), (2, 16), (4, 16), (8, 16))
+SCALING_CONFIGS = ("serve-haproxy", "ray-hop-haproxy")  # the direct transport, and actor calls beside it
 SERVER_ROLES = ("ingress replicas", "session shards", "HAProxy")
 
 
@@ -584,12 +587,14 @@ def shard_calls(url: str) -> dict[str, int]:
     return httpx.get(url + "/session_counters", timeout=30).json()["shard_calls"]
 
 
-def scaling(seconds: float, about: str) -> dict:
-    """serve-haproxy (and ray-hop-haproxy beside it) at concurrency 64 for each (replicas, shards): rollouts/s,
-    the server's CPU per rollout by process (the load generator left out), and how many operations each shard
-    call carried."""
+def scaling(seconds: float, about: str, rounds: int, configs: tuple[str, ...]) -> dict:
+    """Each configuration at concurrency 64 for each (replicas, shards), in interleaved rounds (the order reversed
+    every other round): rollouts/s, the server's CPU per rollout by process (the load generator left out), and how
+    many operations each shard call carried."""
+    cells = list(itertools.product(SCALING, configs))
     rows = []
-    for (replicas, shards), config in itertools.product(SCALING, ("serve-haproxy", "ray-hop-haproxy")):
+    for round_, ((replicas, shards), config) in ((n, cell) for n in range(rounds)
+                                                 for cell in (cells if n % 2 == 0 else cells[::-1])):
         server = Server(config, ROOT, replicas=replicas, shards=shards)
         try:
             load(server.url, 16, 3.0, 1.0)  # warm
@@ -605,13 +610,15 @@ def scaling(seconds: float, about: str) -> dict:
         rate = rollouts_per_s(measured)
         per_rollout = {role: share * os.cpu_count() * 1000 / rate for role, share in shares.items()} if rate else {}
         batches = after["batches"] - before["batches"]
-        rows.append({"config": config, "replicas": replicas, "shards": shards, "rollouts_per_s": rate,
+        rows.append({"round": round_ + 1, "config": config, "replicas": replicas, "shards": shards,
+                     "rollouts_per_s": rate,
                      "errors": measured["errors"], "idle_cpu_share": idle,
                      "cpu_ms_per_rollout": per_rollout,
                      "operations_per_shard_call": (after["operations"] - before["operations"]) / max(1, batches)})
-        print(config, replicas, shards, f"{rate:.1f} rollouts/s", f"{sum(per_rollout.values()):.1f} ms CPU a rollout",
-              flush=True)
-    return {"machine": about, "seconds": seconds, "concurrency": CPU_LEVEL, "rows": rows, **run_facts([])}
+        print(f"round {round_ + 1}:", config, replicas, shards, f"{rate:.1f} rollouts/s",
+              f"{sum(per_rollout.values()):.1f} ms CPU a rollout", flush=True)
+    return {"machine": about, "seconds": seconds, "concurrency": CPU_LEVEL, "rounds": rounds, "rows": rows,
+            **run_facts([])}
 
 
 def run_facts(configs: list[str]) -> dict:
@@ -628,14 +635,31 @@ def cores_of(results: dict) -> int:
 
 
 def render_scaling(results: dict) -> str:
-    rows = results["rows"]
-    base = {r.get("config", "serve-haproxy"): sum(r["cpu_ms_per_rollout"].values())  # each transport against its 2 x 2
-            for r in rows if (r["replicas"], r["shards"]) == (2, 2)}
+    cells: dict[tuple, list[dict]] = {}  # (config, replicas, shards) -> its rows, a round each
+    for r in results["rows"]:
+        cells.setdefault((r.get("config", "serve-haproxy"), r["replicas"], r["shards"]), []).append(r)
+
+    def total(r: dict) -> float:
+        return sum(r["cpu_ms_per_rollout"].values())
+
+    def vs_2x2(r: dict, config: str) -> float | None:  # each transport against its 2 x 2 of the same round
+        base = next((b for b in cells.get((config, 2, 2), []) if b.get("round") == r.get("round")), None)
+        return total(r) / total(base) if base else None
+
+    def median(values) -> float:
+        return statistics.median(list(values))
+
+    rounds = results.get("rounds", 1)
+    configs = [config for config in SCALING_CONFIGS if any(key[0] == config for key in cells)]
+    flags = (f" --configs {','.join(configs)}" if configs != list(SCALING_CONFIGS) else "") \
+        + (f" --rounds {rounds}" if rounds > 1 else "")
     out = ["# CPU per rollout as the Serve app grows: replicas x shards", "",
-           f"{results['machine']}. Produced by `.venv/bin/python bench/serve_rollouts.py --scaling`: the Serve "
+           f"{results['machine']}. Produced by `.venv/bin/python bench/serve_rollouts.py --scaling{flags}`: the Serve "
            f"app behind HAProxy (configs/serve.yaml's settings, the replica and shard counts below, all on this "
            f"2-core machine: many replicas and shards by simulation) at concurrency {results['concurrency']}, "
-           f"{results['seconds']:.0f} s measured each; `serve-haproxy` sends batches over the direct transport "
+           f"{results['seconds']:.0f} s measured each, {rounds} interleaved round(s) (the order reversed every other "
+           "round; the median, with the range in brackets; a ratio is taken within each round; the columns by "
+           "process are medians); `serve-haproxy` sends batches over the direct transport "
            "(as shipped), `ray-hop-haproxy` as Ray actor calls. CPU per rollout: each process's CPU over the "
            "window, over the rollouts completed in it (the load generator left out). Operations per shard call: "
            "how well the replicas' calls to a shard coalesce. Idle: the same processes' CPU over 4 s with no "
@@ -644,15 +668,18 @@ def render_scaling(results: dict) -> str:
            "| config | replicas | shards | rollouts/s | server CPU ms per rollout (vs its 2 x 2) | replicas | "
            "shards | HAProxy | other processes | operations per shard call | idle: % of a core, ms per rollout |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in sorted(rows, key=lambda r: r.get("config", "serve-haproxy") != "serve-haproxy"):
-        config = r.get("config", "serve-haproxy")
-        ms = r["cpu_ms_per_rollout"]
-        total = sum(ms.values())
-        other = total - sum(ms.get(role, 0) for role in SERVER_ROLES)
-        ratio = f" ({total / base[config]:.2f}x)" if base.get(config) else ""
-        out.append(f"| {config} | {r['replicas']} | {r['shards']} | {r['rollouts_per_s']:.1f} | {total:.1f}{ratio} | "
-                   + " | ".join(f"{ms.get(role, 0):.1f}" for role in SERVER_ROLES)
-                   + f" | {other:.1f} | {r['operations_per_shard_call']:.1f} | {idle(r, cores_of(results))} |")
+    order = {config: n for n, config in enumerate(SCALING_CONFIGS)}
+    for (config, replicas, shards), runs in sorted(cells.items(), key=lambda kv: (order.get(kv[0][0], 99),
+                                                                                  SCALING.index(kv[0][1:]))):
+        ratios = [x for x in (vs_2x2(r, config) for r in runs) if x is not None]
+        roles = [median(r["cpu_ms_per_rollout"].get(role, 0) for r in runs) for role in SERVER_ROLES]
+        other = median(total(r) - sum(r["cpu_ms_per_rollout"].get(role, 0) for role in SERVER_ROLES) for r in runs)
+        middle = sorted(runs, key=total)[len(runs) // 2]  # the idle column of the median round
+        out.append(f"| {config} | {replicas} | {shards} | {spread([r['rollouts_per_s'] for r in runs])} | "
+                   f"{spread([total(r) for r in runs])}{'; ' + spread(ratios, 'x', 2) if ratios else ''} | "
+                   + " | ".join(f"{ms:.1f}" for ms in roles)
+                   + f" | {other:.1f} | {median(r['operations_per_shard_call'] for r in runs):.1f} | "
+                   f"{idle(middle, cores_of(results))} |")
     return "\n".join(out + ["", *SCALING_FINDINGS]) + "\n"
 
 
@@ -666,33 +693,30 @@ def idle(row: dict, cores_run: int) -> str:
 # Read off the table above by hand.
 SCALING_FINDINGS = [
     "## Reading", "",
-    "Each row is one window (12 s) on a machine that drifts 25-40% between passes, so a single row can be off. "
-    "This run (2026-12-04 18:06 UTC, the app's code of 61c943b) has the node tuning as `finsec serve` sets it: "
-    "SCHED_BATCH and Ray's event-loop statistics off. Over the direct transport 2 x 2 / 2 x 8 / 2 x 16 read 8.6 / "
-    "10.8 / 12.6 ms here; the same command two hours earlier 8.7 / 11.0 / 10.6 ms, the runs of 2026-12-03 under "
-    "SCHED_BATCH 8.9 / 11.1 / 15.2 and 10.3 / 12.8 / 13.9 ms.", "",
-    "- Shards, 2 to 16 at 2 replicas: 1.46x here (1.22x two hours earlier, 1.35-1.70x on 2026-12-03; over Ray actor "
-    "calls 2.36x). **Not within the 15% the issue asks.** The shards' CPU a rollout grows from 1.0 to 3.4 ms, the "
-    "replicas' from 6.2 to 7.0 and the other processes' (the GCS, which takes the marks) from 1.0 to 1.7: batches "
-    "of 5.2 operations at 2 shards are 1.4 at 16, so a rollout's six operations become ~4.3 calls instead of ~1.2, "
-    "and each call wakes a shard process that was asleep; the idle cluster grows from 19% to 26% of a core, since "
-    "every idle Ray worker wakes 100 times a second. bench/results/shard_fanout.md splits the growth with stand-in "
-    "replicas: from 2 to 16 shards a bare transport that answers at once costs +0.70 ms a rollout, the app's shard "
-    "over Redis marks in a plain process +1.61 ms, and the app's shard actor over GCS marks +2.44 ms, where 15% of "
-    "2 x 2 here is +1.3 ms. So a process per shard with durable marks cannot be brought within 15% on two cores "
-    "by trimming its code. What "
-    "would keep the CPU flat is fewer calls or fewer processes to wake (several shards' partitions in one process); "
-    "neither is built: the first weakens the fence rules unless a rollout's requests reach one replica, and the "
-    "second only changes what a shard count means on a machine this size. On a cluster, where shards spread over "
-    "nodes and each is called by many replicas, calls come closer together and cost the back-to-back figure.",
-    "- One replica instead of two: under SCHED_BATCH two replicas cost no more than 1.2x a rollout (1 x 1 against "
-    "2 x 2: 0.83x here and two hours earlier, 0.82-0.97x on 2026-12-03) and reach 1.06-1.18x one replica's "
-    "rollouts/s.",
-    "- Replicas, 2 to 8 at 16 shards: 1.46x here (1.84x two hours earlier, 1.49x and 1.6-1.7x before): eight "
-    "replicas and sixteen shards on two cores idle at a third of a core and share it among fewer rollouts/s. On a "
-    "real cluster each replica has a core of its own and that cost is a few per cent of it. "
-    "`RAY_SERVE_METRICS_EXPORT_INTERVAL_MS=1000` took ~2% of a core off 8 idle replicas in one reading: too little "
-    "to tune for.",
+    "This run (2026-12-04 18:57 UTC, the app's code of 61c943b) measures each cell in 3 interleaved rounds; the "
+    "tables before it had one window a cell, and on the same code read 2 to 16 shards at 1.22x (15:51) and 1.46x "
+    "(18:06). The node tuning is as `finsec serve` sets it: SCHED_BATCH and Ray's event-loop statistics off. The "
+    "app is configs/serve.yaml's (marks in the GCS), the client keeps Serve's disconnect watch.", "",
+    "- Shards, 2 to 16 at 2 replicas: 1.42x (1.37-1.46x) the CPU a rollout. **Not within the 15% the issue asks.** "
+    "The shards' CPU a rollout grows from 1.1 to 3.3 ms, the replicas' from 6.4 to 6.9 and the other processes' "
+    "(the GCS, which takes the marks) from 1.0 to 1.4: batches of 5.2 operations at 2 shards are 1.4 at 16, so a "
+    "rollout's six operations become ~4.3 calls instead of ~1.2, and each call wakes a shard process that was "
+    "asleep; the idle cluster grows from 20% to 24% of a core, since every idle Ray worker wakes 100 times a "
+    "second. bench/results/shard_fanout.md splits the growth with stand-in replicas: from 2 to 16 shards a bare "
+    "transport that answers at once costs +0.70 ms a rollout, the app's shard over Redis marks in a plain process "
+    "+1.61 ms, and the app's shard actor over GCS marks +2.44 ms, where 15% of 2 x 2 here is +1.3 ms. So a process "
+    "per shard with durable marks cannot be brought within 15% on two cores by trimming its code. What would keep "
+    "the CPU flat is fewer calls or fewer processes to wake (several shards' partitions in one process); neither is "
+    "built: the first weakens the fence rules unless a rollout's requests reach one replica, and the second only "
+    "changes what a shard count means on a machine this size. On a cluster, where shards spread over nodes and "
+    "each is called by many replicas, calls come closer together and cost the back-to-back figure. Over Ray actor "
+    "calls instead of the direct transport the same step read 2.36x (the one-window table of 18:06, b629575).",
+    "- One replica instead of two: 1 x 1 spends 0.81x (0.79-0.84x) the CPU a rollout of 2 x 2, and two replicas "
+    "reach 1.05x (1.00-1.08x) one replica's rollouts/s: on two cores a second replica buys little throughput.",
+    "- Replicas, 2 to 8 at 16 shards: 1.62x (1.56-1.65x): eight replicas and sixteen shards on two cores idle at a "
+    "third of a core and share it among fewer rollouts/s. On a real cluster each replica has a core of its own and "
+    "that cost is a few per cent of it. `RAY_SERVE_METRICS_EXPORT_INTERVAL_MS=1000` took ~2% of a core off 8 idle "
+    "replicas in one reading: too little to tune for.",
 ]
 
 
