@@ -34,6 +34,10 @@ _HINT = "parse_html_page only fetches SEC filings and allowlisted hosts."
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _SHOWN_URL_CHARS = 200  # messages quote at most this much of a URL
 _CGNAT = ip_network("100.64.0.0/10")  # not in ipaddress.is_private on 3.11
+# IPv6 is routable on the internet only within global unicast, and Python 3.11's is_global counts site-local
+# (fec0::/10), NAT64 (64:ff9b::/96, which reaches IPv4 hosts) and unassigned space as global: so an allowlist.
+_IPV6_GLOBAL_UNICAST = ip_network("2000::/3")
+_IPV6_SPECIAL = (ip_network("2001::/23"), ip_network("2001:db8::/32"), ip_network("3fff::/20"))  # IANA: protocols, docs
 
 
 class FetchError(Exception):
@@ -90,6 +94,8 @@ def address_kind(ip: IPAddress) -> str | None:
         return "a carrier-grade NAT address"
     if ip.is_private:
         return "a private-network address"
+    if isinstance(ip, IPv6Address) and (ip not in _IPV6_GLOBAL_UNICAST or any(ip in n for n in _IPV6_SPECIAL)):
+        return "an IPv6 address outside global unicast (site-local, NAT64, documentation or unassigned)"
     if ip.is_reserved or not ip.is_global:
         return "a reserved address"
     return None

@@ -310,13 +310,17 @@ def test_default_policy_refuses_a_name_that_resolves_to_loopback(port: int, seen
     "address",
     ["127.0.0.1", "10.0.0.5", "172.16.3.4", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0",
      "224.0.0.1", "240.0.0.1", "255.255.255.255", "::1", "::", "fc00::1", "fd12::1", "fe80::1", "ff02::1",
-     "::ffff:10.0.0.5", "::ffff:169.254.169.254", "2002:a00:5::1", "64:ff9b::a00:5"],
+     "::ffff:10.0.0.5", "::ffff:169.254.169.254", "2002:a00:5::1", "64:ff9b::a00:5",
+     # IPv6 ranges Python's is_global calls global: site-local, NAT64 to a public IPv4 host, local-use NAT64,
+     # documentation (RFC 9637), SRv6 SIDs, unassigned, IPv4-compatible
+     "fec0::1", "feff::1", "64:ff9b::808:808", "64:ff9b:1::1", "3fff::1", "5f00::1", "4000::1", "::808:808"],
 )
 def test_default_policy_forbids_internal_addresses(address: str) -> None:
     assert default_is_forbidden(ip_address(address))
 
 
-@pytest.mark.parametrize("address", ["8.8.8.8", "162.159.1.1", "2606:4700::1111", "::ffff:8.8.8.8"])
+@pytest.mark.parametrize("address", ["8.8.8.8", "162.159.1.1", "2606:4700::1111", "::ffff:8.8.8.8",
+                                     "2a00:1450:4001::200e", "2620:4f:8000::1"])
 def test_default_policy_allows_public_addresses(address: str) -> None:
     assert not default_is_forbidden(ip_address(address))
 
