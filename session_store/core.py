@@ -254,7 +254,8 @@ class SessionCore:
         if mark.open_in is not None:
             if mark.open_in == self.incarnation:
                 return
-            mark = Mark(fence_until=mark.fence_until, cause="lost")
+            # The episode stays named: a close for another episode is 409 in every life (§C.4).
+            mark = Mark(fence_until=mark.fence_until, cause="lost", episode_id=mark.episode_id)
         self._marks[sid] = mark
         self._count_mark(mark, +1)
 
@@ -341,9 +342,9 @@ class SessionCore:
         if fence is not None and fence.episode_id is not None and fence.episode_id != episode_id:
             self._conflict("close_names_another_episode")
             raise SessionConflict(
-                f"Resources session {sid!r} was already closed for episode {_show(fence.episode_id)}; this close "
-                f"names episode {_show(episode_id)}. Repeat the close with episode_id "
-                f"{_show(fence.episode_id)}, or use a new resources_session_id for this episode."
+                f"Resources session {sid!r} belongs to episode {_show(fence.episode_id)} and is not open: "
+                f"{_FENCE_WHY[fence.cause]}. This close names episode {_show(episode_id)}. Repeat the close with "
+                f"episode_id {_show(fence.episode_id)}, or use a new resources_session_id for this episode."
             )
         if fence is None and session is None and sid not in self._marks and len(self._marks) >= self.limits.marks:
             raise StoreFull("This shard holds as many fences as it may (max_marks_per_shard); retry shortly.")

@@ -125,6 +125,8 @@ def test_a_sigkilled_shard_loses_only_its_sessions_loudly(app):
                 assert "restarted" in retrieve.json()["detail"]
                 with app.client() as retry:  # the loss is fenced: a cookie-less seed cannot resurrect it
                     assert retry.post("/seed_session", json=episode_seed(sid)).status_code == 409
+                    # and its fence still names the episode: a close for another one is 409 (§C.4)
+                    assert retry.post("/close_session", json=close_body(sid, "another")).status_code == 409
             else:
                 assert (row["mask_sample"], row["reward"]) == (False, 1.0)
                 assert retrieve.status_code == 200 and "passages" in retrieve.json()["results"]

@@ -462,6 +462,19 @@ def test_a_session_open_in_a_dead_life_is_lost_without_a_cookie(clock: Clock) ->
     assert restarted.plan_verify("s", "d").failure_kind == "session_lost"
 
 
+def test_a_close_naming_another_episode_is_409_in_a_later_life_too(clock: Clock) -> None:
+    """§C.4 step 1 after a restart: the durable seed still names its episode, so the lost session's fence does."""
+    first = SessionCore(session_ttl_seconds=TTL, clock=clock)
+    first.seed_episode("s", seed())
+    restarted = _restarted_with(first.take_mark_writes(), clock)
+    with pytest.raises(SessionConflict, match="restarted"):
+        restarted.close("s", ep("another"))
+    restarted.close("s", ep())  # the episode's own close succeeds, and keeps the lost fence
+    assert restarted.describe("s")["fence_cause"] == "lost"
+    with pytest.raises(SessionConflict):
+        restarted.close("s", ep("another"))
+
+
 def test_a_released_session_leaves_no_durable_seed(clock: Clock) -> None:
     first = SessionCore(session_ttl_seconds=TTL, clock=clock)
     for sid in ("retired", "closed", "evicted"):
