@@ -422,7 +422,7 @@ def hop_bytes(code_root: Path, corpus: str) -> None:
                 return result
 
         store = Counting([ShardService(settings.session_ttl_seconds)])
-        api = create_api(settings, lambda: build_services(settings, store, LocalRateLimiter(10, 1.25)), "bytes")
+        api = create_api(settings, lambda: build_services(settings, store, LocalRateLimiter(10, 1.25)), "bytes-" * 8)
 
     filing = biggest_filing()
 

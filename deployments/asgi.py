@@ -15,7 +15,7 @@ from .identity import SessionIdentityMiddleware
 from .rollout_prefix import RolloutPrefixMiddleware
 from .routes import admin, health, sessions, tools
 from .services import Services
-from .settings import Settings
+from .settings import MIN_SECRET_CHARS, Settings
 from .strict_json import StrictJsonMiddleware
 
 
@@ -27,6 +27,8 @@ def create_api(
 ) -> FastAPI:
     """The app; its services are built at startup (loading the ticker registry), so a replica that cannot
     build them never starts serving, and their clients are closed when it stops."""
+    if len(cookie_secret) < MIN_SECRET_CHARS:  # the settings refuse these; a caller that bypasses them must not sign
+        raise ValueError(f"the cookie secret needs at least {MIN_SECRET_CHARS} characters")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

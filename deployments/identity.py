@@ -17,7 +17,7 @@ import re
 import uuid
 
 from starlette.middleware.sessions import SessionMiddleware
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from session_store import Claims, Seeded
@@ -28,6 +28,7 @@ SESSION_ID = "session_id"
 INCARNATION = "shard_incarnation"
 SEED_KIND = "seed_kind"
 STARTED_AT = "started_at"
+_UNREADABLE = "finsec.unreadable_cookie"  # a scope key
 _COOKIE_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,=:@/-]*")  # what a Set-Cookie Path can carry unquoted
 
 
@@ -35,7 +36,7 @@ class SessionIdentityMiddleware:
     """Gives every request a session ID and makes every response carry the cookie, errors included (§A.0)."""
 
     def __init__(self, app: ASGIApp, *, cookie_name: str, secret: str, max_age: int):
-        self._inner = _AssignSessionId(app)
+        self._inner = _AssignSessionId(app, cookie_name)
         self._cookie = dict(secret_key=secret, session_cookie=cookie_name, max_age=max_age)
         # One per mount: mounts come from the server's root_path, never from the client, so there are few.
         self._by_mount: dict[str, ASGIApp] = {}
@@ -50,17 +51,27 @@ class SessionIdentityMiddleware:
 
 
 class _AssignSessionId:
-    def __init__(self, app: ASGIApp):
+    def __init__(self, app: ASGIApp, cookie_name: str):
         self.app = app
+        self._cookie_name = cookie_name
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             session = scope["session"]
             sid = session.get(SESSION_ID)
-            # A cookie signed by us carries a string; anything else is treated as no cookie at all.
-            # Re-assigning marks the session modified, so Set-Cookie goes out on every response.
-            session[SESSION_ID] = sid if isinstance(sid, str) and sid else str(uuid.uuid4())
+            # A cookie signed by us carries a string; anything else gets a fresh session. When our cookie came
+            # and said nothing (another secret, tampered, past its max age), that session may be one we lost.
+            if not (isinstance(sid, str) and sid):
+                sid = str(uuid.uuid4())
+                scope[_UNREADABLE] = self._cookie_name in HTTPConnection(scope).cookies
+            session[SESSION_ID] = sid  # re-assigning marks the session modified: Set-Cookie on every response
         await self.app(scope, receive, send)
+
+
+def cookie_unreadable(request: Request) -> bool:
+    """The request carried our cookie, but not one this app signed: a verify for it is masked, never scored,
+    since the session it stood for cannot be known (the secret changed with a redeploy, say)."""
+    return request.scope.get(_UNREADABLE, False)
 
 
 def session_id(request: Request) -> str:

@@ -6,6 +6,7 @@ benchmarks. It runs the same routes, core, batching and document store as the Se
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 
 from fastapi import FastAPI
@@ -30,8 +31,12 @@ class InProcessApp:
     settings: Settings
 
 
-def in_process_app(settings: Settings, cookie_secret: str = "in-process-secret",
+def in_process_app(settings: Settings, cookie_secret: str | None = None,
                    marks: MemoryMarkStore | None = None, clock=None) -> InProcessApp:
+    """The app; its cookie secret is the settings', else `cookie_secret`, else one generated for this process."""
+    if settings.cookie_secret is not None:
+        cookie_secret = settings.cookie_secret.get_secret_value()
+    cookie_secret = cookie_secret or secrets.token_urlsafe(32)
     marks = marks if marks is not None else MemoryMarkStore()
     config = ShardConfig(settings.session_ttl_seconds, settings.fence_ttl_seconds, settings.limits())
     store = LocalSessionStore([ShardService(config, marks, clock) for _ in range(settings.num_shards)])

@@ -8,6 +8,7 @@ at another corpus or endpoint without editing it.
 
 from __future__ import annotations
 
+import logging
 from datetime import date
 from pathlib import Path
 from typing import Literal
@@ -18,6 +19,14 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from session_store import Limits
 
 from .llm.endpoint import ModelEndpoint
+
+log = logging.getLogger(__name__)
+
+MIN_SECRET_CHARS = 32  # cookie_secret and admin_token: a key, not a password (token_urlsafe(32) gives 43)
+_UNSET_SECRET = {
+    "cookie_secret": "a secret is generated and kept with the marks",
+    "admin_token": "the retire route is off",
+}
 
 
 class Settings(BaseSettings):
@@ -49,10 +58,13 @@ class Settings(BaseSettings):
         "key-value store, which is lost with the head unless the GCS is fault tolerant")
     # the app's actors: a custom resource keeps shards, reaper and document store off the head node
     state_actor_resources: dict[str, float] = Field(default_factory=dict, description='e.g. {"finsec_state": 0.001}')
-    admin_token: SecretStr | None = Field(None, description="enables POST /admin/retire_session_state (Bearer)")
+    admin_token: SecretStr | None = Field(
+        None, description=f"enables POST /admin/retire_session_state (Bearer); at least {MIN_SECRET_CHARS} characters")
     # the session cookie (Decision 14)
     cookie_name: str = "finsec_session"
-    cookie_secret: SecretStr | None = Field(None, description="generated at start when unset; shared by replicas")
+    cookie_secret: SecretStr | None = Field(
+        None, description=f"signs session cookies; at least {MIN_SECRET_CHARS} characters. Unset (or empty): "
+        "generated at start, kept with the marks and shared by replicas")
     cookie_max_age_seconds: int = 14 * 24 * 3600
     # where EDGAR data comes from (contract §F): the embedded corpus, a mirror folder, or live SEC
     edgar_source: Literal["embedded", "mirror", "live"] = "embedded"
@@ -146,6 +158,23 @@ class Settings(BaseSettings):
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):
         return env_settings, init_settings  # the environment overrides the config file's args
+
+    @field_validator("cookie_secret", "admin_token")
+    @classmethod
+    def _secret(cls, value: SecretStr | None, info) -> SecretStr | None:
+        """An empty secret is unset, never a key: a Kubernetes Secret mapped with `optional: true` gives "" for
+        an empty entry. A short one is an error: a cookie signed with a guessable key can be forged."""
+        if value is None:
+            return None
+        secret = value.get_secret_value()
+        if not secret.strip():
+            log.warning("%s is empty: treated as unset (%s)", info.field_name, _UNSET_SECRET[info.field_name])
+            return None
+        if len(secret) < MIN_SECRET_CHARS:
+            raise ValueError(
+                f"{info.field_name} has {len(secret)} characters; it needs at least {MIN_SECRET_CHARS} random ones "
+                "(python -c 'import secrets; print(secrets.token_urlsafe(32))'), or leave it unset")
+        return value
 
     @field_validator("edgar_search_mode", mode="before")
     @classmethod

@@ -12,7 +12,7 @@ from itsdangerous import TimestampSigner
 
 from deployments.corpus.generate import filings
 
-IN_PROCESS_SECRET = "in-process-secret"  # deployments/inprocess.py's default cookie secret
+IN_PROCESS_SECRET = "in-process-cookie-secret-for-the-tests"  # tests/inprocess.py's apps sign with it
 
 
 def signed_cookie(claims: dict[str, Any], secret: str = IN_PROCESS_SECRET, age_seconds: float = 0.0) -> str:

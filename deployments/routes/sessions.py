@@ -24,8 +24,12 @@ from ..contract import (
 )
 from ..services import services
 from ..strict_json import StrictJsonRoute
+from ..verify import masked_row
 
 router = APIRouter(route_class=StrictJsonRoute)
+UNREADABLE_COOKIE = ("The session cookie could not be read: it was signed with another secret (the app was "
+                     "redeployed with a new cookie_secret), altered, or is older than cookie_max_age_seconds. "
+                     "Its session cannot be known, so this verify is not scored.")
 
 
 async def _episode_seed(seed: EpisodeSeedRequest, size: int) -> EpisodeSeed:
@@ -67,7 +71,10 @@ async def verify(request: Request, body: VerifyRequest) -> Response:
     sid = identity.session_id(request)
     size = offload.body_size(request)
     app = services(request)
-    row, released = await app.verifier.verify(sid, identity.claims(request), body, size)
+    if identity.cookie_unreadable(request):
+        row, released = await offload.run(size, masked_row, body, "session_lost", UNREADABLE_COOKIE), False
+    else:
+        row, released = await app.verifier.verify(sid, identity.claims(request), body, size)
     app.metrics.verify("masked" if row.get("mask_sample") else "scored", row.get("failure_kind"))
     if released:
         identity.released(request, sid)

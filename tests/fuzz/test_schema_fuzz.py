@@ -29,7 +29,7 @@ pytestmark = pytest.mark.soak
 
 EXAMPLES = int(os.environ.get("FINSEC_FUZZ_EXAMPLES", "200"))
 _settings = Settings(app_name="fuzz", num_shards=2, max_rollout_time_seconds=60, edgar_search_mode=None)
-running = in_process_app(_settings, cookie_secret="fuzz-secret")
+running = in_process_app(_settings, cookie_secret="fuzz-cookie-secret-of-32-characters")
 
 
 class Recorder:

@@ -20,12 +20,13 @@ from tests.inprocess import InProcess
 
 Q = questions()[0]
 BUDGET = 60.0
+ADMIN = "operator-secret-of-at-least-32-chars"
 
 
 @pytest.fixture
 def app():
     with InProcess(max_rollout_time_seconds=BUDGET, fence_ttl_seconds=100.0, session_ttl_seconds=1_000.0,
-                   document_grace_seconds=10.0, admin_token="operator-secret") as running:
+                   document_grace_seconds=10.0, admin_token=ADMIN) as running:
         yield running
 
 
@@ -346,7 +347,7 @@ def test_a_group_sharing_a_filing_stores_one_copy_and_releases_every_reference(a
         app.post("/close_session", json=close_body(sid))
     for sid in sids[8:12]:
         app.post("/admin/retire_session_state", json={"session_id": sid},
-                 headers={"Authorization": "Bearer operator-secret"})
+                 headers={"Authorization": f"Bearer {ADMIN}"})
     app.clock.advance(1_001)  # the rest outlive their TTL and are evicted
     app.clock.advance(11)
     app.reaper_tick()
@@ -374,7 +375,7 @@ def test_retire_needs_the_admin_token(app):
                     headers={"Authorization": "Bearer wrong"}).status_code == 401
     assert app.describe(sid)["open"]
     assert app.post("/admin/retire_session_state", json={"session_id": sid},
-                    headers={"Authorization": "Bearer operator-secret"}).status_code == 200
+                    headers={"Authorization": f"Bearer {ADMIN}"}).status_code == 200
     assert app.describe(sid) == {"open": False, "episode": False, "documents": [], "fenced": False,
                                  "fence_cause": None, "expired": False}  # released, not fenced
 
@@ -390,7 +391,7 @@ def test_without_an_admin_token_the_retire_route_does_not_exist():
 def test_the_retire_route_refuses_a_caller_without_the_token_before_reading_its_body(app):
     assert app.post("/admin/retire_session_state", json={"wrong": 1}).status_code == 401
     response = app.post("/admin/retire_session_state", json={"wrong": 1},
-                        headers={"Authorization": "Bearer operator-secret"})
+                        headers={"Authorization": f"Bearer {ADMIN}"})
     assert response.status_code == 422 and "session_id" in response.text
 
 

@@ -260,9 +260,9 @@ class ShardsMatchReference(RuleBasedStateMachine):
         self.old = {"batched": self.batched.incarnation, "single": self.single.incarnation}
         self.batched = ShardService(self.config, self.marks, clock=lambda: self.now)
         self.single = ShardService(self.config, self.twin_marks, clock=lambda: self.now)
-        for sid, session in self.ref.sessions.items():  # its durable seed says it was open: lost
+        for sid, session in self.ref.sessions.items():  # its durable seed says it was open, and for which episode
             if session.seed is not None:
-                self.ref.fences[sid] = (None, session.start + TTL + FENCE_TTL, "lost")
+                self.ref.fences[sid] = (session.seed.episode_id, session.start + TTL + FENCE_TTL, "lost")
         self.ref.sessions.clear()
 
     @invariant()

@@ -100,7 +100,10 @@ def test_a_forged_or_tampered_cookie_is_a_fresh_random_session(app):
             assert cookie_claims(overwrite, name)["session_id"] != victim_sid, label
 
             verified = app.post("/verify", client=attacker, headers=headers, json=verify_body())
-            assert verified.status_code == 200, label  # an unknown session is scored (Decision 6), releases nothing
+            # Not scored as an unknown session (Decision 6): a cookie we cannot read may stand for a session we
+            # lost (a redeploy with a new secret). Masked, and it releases nothing.
+            assert verified.status_code == 200, label
+            assert (verified.json()["mask_sample"], verified.json()["failure_kind"]) == (True, "session_lost"), label
             assert cookie_claims(verified, name)["session_id"] != victim_sid, label
 
             reseeded = app.post("/seed_session", client=attacker, headers=headers, json={})

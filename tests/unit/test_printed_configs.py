@@ -35,7 +35,7 @@ Q = questions()[-1]  # a question the other in-process suites do not ask
 NESTED_KEYS = {"api", "Authorization"}
 # Values for keys the README names without one ("`sec_api_key`"), by the row or example that names them.
 FILL = {
-    "sec_api_key": "sec-api-placeholder", "tavily_api_key": "tvly-placeholder", "admin_token": "operator-token",
+    "sec_api_key": "sec-api-placeholder", "tavily_api_key": "tvly-placeholder", "admin_token": "operator-token-of-at-least-32-chars",
     "sec_www_base_url": "http://10.8.0.5:8800", "sec_data_base_url": "http://10.8.0.5:8800",
 }
 
@@ -237,13 +237,13 @@ def test_the_shipped_configs_start(path, monkeypatch, redis_server):
     real Redis)."""
     (app_config,) = yaml.safe_load(path.read_text())["applications"]
     section = CLUSTER_README.split("## On a running Ray cluster", 1)[1].split("\n## ", 1)[0]
-    env = {name: f"{name.lower()}-value" for name in re.findall(r"`(FINSEC_[A-Z_]+)`", section)}
+    env = {name: f"{name.lower()}-value-long-enough-for-a-secret" for name in re.findall(r"`(FINSEC_[A-Z_]+)`", section)}
     assert {"FINSEC_COOKIE_SECRET", "FINSEC_ADMIN_TOKEN", "FINSEC_MARK_STORE_URL"} <= set(env)
     env["FINSEC_MARK_STORE_URL"] = redis_server.url
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     with started(app_config["args"]) as app:
-        assert app.settings.admin_token.get_secret_value() == "finsec_admin_token-value"
+        assert app.settings.admin_token.get_secret_value() == "finsec_admin_token-value-long-enough-for-a-secret"
         assert app.settings.mark_store() == redis_server.url
         serves(app)
 

@@ -38,7 +38,7 @@ from tests.inprocess import InProcess
 EXAMPLES = int(os.environ.get("FINSEC_QUICK_FUZZ_EXAMPLES", "60"))  # per operation; sequences get twice that
 HANG = 10.0  # seconds: every upstream answers at once and retries are ~instant, so anything slower is stuck
 Q = questions()[0]
-ADMIN = "fuzz-operator"
+ADMIN = "fuzz-operator-token-of-32-characters"
 JSON = {"content-type": "application/json"}
 
 # ----- the upstream: every service the app calls, answering what it cannot use -----

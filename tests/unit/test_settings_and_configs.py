@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from ray.serve.schema import ServeDeploySchema
 
 from deployments.builder import build_app
+from deployments.inprocess import in_process_app
 from deployments.settings import Settings
 
 CONFIGS = sorted((Path(__file__).parents[2] / "configs").glob("*.yaml"))
@@ -42,6 +43,26 @@ def test_paths_are_resolved_where_the_config_is_read(monkeypatch, tmp_path):
     settings = Settings(corpus_dir="mirror", cache_dir="~/sec-cache")
     assert settings.corpus_dir == tmp_path / "mirror" and settings.cache_dir.is_absolute()
     assert "~" not in str(settings.cache_dir)
+
+
+@pytest.mark.parametrize("name", ["cookie_secret", "admin_token"])
+def test_an_empty_secret_is_unset_and_a_short_one_refused(name, monkeypatch, caplog):
+    """A Kubernetes Secret mapped with `optional: true` gives "" for an empty key: never a signing key."""
+    for empty in ("", "   "):
+        monkeypatch.setenv(f"FINSEC_{name.upper()}", empty)
+        assert getattr(Settings(), name) is None
+        assert f"{name} is empty: treated as unset" in caplog.text
+    monkeypatch.delenv(f"FINSEC_{name.upper()}")
+    with pytest.raises(ValidationError, match=f"{name} has 31 characters; it needs at least 32"):
+        Settings(**{name: "x" * 31})
+    assert getattr(Settings(**{name: "x" * 32}), name).get_secret_value() == "x" * 32
+
+
+def test_no_app_signs_cookies_with_a_short_key():
+    with pytest.raises(ValueError, match="at least 32"):
+        in_process_app(Settings(app_name="short-key", num_shards=1), cookie_secret="in-process-secret")
+    generated = in_process_app(Settings(app_name="no-key", num_shards=1))  # none given: a random one, not a constant
+    assert generated.api is not None
 
 
 def test_fence_ttl_defaults_to_session_ttl():

@@ -19,6 +19,7 @@ from deployments.services import build_services
 from deployments.contract import VerifyRequest
 from session_store import NO_CLAIMS, DocumentStoreService, Score
 from tests.bodies import episode_seed, new_session_id, verify_body
+from tests.hostile import IN_PROCESS_SECRET
 from tests.inprocess import InProcess
 from tests.llm_stub import responses_reply
 
@@ -35,7 +36,7 @@ class Replica:
         store, documents = first.app.store, DocumentStoreService(first.app.documents)
         limiter = LocalRateLimiter(10, 1.0)
         self.api = create_api(self.settings, lambda: build_services(self.settings, store, limiter, documents,
-                                                                    clock=first.clock), "in-process-secret")
+                                                                    clock=first.clock), IN_PROCESS_SECRET)
         self._first, self._lifespan = first, self.api.router.lifespan_context(self.api)
         first.run(self._lifespan.__aenter__())
         self.client = httpx.AsyncClient(transport=httpx.ASGITransport(self.api), base_url="http://in-process",
