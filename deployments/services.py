@@ -14,7 +14,7 @@ from .corpus.generate import embedded_corpus_dir
 from .document_cache import DocumentCache, DocumentStoreClient
 from .edgar.cache import DiskCache
 from .edgar.companies import CompanyDirectory
-from .edgar.filing_text import DocumentUnavailable, FilingTexts, PageFetcher
+from .edgar.filing_text import DocumentUnavailable, FilingTexts, Page, PageFetcher
 from .edgar.live import LiveSource, RateLimiter
 from .edgar.source import EdgarSource, MirrorSource
 from .grading.deterministic import DeterministicGrader
@@ -143,11 +143,12 @@ def page_fetcher(settings: Settings, limiter: RateLimiter) -> PageFetcher:
     never a private address (the guarded fetcher checks every hop); SEC hops count against the rate limit."""
     fetcher = fetch_policy(settings, limiter).page_fetcher()
 
-    async def fetch(url: str) -> bytes:
+    async def fetch(url: str) -> Page:
         try:
-            return (await fetcher.fetch(url)).body
+            page = await fetcher.fetch(url)
         except FetchError as error:
             raise DocumentUnavailable(str(error)) from error
+        return Page(page.body, page.content_type, page.charset)
 
     return fetch
 

@@ -18,6 +18,7 @@ from typing import Awaitable, Callable
 
 from ..single_flight import SingleFlight
 from ..text.html_to_text import HtmlTextError, html_to_text
+from ..text.plain_text import looks_like_html, plain_text
 from ..tool_error import ToolError
 from .cache import DiskCache
 from .companies import CompanyDirectory
@@ -27,11 +28,19 @@ from .urls import FilingDocumentUrl, InvalidFilingUrl, parse_filing_url
 
 log = logging.getLogger(__name__)
 
-PageFetcher = Callable[[str], Awaitable[bytes]]  # raises DocumentUnavailable with a message the agent can read
+# A page's body, its media type and charset; raises DocumentUnavailable with a message the agent can read.
+PageFetcher = Callable[[str], Awaitable["Page"]]
 
 
 class DocumentUnavailable(ToolError):
     """A tool-level failure: its text is the tool's result (contract §A.8 step 6)."""
+
+
+@dataclass(frozen=True)
+class Page:
+    body: bytes
+    media_type: str | None = None  # None: an SEC archive file, read by what it holds
+    charset: str | None = None
 
 
 @dataclass(frozen=True)
@@ -95,7 +104,7 @@ class FilingTexts:
             html, where = await self._source.read_archive(filing.archive_path), "source"
         if html is None:
             raise DocumentUnavailable(f"Failed to download filing from {url}. The SEC server may be temporarily unavailable.")
-        parsed = await _to_text(html)
+        parsed = await _to_text(Page(html))
         if not parsed.text.strip():
             raise DocumentUnavailable("Filing content was empty after parsing.")
         self.reads_by_source[where] += 1
@@ -127,13 +136,14 @@ class FilingTexts:
         return parsed
 
 
-def _parse(html: bytes) -> ParsedText:
-    text = html_to_text(html)
+def _parse(page: Page) -> ParsedText:
+    plain = page.media_type == "text/plain" or (page.media_type is None and not looks_like_html(page.body))
+    text = plain_text(page.body, page.charset) if plain else html_to_text(page.body)
     return ParsedText(text, text_digest(text))
 
 
-async def _to_text(html: bytes) -> ParsedText:
+async def _to_text(page: Page) -> ParsedText:
     try:
-        return await asyncio.to_thread(_parse, html)
+        return await asyncio.to_thread(_parse, page)
     except HtmlTextError as error:
         raise DocumentUnavailable(str(error)) from error

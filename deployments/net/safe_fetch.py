@@ -21,6 +21,7 @@ from ipaddress import IPv4Address, IPv6Address, ip_network
 import httpx
 
 from ..quoting import shown
+from ..text.plain_text import decode
 from .hosts import (DEFAULT_PORTS, MAX_URL_CHARS, IPAddress, host_matches, host_name_problem, in_networks,
                     normalize_host, parse_ip, parse_networks)
 
@@ -68,14 +69,7 @@ class FetchedPage:
     charset: str | None = None
 
     def text(self) -> str:
-        # A declared charset can be wrong or unknown; fall back rather than fail. Latin-1 never fails.
-        for encoding in (self.charset, "utf-8-sig"):
-            if encoding:
-                try:
-                    return self.body.decode(encoding)
-                except (LookupError, UnicodeDecodeError):
-                    pass
-        return self.body.decode("latin-1")
+        return decode(self.body, self.charset)  # a declared charset can be wrong or unknown: fall back
 
 
 def address_kind(ip: IPAddress) -> str | None:

@@ -61,13 +61,16 @@ def html_to_text(html: str | bytes) -> str:
         raise HtmlTextError(f"HTML could not be parsed: {problem}.")
     if isinstance(html, str):  # lxml refuses decoded text that still declares an encoding
         html = _XML_DECLARATION.sub("", html, count=1)
+    # huge_tree: without it libxml2 silently drops a text node over 10 MB and everything nested over 256 deep.
+    parser = lxml.html.HTMLParser(huge_tree=True)
     try:
-        root = lxml.html.fromstring(html)
+        root = lxml.html.fromstring(html, parser=parser)
     except (lxml.etree.ParserError, ValueError) as error:
         raise HtmlTextError(f"HTML could not be parsed: {error}") from error
-    lines: list[str] = []
-    _Walker(lines).block(root)
-    return "\n".join(lines)
+    if limits := [e.message for e in parser.error_log if e.type_name == "ERR_RESOURCE_LIMIT"]:
+        raise HtmlTextError(f"HTML could not be read whole ({len(html):,} bytes): {limits[0].split(',')[0]}; "
+                            "this server reads no part of such a page rather than a silently cut one.")
+    return "\n".join(_walk(root))
 
 
 def _tag(element) -> str | None:
@@ -75,9 +78,11 @@ def _tag(element) -> str | None:
     return tag.lower() if isinstance(tag, str) else None  # comments and processing instructions have no name
 
 
-class _Walker:
-    def __init__(self, lines: list[str]):
-        self.lines = lines
+class _Lines:
+    """Text collected into lines: inline text runs until a block boundary ends the line."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
         self.parts: list[str] = []
 
     def newline(self) -> None:
@@ -90,38 +95,64 @@ class _Walker:
         if value:
             self.parts.append(value)
 
-    def block(self, element) -> None:
-        self.newline()
-        self.children(element)
-        self.newline()
 
-    def children(self, element) -> None:
-        self.text(element.text)
-        for child in element:
-            self.node(child)
-            self.text(child.tail)
+# What the walk does next, in a stack: pages nest up to 2,048 elements deep, past Python's recursion limit.
+_TEXT, _NEWLINE, _NODE, _CHILDREN, _ROW_OPEN, _ROW_CLOSE, _CELL_OPEN, _CELL_CLOSE, _EMPTY_CELL = range(9)
 
-    def node(self, element) -> None:
-        tag = _tag(element)
-        if tag is None or tag in _SKIP or _HIDDEN.search(element.get("style") or ""):
-            return
-        if tag == "tr":
-            self.newline()
-            self.parts.append(" | ".join(_join_cells([self.cell(c) for c in element if _tag(c) in _CELLS])))
-            self.newline()
-        elif tag in _BLOCK:
-            self.block(element)
-        else:
-            self.children(element)
 
-    def cell(self, element) -> str:
-        if _HIDDEN.search(element.get("style") or ""):
-            return ""
-        inner: list[str] = []
-        walker = _Walker(inner)
-        walker.children(element)
-        walker.newline()
-        return " ".join(inner)
+def _hidden(element) -> bool:
+    return _HIDDEN.search(element.get("style") or "") is not None
+
+
+def _walk(root) -> list[str]:
+    """The lines of the page: blocks start lines, a table row is one line of " | "-separated cells."""
+    targets = [_Lines()]  # where text goes: the page, or the cell being read
+    rows: list[list[str]] = []  # the cells of each open row
+    todo: list[tuple[int, object]] = [(_NEWLINE, None), (_CHILDREN, root), (_NEWLINE, None)]
+    while todo:
+        step, item = todo.pop()
+        target = targets[-1]
+        if step == _TEXT:
+            target.text(item)
+        elif step == _NEWLINE:
+            target.newline()
+        elif step == _CHILDREN:
+            for child in reversed(item):
+                if child.tail:
+                    todo.append((_TEXT, child.tail))
+                todo.append((_NODE, child))
+            if item.text:
+                todo.append((_TEXT, item.text))
+        elif step == _NODE:
+            tag = _tag(item)
+            if tag is None or tag in _SKIP or _hidden(item):
+                continue
+            if tag == "tr":
+                cells = [c for c in item if _tag(c) in _CELLS]
+                plan = [(_ROW_OPEN, None)]
+                for cell in cells:
+                    plan += [(_EMPTY_CELL, None)] if _hidden(cell) else [(_CELL_OPEN, None), (_CHILDREN, cell),
+                                                                           (_CELL_CLOSE, None)]
+                todo.extend(reversed([*plan, (_ROW_CLOSE, None)]))
+            elif tag in _BLOCK:
+                todo.extend(((_NEWLINE, None), (_CHILDREN, item), (_NEWLINE, None)))
+            else:
+                todo.append((_CHILDREN, item))
+        elif step == _ROW_OPEN:
+            target.newline()
+            rows.append([])
+        elif step == _ROW_CLOSE:
+            target.parts.append(" | ".join(_join_cells(rows.pop())))
+            target.newline()
+        elif step == _CELL_OPEN:
+            targets.append(_Lines())
+        elif step == _CELL_CLOSE:
+            cell = targets.pop()
+            cell.newline()
+            rows[-1].append(" ".join(cell.lines))
+        elif step == _EMPTY_CELL:
+            rows[-1].append("")
+    return targets[0].lines
 
 
 def _join_cells(cells: list[str]) -> list[str]:

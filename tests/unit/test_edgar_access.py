@@ -15,7 +15,7 @@ from deployments.corpus.generate import filings as corpus_filings
 from deployments.corpus.generate import write_corpus
 from deployments.edgar.cache import DiskCache
 from deployments.edgar.companies import CompanyDirectory
-from deployments.edgar.filing_text import DocumentUnavailable, FilingTexts, text_digest
+from deployments.edgar.filing_text import DocumentUnavailable, FilingTexts, Page, text_digest
 from deployments.edgar.limiter import LocalRateLimiter, PacedSchedule
 from deployments.edgar.live import LiveSource
 from deployments.edgar.source import MirrorSource
@@ -214,7 +214,7 @@ def test_pages_are_fetched_each_time_and_every_text_has_its_digest(corpus):
 
     async def fetch_page(url):
         fetched.append(url)
-        return b"<html><body><p>page text</p></body></html>"
+        return Page(b"<html><body><p>page text</p></body></html>", "text/html")
 
     async def read_twice():
         texts = FilingTexts(CountingSource(corpus), CompanyDirectory(MirrorSource(corpus)), fetch_page=fetch_page)
@@ -256,3 +256,39 @@ def test_dump_layout_convention_serves_a_known_primary_document(corpus, tmp_path
 
     text, reads = run(read())
     assert text == "From the dump: 12,345" and reads["sec-corpus"] == 1
+
+
+FIXED_WIDTH = b"""<DOCUMENT>
+<TYPE>10-K
+<TEXT>
+                                        1996         1995
+Net sales                           $ 9,833      $11,062
+Income (loss) <before> taxes         (1,295)         424
+</TEXT>
+</DOCUMENT>
+"""
+
+
+def test_plain_text_is_read_as_text_with_its_lines_and_columns(corpus, tmp_path):
+    """A text/plain page, and an SEC document with no HTML in it: the HTML parser would run the table into one line
+    and read "<before>" as a tag."""
+    async def fetch_page(url):
+        return Page(FIXED_WIDTH, "text/plain", "ascii")
+
+    mirror = Path(shutil.copytree(corpus, tmp_path / "mirror"))
+    folder = FIRST.url_path.rsplit("/", 1)[0]
+    document, wrapped = folder + "/old-10k.txt", folder + "/wrapped-10k.txt"
+    (mirror / document).write_bytes(FIXED_WIDTH)
+    (mirror / wrapped).write_bytes(b"<DOCUMENT><TEXT><html><p>Net sales</p> <p>9,833</p></html>")
+
+    async def read():
+        texts = FilingTexts(MirrorSource(mirror), CompanyDirectory(MirrorSource(mirror)), fetch_page=fetch_page)
+        return [(await texts.parse(url)).text for url in ("https://docs.example.com/old.txt",
+                                                          "https://www.sec.gov/" + document,
+                                                          "https://www.sec.gov/" + wrapped)]
+
+    page, filing, html_inside = run(read())
+    assert page == filing
+    assert page.split("\n")[4:6] == ["Net sales                           $ 9,833      $11,062",
+                                     "Income (loss) <before> taxes         (1,295)         424"]
+    assert html_inside.split("\n")[-2:] == ["Net sales", "9,833"]  # a submission wrapping HTML is HTML

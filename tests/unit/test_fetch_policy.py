@@ -204,7 +204,8 @@ def test_edgar_source_caps_the_mirror_too(corpus) -> None:
 def test_page_fetcher_setting_wiring(sec) -> None:
     limiter = CountingLimiter()
     fetch = page_fetcher(live_settings(sec, fetch_trusted_networks=STAND_IN), limiter)
-    assert b"Total net revenues" in run(fetch(f"{sec.url}/{FIRST.url_path}")) and limiter.slots == 1
+    page = run(fetch(f"{sec.url}/{FIRST.url_path}"))
+    assert b"Total net revenues" in page.body and page.media_type == "text/html" and limiter.slots == 1
     with pytest.raises(DocumentUnavailable, match="Refused to fetch .*127.0.0.1 is a loopback address"):
         run(page_fetcher(live_settings(sec), limiter)(f"{sec.url}/{FIRST.url_path}"))
 

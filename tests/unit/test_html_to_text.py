@@ -74,3 +74,18 @@ def test_text_and_bytes_give_the_same_result(tmp_path):
 def test_empty_html_is_an_error(html):
     with pytest.raises(HtmlTextError, match="HTML output was empty"):
         html_to_text(html)
+
+
+def test_a_text_node_over_libxml2s_10_mb_limit_is_read_whole():
+    """Without huge_tree, libxml2 drops it silently: the page read as "Filing content was empty"."""
+    paragraph = "revenue " * 1_320_000  # 10.56 MB
+    text = html_to_text(f"<html><body><p>{paragraph}</p><p>Total assets | 5</p></body></html>".encode())
+    assert text.split("\n") == [paragraph.strip(), "Total assets | 5"]
+
+
+def test_deep_nesting_is_read_up_to_the_parsers_limit_and_refused_beyond_it():
+    nested = lambda depth: ("<div>" * depth + "<table><tr><td>Net income</td><td>42</td></tr></table>"  # noqa: E731
+                            + "</div>" * depth).encode()
+    assert html_to_text(nested(1_500)) == "Net income | 42"  # past 256 deep, and past Python's recursion limit
+    with pytest.raises(HtmlTextError, match=r"could not be read whole \(33,0\d\d bytes\): Excessive depth"):
+        html_to_text(nested(3_000))
