@@ -9,7 +9,7 @@ from typing import Any
 import ray
 from ray.serve import Application
 
-from . import serve_tuning
+from . import about, serve_tuning
 from .ingress import FinsecIngress, durable_records
 from .settings import Settings
 
@@ -35,8 +35,32 @@ def cookie_secret(settings: Settings) -> str:
     return kept
 
 
+def begin_mark_store(settings: Settings) -> None:
+    """At deploy: refuse a store that could forget fences, and begin it (its marker) or continue it. A store that
+    holds the app's records without its marker lost data: the app deploys, and refuses new sessions until an
+    operator acknowledges the loss."""
+    if settings.mark_store() is None and not ray.is_initialized():
+        log.warning("finsec-serve: no Ray cluster here to keep the marks in; the mark store was not begun, so its "
+                    "shards will refuse new sessions. Deploy with `finsec serve` or `serve run`.")
+        return
+    store = durable_records(settings)
+    if settings.mark_store_durability_check and (problem := store.durability_problem()):
+        raise ValueError(f"mark_store_url names a Redis that may forget fences: {problem}. (Set "
+                         "mark_store_durability_check to false only if it persists and never evicts otherwise.)")
+    where = about.mark_store(settings)
+    beginning = store.begin()
+    if beginning == "new":
+        log.warning("finsec-serve: begins a new mark store at %s: no fence, episode seed or cookie secret of "
+                    "app %r was there", where, settings.app_name)
+    elif beginning == "forgot":
+        log.error("finsec-serve: the mark store at %s holds records of app %r but not its marker: it lost data. "
+                  "New sessions are refused until an operator runs `finsec store acknowledge-loss`.", where,
+                  settings.app_name)
+
+
 def ingress_application(settings: Settings, **deployment_options: Any) -> Application:
     ingress = FinsecIngress.options(**deployment_options) if deployment_options else FinsecIngress
+    begin_mark_store(settings)
     return ingress.bind(settings, cookie_secret(settings))
 
 

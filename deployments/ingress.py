@@ -26,12 +26,14 @@ def app_actors(settings: Settings) -> AppActors:
 def session_actors_spec(settings: Settings) -> SessionActorsSpec:
     return SessionActorsSpec(
         num_shards=settings.num_shards,
-        shard=ShardConfig(settings.session_ttl_seconds, settings.fence_ttl_seconds, settings.limits()),
+        shard=ShardConfig(settings.session_ttl_seconds, settings.fence_ttl_seconds, settings.limits(),
+                          settings.mark_store_durability_check),
         reaper_interval_seconds=settings.reaper_interval_seconds,
         document_store_bytes=settings.document_store_bytes,
         document_grace_seconds=settings.document_grace_seconds,
         call_timeout_seconds=settings.store_call_timeout_seconds,
         mark_store_url=settings.mark_store(),
+        check_durability=settings.mark_store_durability_check,
     )
 
 

@@ -47,4 +47,5 @@ def in_process_app(settings: Settings, cookie_secret: str | None = None,
     api = create_api(settings, lambda: build_services(settings, store, limiter, DocumentStoreService(documents),
                                                       **({"clock": clock} if clock else {}), metrics=metrics),
                      cookie_secret)
-    return InProcessApp(api, store, documents, marks, Reaper(store.shards, DocumentStoreService(documents)), settings)
+    reaper = Reaper(store.shards, DocumentStoreService(documents), marks=marks)
+    return InProcessApp(api, store, documents, marks, reaper, settings)

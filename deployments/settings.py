@@ -56,6 +56,10 @@ class Settings(BaseSettings):
     mark_store_url: SecretStr | None = Field(
         None, description="redis://[:password@]host:port/db (rediss:// for TLS); unset: the Ray cluster's GCS "
         "key-value store, which is lost with the head unless the GCS is fault tolerant")
+    mark_store_durability_check: bool = Field(
+        True, description="read the Redis's maxmemory-policy and persistence at deploy and every reaper tick, and "
+        "refuse new sessions unless marks cannot be evicted (noeviction) and writes persist (appendonly yes). "
+        "Turn off only for a Redis that persists and never evicts by other means; the marker check stays")
     # the app's actors: a custom resource keeps shards, reaper and document store off the head node
     state_actor_resources: dict[str, float] = Field(default_factory=dict, description='e.g. {"finsec_state": 0.001}')
     admin_token: SecretStr | None = Field(

@@ -79,14 +79,15 @@ class ReaperActor(ActorProcess):
 
     def __init__(self, app: AppActors, shard_names: list[str], document_store: str, interval_seconds: float,
                  other_actors: list[str], serve_app: str | None, mark_store_url: str | None,
-                 timeout_seconds: float = 30.0):
+                 check_durability: bool = True, timeout_seconds: float = 30.0):
         shards = [ActorClient(ray.get_actor(n, namespace=app.namespace), f"shard {n}", timeout_seconds)
                   for n in shard_names]
         documents = ActorClient(ray.get_actor(document_store, namespace=app.namespace), "document store",
                                 timeout_seconds)
         # The hourly sweep of lapsed marks runs here, never on a serving shard.
         self._reaper = Reaper(shards, documents, marks=open_mark_store(mark_store_url, app.namespace),
-                              sweep_marks_every=max(1, int(3600 / interval_seconds)))
+                              sweep_marks_every=max(1, int(3600 / interval_seconds)),
+                              check_durability=check_durability)
         self._app = app
         self._serve_app = serve_app
         me = ray.get_runtime_context().get_actor_name()
@@ -110,7 +111,7 @@ class ReaperActor(ActorProcess):
         return {"ticks": status.ticks, "evicted": status.evicted, "held": status.held,
                 "counters": dict(status.counters), "documents": status.documents,
                 "shards_unreachable": status.shards_unreachable, "durable_marks_swept": status.durable_marks_swept,
-                "interval_seconds": self._interval}
+                "store": status.store, "interval_seconds": self._interval}
 
 
 class _SessionMetrics:
@@ -126,6 +127,9 @@ class _SessionMetrics:
                       for name in ("sessions", "marks", "digests")}
         self._documents = Gauge("finsec_document_store_bytes", "Bytes of text in the document store",
                                 tag_keys=("app",))
+        self._store_ok = Gauge("finsec_mark_store_ok", "1 while the durable mark store holds its marker and cannot "
+                               "forget (noeviction, append-only file); 0 while new sessions are refused for it",
+                               tag_keys=("app",))
         # The shards' own time (session_store/timings.py): a rate of the seconds over a rate of the count is the
         # mean latency of a shard batch, or of a durable mark read or write (the mark store's health).
         self._shard_seconds = Counter("finsec_shard_seconds", "Seconds the shards spent, by phase: batch, "
@@ -147,6 +151,9 @@ class _SessionMetrics:
             gauge.set(status.held.get(name, 0), tags=self._tags)
         if status.documents is not None:
             self._documents.set(status.documents.bytes, tags=self._tags)
+        if status.store is not None:
+            healthy = not status.store.forgot and status.store.durability_problem is None
+            self._store_ok.set(int(healthy), tags=self._tags)
 
 
 __all__ = ["ActorClient", "ActorProcess", "SessionShardActor", "DocumentStoreActor", "ReaperActor"]

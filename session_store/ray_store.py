@@ -27,6 +27,7 @@ class SessionActorsSpec:
     document_grace_seconds: float = 60.0
     call_timeout_seconds: float = 10.0
     mark_store_url: str | None = None  # None: the cluster's GCS
+    check_durability: bool = True  # the reaper reads the store's eviction policy and persistence every tick
 
 
 class SessionActors:
@@ -49,7 +50,7 @@ class SessionActors:
     def start_reaper(self, other_actors: list[str], serve_app: str | None) -> list[str]:
         """Get or create the reaper; returns the names of every actor the deployment uses (the active set)."""
         args = (self._app, self.shard_names, self.document_store_name, self._spec.reaper_interval_seconds,
-                sorted(other_actors), serve_app, self._spec.mark_store_url)
+                sorted(other_actors), serve_app, self._spec.mark_store_url, self._spec.check_durability)
         self.reaper = self._app.create("reaper", ReaperActor, args, code=self._code)
         return [*self.shard_names, self.document_store_name, self._app.name("reaper", args, self._code),
                 *other_actors]

@@ -17,14 +17,14 @@ from typing import Awaitable, Callable, Protocol
 
 from .core import EvictionReport
 from .documents import SweepReport
-from .marks import MarkStore
+from .marks import MarkStore, StoreHealth
 from .shard import TickReport
 
 log = logging.getLogger(__name__)
 
 
 class ShardTicks(Protocol):
-    async def tick(self) -> TickReport: ...
+    async def tick(self, health: StoreHealth | None = None) -> TickReport: ...
 
     async def settle(self) -> int: ...
 
@@ -42,14 +42,17 @@ class ReaperStatus:
     documents: SweepReport | None = None
     shards_unreachable: int = 0
     durable_marks_swept: int = 0
+    store: StoreHealth | None = None  # the mark store's marker and configuration as last checked
 
 
 class Reaper:
     def __init__(self, shards: list[ShardTicks], documents: DocumentSweeps | None = None, *,
-                 marks: MarkStore | None = None, sweep_marks_every: int = 120, clock=time.time):
+                 marks: MarkStore | None = None, sweep_marks_every: int = 120, clock=time.time,
+                 check_durability: bool = True):
         self._shards = shards
         self._documents = documents
         self._marks, self._clock = marks, clock
+        self._check_durability = check_durability
         self._sweep_marks_every = sweep_marks_every
         self._last: dict[int, TickReport] = {}  # per shard: its report of the previous tick
         self.status = ReaperStatus()
@@ -61,7 +64,8 @@ class Reaper:
     async def tick(self) -> tuple[EvictionReport, Counter[str], Counter[str]]:
         """One pass; returns what it evicted, and the increments since the previous tick of the shards' counters
         and of their timings (batches, mark reads and writes, and the microseconds each took)."""
-        reports = await asyncio.gather(*(s.tick() for s in self._shards), return_exceptions=True)
+        health = await self._store_health()
+        reports = await asyncio.gather(*(s.tick(health) for s in self._shards), return_exceptions=True)
         answered = {k: r for k, r in enumerate(reports) if isinstance(r, TickReport)}
         for k, r in enumerate(reports):
             if not isinstance(r, TickReport):
@@ -95,6 +99,26 @@ class Reaper:
             except Exception as error:  # not worth failing the tick for: orphaned marks only take room
                 log.warning("reaper: sweeping lapsed durable marks failed: %r", error)
         return evicted, increments, timings
+
+
+    async def _store_health(self) -> StoreHealth | None:
+        """The store's marker and configuration, for every shard; None when the store could not be asked (the
+        shards keep what they saw)."""
+        if self._marks is None:
+            return None
+        try:
+            present = await self._marks.marker_present()
+            problem = await asyncio.to_thread(self._marks.durability_problem) if self._check_durability else None
+        except Exception as error:
+            log.warning("reaper: could not check the mark store: %r", error)
+            return None
+        health = StoreHealth(forgot=not present, durability_problem=problem)
+        if health != self.status.store and (health.forgot or problem):
+            log.error("reaper: the mark store %s; new sessions are refused until this is resolved",
+                      "lost its marker (it forgot records): acknowledge with `finsec store acknowledge-loss`"
+                      if health.forgot else f"may forget marks: {problem}")
+        self.status.store = health
+        return health
 
 
 def _since(before: dict[str, int], now: dict[str, int]) -> dict[str, int]:

@@ -11,7 +11,10 @@ operation exactly the result it would have had alone. Around the run:
   deployment of the app can still be writing any), its memory is complete and nothing is read on the request
   path any more;
 - after it, every mark the run changed is written, and only then are the results returned. An operation whose
-  mark could not be written answers "unavailable" (503), never a 200 the store could forget.
+  mark could not be written answers "unavailable" (503), never a 200 the store could forget;
+- when the store forgot (its marker is gone, `marks/`) or may forget (the reaper's tick says why), an ID the shard
+  does not hold and finds no mark of is *unproven*: nothing is decided from the mark's absence. A seed or close of
+  it is 503 until an operator acknowledges the loss; a verify of it is masked session_lost, never scored.
 Batches of several replicas (and the reaper's tick) run concurrently on the actor's loop, so a mark change stays
 *pending* until a write of it succeeds: an operation on an ID with a pending change (its own, an earlier batch's
 still in flight, or one whose write failed) answers only once that change is durable. Writes go one at a time,
@@ -29,9 +32,9 @@ from typing import Any
 
 import asyncio
 
-from .core import EvictionReport, Limits, SessionCore
+from .core import EvictionReport, Limits, Masked, SessionCore
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreFull, StoreUnavailable
-from .marks import MarkStore, MemoryMarkStore
+from .marks import MarkStore, MemoryMarkStore, StoreForgot, StoreHealth
 from .routing import owned_partitions
 from .timings import ShardTimings
 
@@ -49,6 +52,12 @@ OPERATIONS = frozenset({
 _NEEDS_MARKS = frozenset({"seed_episode", "seed_agent_run", "close", "plan_verify", "finish_verify", "describe",
                           "check_open", "put_document", "read_documents", "mark_lost"})
 _SESSION_ERRORS = (SessionConflict, SessionLost, DocumentRefused, StoreFull)
+# On an unproven ID (the store forgot, or may forget): what refuses, and what is masked instead of scored.
+_REFUSED_UNPROVEN = frozenset({"seed_episode", "seed_agent_run", "close"})
+_MASKED_UNPROVEN = frozenset({"plan_verify", "finish_verify"})
+FORGOT = ("The mark store lost records (its marker is gone: a restart without persistence, an eviction, a failover "
+          "to an empty replica or a flush), so IDs it fenced can no longer be proven fenced. No new session is seeded "
+          "until an operator acknowledges the loss (`finsec store acknowledge-loss`).")
 _RUN = 5_000  # marks sorted at once while settling
 _ABSENT = object()
 
@@ -62,6 +71,7 @@ class ShardConfig:
     session_ttl_seconds: float
     fence_ttl_seconds: float | None = None
     limits: Limits = Limits()
+    check_durability: bool = True  # a new life asks the store whether it may forget before it first reads it
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,8 @@ class ShardService:
         self._timings = ShardTimings()
         self._place = place  # (this shard's index, the shard count): which IDs are this shard's
         self._complete = False  # whether memory holds every durable mark of this shard's IDs
+        self._health = StoreHealth()  # the store's marker as last seen (by a read or the reaper), and its config
+        self._check_durability = config.check_durability  # until done: a life may start after the config changed
 
     @property
     def incarnation(self) -> str:
@@ -103,7 +115,7 @@ class ShardService:
     async def _run(self, ops: list[Op]) -> list[Outcome]:
         self._core.evict_expired()  # costs what it evicts; keeps expired marks durable between reaper ticks
         self._pending.update(self._core.take_mark_writes())
-        unreadable = await self._learn_marks(ops)
+        unreadable, unproven = await self._learn_marks(ops)
         outcomes: list[Outcome] = []
         depends: list[set[str]] = []  # per operation: the IDs whose durable write its answer relies on
         for name, args in ops:
@@ -114,6 +126,8 @@ class ShardService:
                 outcomes.append((False, StoreUnavailable(
                     "The session store could not read its fence records; retry the request shortly.",
                     "marks_unreadable")))
+            elif sid in unproven and name in _REFUSED_UNPROVEN | _MASKED_UNPROVEN:
+                outcomes.append(self._unproven(name))
             else:
                 outcomes.append(self._apply(name, args))
             changed = self._core.take_mark_writes()
@@ -135,21 +149,51 @@ class ShardService:
             log.exception("session-store operation %s failed", name)
             return False, StoreUnavailable(f"The session store failed on {name} ({type(error).__name__}).", "internal")
 
-    async def _learn_marks(self, ops: list[Op]) -> set[str]:
+    def _unproven(self, name: str) -> Outcome:
+        if name in _MASKED_UNPROVEN:
+            self._core.counters["verifies.masked.unproven"] += 1
+            return True, Masked("session_lost", "The session cannot be proven intact: " + self.store_problem())
+        return False, StoreUnavailable(self.store_problem(), "store_forgot" if self._health.forgot else "store_unsafe")
+
+    def store_problem(self) -> str | None:
+        """Why this shard decides nothing from the absence of a mark, or None."""
+        if self._health.forgot:
+            return FORGOT
+        if self._health.durability_problem:
+            return (f"The mark store may forget fences ({self._health.durability_problem}), so no new session is "
+                    "seeded until it is configured not to.")
+        return None
+
+    def _saw_marker(self, present: bool) -> None:
+        if present == self._health.forgot:
+            (log.info if present else log.error)("the mark store's marker is %s", "back" if present else "gone")
+            self._health = StoreHealth(not present, self._health.durability_problem)
+
+    async def _learn_marks(self, ops: list[Op]) -> tuple[set[str], set[str]]:
+        """Read the marks of IDs the core does not know; returns the IDs whose read failed, and those whose absent
+        mark proves nothing (the store forgot, or may forget)."""
         if self._complete:
-            return set()
+            return set(), set()
         wanted = sorted({args[0] for name, args in ops if name in _NEEDS_MARKS and self._core.wants_mark(args[0])})
         if not wanted:
-            return set()
+            return set(), set()
         try:
+            if self._check_durability:
+                problem = await asyncio.to_thread(self._marks.durability_problem)
+                self._health, self._check_durability = StoreHealth(self._health.forgot, problem), False
             with self._timings.timed("mark_read_us", "mark_reads"):
                 found = await self._marks.read(wanted)
+            self._saw_marker(True)
+        except StoreForgot as forgot:
+            found = forgot.found
+            self._saw_marker(False)
         except Exception:
             log.warning("could not read %d durable marks", len(wanted), exc_info=True)
-            return set(wanted)
+            return set(wanted), set()
         for sid, mark in found.items():
             self._core.learn_mark(sid, mark)
-        return set()
+        unproven = set(wanted) - found.keys() if self.store_problem() else set()
+        return set(), unproven
 
     async def _make_durable(self, ids: set[str]) -> set[str]:
         """Write the pending mark changes if any of `ids` has one; returns those of `ids` still not durable."""
@@ -178,8 +222,12 @@ class ShardService:
             self._write_lock = (loop, asyncio.Lock())
         return self._write_lock[1]
 
-    async def tick(self) -> TickReport:
-        """One reaper tick: evict what outlived its TTL, drop lapsed marks, report what is held."""
+    async def tick(self, health: StoreHealth | None = None) -> TickReport:
+        """One reaper tick: evict what outlived its TTL, drop lapsed marks, report what is held. `health` is
+        what the reaper found of the store."""
+        if health is not None:
+            self._saw_marker(not health.forgot)
+            self._health = StoreHealth(self._health.forgot, health.durability_problem)
         evicted = self._core.evict_expired()
         self._pending.update(self._core.take_mark_writes())
         await self._make_durable(set(self._pending))  # also retries what failed before
@@ -222,5 +270,6 @@ class ShardService:
         return {**self._core.stats(), "batches": self._batches, "operations": self._operations,
                 **self._timings.as_dict(),
                 "settled": int(self._complete), "reads_marks_per_id": int(not self._marks.lists_marks),
+                "store_problem": self.store_problem(),
                 "incarnation": self._core.incarnation, "counters": dict(self._core.counters)}
 

@@ -99,12 +99,14 @@ class SessionStore(ABC):
     async def stats(self) -> dict[str, Any]:
         """Totals over every shard (counters summed), plus each shard's own row."""
         rows = await self._each_shard("stats")
-        totals = {k: sum(row[k] for row in rows) for k in rows[0] if k not in ("incarnation", "counters")}
+        totals = {k: sum(row[k] for row in rows) for k in rows[0]
+                  if k not in ("incarnation", "counters", "store_problem")}
         counters: dict[str, int] = {}
         for row in rows:
             for name, n in row["counters"].items():
                 counters[name] = counters.get(name, 0) + n
-        return {**totals, "counters": counters, "shards": rows}
+        problem = next((row["store_problem"] for row in rows if row.get("store_problem")), None)
+        return {**totals, "counters": counters, "store_problem": problem, "shards": rows}
 
 
 class LocalSessionStore(SessionStore):

@@ -3,6 +3,7 @@
     finsec serve [CONFIG]           the app from a serve config until Ctrl-C (local cluster, or --address)
     finsec rollouts [...]           N episodes at concurrency C against --url or an in-process server
     finsec status --url URL         what a running server is: version, settings, actors, sessions, fences
+    finsec store check|acknowledge-loss [CONFIG]   the durable mark store: can it forget; accept a loss
     finsec corpus write|serve|questions
 
 A usage error (bad URL, no server, bad config, port in use) is one line on stderr and exit status 2."""
@@ -13,7 +14,7 @@ import argparse
 import sys
 
 from ..about import version
-from . import corpus, rollouts, serve, status
+from . import corpus, rollouts, serve, status, store
 from .errors import EXIT_USAGE, UsageError
 
 
@@ -26,6 +27,7 @@ def parser() -> argparse.ArgumentParser:
     serve.add_parser(commands)
     rollouts.add_parser(commands)
     status.add_parser(commands)
+    store.add_parser(commands)
     corpus.add_parser(commands)
     return top
 

@@ -10,7 +10,7 @@ shards' session events are the reaper's (session_store/ray_actors.py); these are
 | `ray_finsec_rate_limit_wait_seconds` | the wait for an SEC rate-limit slot | |
 | `ray_finsec_model_call_seconds` | one judge or retrieval-model call | `model` (judge, retrieval), `outcome` (ok, error) |
 | `ray_finsec_cache_lookups_total` | a replica's caches | `cache` (texts, indexes, verdicts), `result` (hit, miss) |
-| `ray_finsec_unavailable_total` | 503s | `cause` (actor_unreachable, store_full, not_durable, marks_unreadable, judge_busy, internal, ...) |
+| `ray_finsec_unavailable_total` | 503s | `cause` (actor_unreachable, store_full, not_durable, marks_unreadable, store_forgot, store_unsafe, judge_busy, internal, ...) |
 
 Every metric also has `app`. Outside a Ray worker (the one-process app, the Ray-free tests) they are counted in
 memory instead (`Metrics.counted`), so both paths run the same code. Label values come from fixed vocabularies,

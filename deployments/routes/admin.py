@@ -49,6 +49,8 @@ async def status(request: Request) -> dict:
     version = await asyncio.to_thread(about.version)  # hashes the sources once per process: off the loop
     return {"app": app.settings.app_name, "version": version, "settings": about.shape(app.settings),
             "held": {k: stats[k] for k in ("sessions", "documents", "fences", "expired_marks")},
+            # ok unless a shard decides nothing from absent marks: the store forgot records, or may forget them
+            "mark_store": {"ok": stats["store_problem"] is None, "problem": stats["store_problem"]},
             "shards": [{"shard": k, **{f: row.get(f) for f in _SHARD_FIELDS}}
                        for k, row in enumerate(stats.get("shards", []))],
             "actors": await asyncio.to_thread(about.actors, app.settings)}

@@ -14,13 +14,23 @@ The stores:
 - `redis_store.RedisMarkStore`: Redis, for clusters (`mark_store_url`): native expiry, group commits in one
   command, reads per ID, and it outlives the Ray cluster.
 `open_mark_store` picks one from the settings.
+
+A store that forgets. Redis can lose data while the app runs: a restart without persistence, an eviction, a
+failover to an empty replica, a flush. An absent mark then proves nothing, and a closed ID would be seeded again.
+So a store has a marker, a record with no expiry, written when a deployment begins the store (`begin`) and read
+with every read of marks: a read that finds it gone raises `StoreForgot` (with the marks it did find), and the
+shard stops deciding from absence until an operator acknowledges the loss (`acknowledge_loss`), which begins the
+store again. `durability_problem` says why a store could forget before it does (Redis: an evicting
+maxmemory-policy, no append-only file).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Protocol
+import time
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 from ..core import Mark
 from ..routing import partition
@@ -28,11 +38,32 @@ from ..routing import partition
 log = logging.getLogger(__name__)
 
 
+Beginning = Literal["new", "continued", "forgot"]  # what `begin` found: nothing, its marker, records without it
+
+
+class StoreForgot(Exception):
+    """The store's marker is gone: it lost data, so an ID without a mark may have had one. `found` holds the marks
+    the read did find (those are still true)."""
+
+    def __init__(self, found: dict[str, Mark] | None = None):
+        super().__init__("the mark store's marker is gone: it lost data")
+        self.found = found or {}
+
+
+@dataclass(frozen=True)
+class StoreHealth:
+    """What the reaper found of the store on its tick, handed to every shard: a gone marker, or why it may forget."""
+
+    forgot: bool = False
+    durability_problem: str | None = None
+
+
 class MarkStore(Protocol):
     lists_marks: bool  # whether `scan` lists a shard's marks, so that the shard can settle
 
     async def read(self, sids: list[str]) -> dict[str, Mark]:
-        """The durable marks of these IDs (IDs with none are absent). Raises if the store cannot be read."""
+        """The durable marks of these IDs (IDs with none are absent). Raises StoreForgot when the marker is gone,
+        and any other error if the store cannot be read."""
 
     async def write(self, changes: dict[str, Mark | None]) -> set[str]:
         """Apply the changes (None deletes), as one group; returns the IDs whose change could not be written."""
@@ -45,7 +76,25 @@ class MarkStore(Protocol):
         """Delete marks that lapsed before `now`, if the store does not expire them itself."""
 
     async def purge(self) -> int:
-        """Delete every record of the application (marks and its cookie secret); returns how many."""
+        """Delete every record of the application (marks, its cookie secret, the marker); returns how many."""
+
+    def begin(self) -> Beginning:
+        """At deploy: write the marker if the store holds no record of the app (a new store); leave a store that
+        holds records without a marker as it is (it forgot). Synchronous: the application builder's."""
+
+    def acknowledge_loss(self) -> None:
+        """An operator's word that the store's loss is accepted: the marker is written again."""
+
+    async def marker_present(self) -> bool:
+        """Whether the marker is there (the reaper asks every tick)."""
+
+    def durability_problem(self) -> str | None:
+        """Why this store could forget marks it was given (evictions, no persistence), or None."""
+
+
+def marker(note: str) -> bytes:
+    """The marker's value: when the store was begun, and how (by a deployment, or an operator's acknowledgement)."""
+    return json.dumps({"begun": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "by": note}).encode()
 
 
 def encode(mark: Mark) -> bytes:
@@ -63,19 +112,28 @@ def decode(raw: bytes) -> Mark | None:
 
 
 class MemoryMarkStore:
-    """Marks in this process. Shared by two lives of a shard in a test, it plays the durable store."""
+    """Marks in this process, begun when made. Shared by two lives of a shard in a test, it plays the durable
+    store; `forget` plays a Redis restarted without persistence."""
 
     lists_marks = True
 
     def __init__(self) -> None:
         self.marks: dict[str, bytes] = {}
+        self.marker: bytes | None = marker("deployment")
         self.failing = False  # tests: every read and write fails, as when the store is unreachable
+
+    def forget(self) -> None:
+        self.marks.clear()
+        self.marker = None
 
     async def read(self, sids: list[str]) -> dict[str, Mark]:
         if self.failing:
             raise ConnectionError("mark store unreachable")
         found = {sid: decode(self.marks[sid]) for sid in sids if sid in self.marks}
-        return {sid: mark for sid, mark in found.items() if mark is not None}
+        found = {sid: mark for sid, mark in found.items() if mark is not None}
+        if self.marker is None:
+            raise StoreForgot(found)
+        return found
 
     async def write(self, changes: dict[str, Mark | None]) -> set[str]:
         if self.failing:
@@ -101,9 +159,28 @@ class MemoryMarkStore:
         return len(lapsed)
 
     async def purge(self) -> int:
-        purged = len(self.marks)
-        self.marks.clear()
+        purged = len(self.marks) + (self.marker is not None)
+        self.forget()
         return purged
+
+    def begin(self) -> Beginning:
+        if self.marker is not None:
+            return "continued"
+        if self.marks:
+            return "forgot"
+        self.marker = marker("deployment")
+        return "new"
+
+    def acknowledge_loss(self) -> None:
+        self.marker = marker("acknowledged")
+
+    async def marker_present(self) -> bool:
+        if self.failing:
+            raise ConnectionError("mark store unreachable")
+        return self.marker is not None
+
+    def durability_problem(self) -> str | None:
+        return None  # it lives as long as the process that reads it
 
 
 def open_mark_store(url: str | None, namespace: str) -> MarkStore:
@@ -117,4 +194,5 @@ def open_mark_store(url: str | None, namespace: str) -> MarkStore:
     return GcsMarkStore(namespace.encode())
 
 
-__all__ = ["MarkStore", "MemoryMarkStore", "decode", "encode", "open_mark_store"]
+__all__ = ["Beginning", "MarkStore", "MemoryMarkStore", "StoreForgot", "StoreHealth", "decode", "encode", "marker",
+           "open_mark_store"]

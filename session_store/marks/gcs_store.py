@@ -13,7 +13,7 @@ import asyncio
 from ..app_actors import gcs_kv
 from ..core import Mark
 from ..routing import PARTITIONS, hex_prefixes, partition
-from . import decode, encode
+from . import Beginning, StoreForgot, decode, encode, marker
 
 _MARK = b"mark:"
 _BATCH = 500  # keys read or decoded between yields to the event loop
@@ -36,9 +36,12 @@ class GcsMarkStore:
 
     async def read(self, sids: list[str]) -> dict[str, Mark]:
         keys = {self._key(sid): sid for sid in sids}
-        found = await gcs_kv().async_internal_kv_multi_get(list(keys), self._namespace, timeout=self._timeout)
-        marks = {keys[key]: decode(raw) for key, raw in found.items() if raw is not None}
-        return {sid: mark for sid, mark in marks.items() if mark is not None}
+        found = await gcs_kv().async_internal_kv_multi_get([_MARKER, *keys], self._namespace, timeout=self._timeout)
+        marks = {keys[key]: decode(raw) for key, raw in found.items() if raw is not None and key in keys}
+        marks = {sid: mark for sid, mark in marks.items() if mark is not None}
+        if found.get(_MARKER) is None:
+            raise StoreForgot(marks)
+        return marks
 
     async def write(self, changes: dict[str, Mark | None]) -> set[str]:
         client = gcs_kv()
@@ -103,5 +106,28 @@ class GcsMarkStore:
         internal_kv._internal_kv_put(_SECRET, generate().encode(), overwrite=False, namespace=self._namespace)
         return internal_kv._internal_kv_get(_SECRET, namespace=self._namespace).decode()
 
+    def begin(self) -> Beginning:
+        from ray.experimental import internal_kv
+
+        if internal_kv._internal_kv_exists(_MARKER, namespace=self._namespace):
+            return "continued"
+        if any(internal_kv._internal_kv_list(prefix, namespace=self._namespace) for prefix in (_MARK, _SECRET)):
+            return "forgot"
+        existed = internal_kv._internal_kv_put(_MARKER, marker("deployment"), overwrite=False,
+                                               namespace=self._namespace)
+        return "continued" if existed else "new"
+
+    def acknowledge_loss(self) -> None:
+        from ray.experimental import internal_kv
+
+        internal_kv._internal_kv_put(_MARKER, marker("acknowledged"), overwrite=True, namespace=self._namespace)
+
+    async def marker_present(self) -> bool:
+        return await gcs_kv().async_internal_kv_exists(_MARKER, self._namespace, timeout=self._timeout)
+
+    def durability_problem(self) -> str | None:
+        return None  # the GCS's own fault tolerance (its Redis) is the cluster's to configure
+
 
 _SECRET = b"cookie-secret"
+_MARKER = b"store"

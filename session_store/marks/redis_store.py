@@ -12,7 +12,12 @@ for clusters, and the store that outlives the Ray cluster, its head included.
 - Reads and writes are packed by hiredis (C), which redis-py's asyncio client does not use: its Python packer
   cost ~6 us a mark.
 - Keys are `finsec:<app namespace>:{<partition>}:m:<id>`: the hash tag keeps a partition's keys in one slot,
-  ready for Redis Cluster.
+  ready for Redis Cluster. The marker (`finsec:<app namespace>:store`, no expiry) is read in the same MGET as
+  the marks.
+- A Redis that may forget is refused (`durability_problem`): marks need `maxmemory-policy noeviction` (every
+  mark has an expiry, so the volatile-* policies evict them as readily as allkeys-*) and an append-only file
+  fsynced at least every second (`appendonly yes`, `appendfsync everysec` or `always`); snapshots alone lose
+  every fence written since the last one.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import hiredis
 
 from ..core import Mark
 from ..routing import PARTITIONS, partition
-from . import decode, encode
+from . import Beginning, StoreForgot, decode, encode, marker
 
 _PURGE_BATCH = 500  # keys unlinked at once
 # KEYS: the marks. ARGV: per mark its value ("" deletes), then per mark its expiry (ms since the epoch).
@@ -95,10 +100,17 @@ class RedisMarkStore:
     def _key(self, sid: str) -> str:
         return f"{self._prefix}{{{partition(sid):03x}}}:m:{sid}"
 
+    @property
+    def _marker(self) -> str:
+        return self._prefix + "store"
+
     async def read(self, sids: list[str]) -> dict[str, Mark]:
-        values = await self._execute("MGET", *(self._key(sid) for sid in sids))
+        present, *values = await self._execute("MGET", self._marker, *(self._key(sid) for sid in sids))
         marks = {sid: decode(raw) for sid, raw in zip(sids, values) if raw is not None}
-        return {sid: mark for sid, mark in marks.items() if mark is not None}
+        found = {sid: mark for sid, mark in marks.items() if mark is not None}
+        if present is None:
+            raise StoreForgot(found)
+        return found
 
     async def write(self, changes: dict[str, Mark | None]) -> set[str]:
         """All or nothing as far as the caller knows: a failed command is retried whole, and each change is
@@ -140,13 +152,60 @@ class RedisMarkStore:
 
     def kept_secret(self, generate: Callable[[], str]) -> str:
         """The application's cookie secret, created by whoever asks first (synchronous: the builder's)."""
-        import redis
-
-        client = redis.Redis.from_url(self._url, socket_timeout=self._timeout,
-                                      socket_connect_timeout=self._timeout)
-        try:
+        with self._sync_client() as client:
             key = self._prefix + "cookie-secret"
             client.set(key, generate(), nx=True)
             return client.get(key).decode()
-        finally:
-            client.close()
+
+    def begin(self) -> Beginning:
+        with self._sync_client() as client:
+            if client.exists(self._marker):
+                return "continued"
+            if next(client.scan_iter(match=self._prefix + "*", count=1000), None) is not None:
+                return "forgot"
+            return "new" if client.set(self._marker, marker("deployment"), nx=True) else "continued"
+
+    def acknowledge_loss(self) -> None:
+        with self._sync_client() as client:
+            client.set(self._marker, marker("acknowledged"))
+
+    async def marker_present(self) -> bool:
+        return bool(await self._execute("EXISTS", self._marker))
+
+    def durability_problem(self) -> str | None:
+        """Read with CONFIG GET, or INFO where a managed Redis refuses CONFIG (synchronous: the builder's, and
+        the reaper's in a thread)."""
+        from redis.exceptions import ResponseError
+
+        with self._sync_client() as client:
+            try:
+                config = client.config_get("maxmemory-policy", "appendonly", "appendfsync")
+            except ResponseError:
+                try:
+                    info = {**client.info("memory"), **client.info("persistence")}
+                except ResponseError as error:
+                    return (f"its eviction policy and persistence could not be read (CONFIG and INFO refused: "
+                            f"{error}); if it never evicts and persists by other means, set "
+                            "mark_store_durability_check to false")
+                config = {"maxmemory-policy": str(info.get("maxmemory_policy")),
+                          "appendonly": "yes" if info.get("aof_enabled") else "no"}
+        return durability_problem(config)
+
+    def _sync_client(self):
+        import redis
+
+        return redis.Redis.from_url(self._url, socket_timeout=self._timeout, socket_connect_timeout=self._timeout)
+
+
+def durability_problem(config: dict[str, str]) -> str | None:
+    """What in a Redis's configuration lets it forget marks, and the setting that fixes it; None when nothing."""
+    problems = []
+    if config.get("maxmemory-policy", "noeviction") != "noeviction":
+        problems.append(f"maxmemory-policy is {config['maxmemory-policy']}, which evicts marks under memory "
+                        "pressure: set it to noeviction")
+    if config.get("appendonly") != "yes":
+        problems.append("appendonly is no, so a restart loses every mark since the last snapshot: set appendonly "
+                        "yes")
+    elif config.get("appendfsync", "everysec") not in ("always", "everysec"):
+        problems.append(f"appendfsync is {config['appendfsync']}: set it to everysec (or always)")
+    return "; ".join(problems) or None

@@ -16,6 +16,7 @@ EVERYTHING = range(PARTITIONS)
 
 def test_marks_round_trip_and_the_sweep_deletes_only_what_lapsed(serve_url):
     store = GcsMarkStore(f"test-marks-{uuid.uuid4().hex[:8]}".encode())
+    assert store.begin() == "new" and store.begin() == "continued"
     now = time.time()
 
     async def main():
@@ -27,6 +28,9 @@ def test_marks_round_trip_and_the_sweep_deletes_only_what_lapsed(serve_url):
         assert set(await store.scan(EVERYTHING)) == {"live", "expired"}
         await store.write({"live": None})  # a delete
         assert set(await store.scan(EVERYTHING)) == {"expired"}
+        assert await store.marker_present()
+        await store.purge()
+        assert not await store.marker_present()
 
     asyncio.run(main())
 

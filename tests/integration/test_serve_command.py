@@ -37,10 +37,14 @@ def durable(sid: str) -> tuple[set[str], bytes | None]:
 
     from ray.experimental import internal_kv
 
+    from session_store.marks import StoreForgot
     from session_store.marks.gcs_store import GcsMarkStore
 
     namespace = app_actors(Settings(app_name=APP)).kv_namespace
-    marks = asyncio.run(GcsMarkStore(namespace).read([sid]))
+    try:
+        marks = asyncio.run(GcsMarkStore(namespace).read([sid]))
+    except StoreForgot as purged:  # a purge takes the marker too
+        marks = purged.found
     return set(marks), internal_kv._internal_kv_get(b"cookie-secret", namespace=namespace)
 
 

@@ -18,7 +18,10 @@ from session_store.routing import partition
 
 
 def store(url: str, namespace: str | None = None) -> RedisMarkStore:
-    return RedisMarkStore(url, namespace or f"test-{uuid.uuid4().hex[:8]}")
+    """The store as a deployment leaves it: begun (its marker written), or continued."""
+    marks = RedisMarkStore(url, namespace or f"test-{uuid.uuid4().hex[:8]}")
+    assert marks.begin() in ("new", "continued")
+    return marks
 
 
 def seed(rollout: str = "r1") -> EpisodeSeed:
@@ -127,8 +130,8 @@ def test_the_cookie_secret_is_kept_and_a_purge_removes_only_its_own_app(redis_se
     now = time.time()
     asyncio.run(mine.write({"a": Mark(fence_until=now + 60, cause="closed")}))
     asyncio.run(other.write({"a": Mark(fence_until=now + 60, cause="closed")}))
-    assert asyncio.run(mine.purge()) == 2  # the mark and the secret: no index is kept
-    assert keys(redis_server.url, ours) == [] and len(keys(redis_server.url, theirs)) == 1
+    assert asyncio.run(mine.purge()) == 3  # the mark, the secret and the marker: no index is kept
+    assert keys(redis_server.url, ours) == [] and len(keys(redis_server.url, theirs)) == 2  # its mark and marker
 
 
 @pytest.mark.parametrize("url", ["http://x", "redis-cluster://x"])

@@ -67,8 +67,8 @@ def test_the_reaper_publishes_what_each_tick_added_and_a_new_shard_life_counts_f
         def __init__(self):
             self.life = ShardService(ShardConfig(100.0), MemoryMarkStore())
 
-        async def tick(self):
-            return await self.life.tick()
+        async def tick(self, health=None):
+            return await self.life.tick(health)
 
         async def settle(self):
             return await self.life.settle()
