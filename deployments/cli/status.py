@@ -46,6 +46,8 @@ def render(status: dict) -> str:
         lines.append(f"  {name:<22}{value}")
     held = status.get("held", {})
     lines.append("held       " + ", ".join(f"{k} {v}" for k, v in held.items()))
+    store = status.get("mark_store", {})
+    lines.append("marks      " + ("ok" if store.get("ok", True) else f"NEW SESSIONS REFUSED: {store.get('problem')}"))
     for shard in status.get("shards", []):
         lines.append(f"  shard {shard['shard']:<4} sessions {shard.get('sessions')}, fences {shard.get('fences')}, "
                      f"{_marks(shard)}, life {shard.get('incarnation')}")

@@ -19,6 +19,8 @@ import pytest
 import yaml
 
 from deployments import local
+from session_store.marks.redis_store import RedisMarkStore
+from tests.redis_server import running_redis
 from deployments.serve_tuning import POD_START, SERVE_TUNING, node_env
 
 ROOT = Path(__file__).parents[2]
@@ -128,8 +130,25 @@ def test_the_redis_overlay_gives_the_gcs_and_the_marks_the_same_redis():
     for container in containers(service):
         (url,) = [e for e in container["env"] if e["name"] == "FINSEC_MARK_STORE_URL"]
         assert url["valueFrom"]["secretKeyRef"]["name"] == "finsec-serve", container["name"]
-    (statefulset,) = [d for d in docs if d["kind"] == "StatefulSet"]
-    assert "--appendonly" in statefulset["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+def test_the_overlays_redis_is_one_the_app_accepts_and_refuses_writes_before_its_pod_limit():
+    """Started with the overlay's own arguments: the app's durability check passes, and maxmemory sits below the
+    memory limit, so at the limit Redis refuses writes (503s) instead of the kernel killing it."""
+    (statefulset,) = [d for d in render(CLUSTER / "overlays/redis") if d["kind"] == "StatefulSet"]
+    (redis,) = statefulset["spec"]["template"]["spec"]["containers"]
+    args = [a.replace("$(REDIS_PASSWORD)", "overlay-password") for a in redis["args"]]
+    maxmemory = args[args.index("--maxmemory") + 1]
+    assert parse_quantity(maxmemory) < parse_quantity(redis["resources"]["limits"]["memory"])
+    with running_redis(persist=False, options=tuple(args)) as server:
+        url = f"redis://:overlay-password@127.0.0.1:{server.port}/1"
+        assert RedisMarkStore(url, "overlay").durability_problem() is None
+
+
+def parse_quantity(text: str) -> int:
+    """A Kubernetes memory quantity (8Gi) or a Redis one (6gb) in bytes."""
+    number, unit = re.fullmatch(r"(\d+)\s*([A-Za-z]*)", text).groups()
+    return int(number) * {"": 1, "gb": 2**30, "mb": 2**20, "gi": 2**30, "mi": 2**20}[unit.lower()]
 
 
 def kuberay_steps() -> str:
