@@ -27,9 +27,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _common import machine, write_report  # noqa: E402
 
-from tests.fault_scenarios import THINK_SECONDS, Fault, failures, rollouts, summarize, wait_gone  # noqa: E402
+from tests.fault_scenarios import (THINK_SECONDS, Fault, failures, rollouts, store_forgets,  # noqa: E402
+                                   summarize, wait_gone)
 
 SECONDS = 12.0
+STORE_FORGETS = "mark store forgets (Redis back empty) + shard SIGKILL"
 
 
 def single_node() -> dict:
@@ -81,6 +83,8 @@ def single_node() -> dict:
             ran = Fault(ran.began, ran.ended, frozenset(killed))
             results[name] = {**summarize(episodes, ran, exposed, shard_of), "expected_share": share}
             print(name, results[name], flush=True)
+        results[STORE_FORGETS] = {**store_forgets(url, SECONDS), "expected_share": 0.25}
+        print(STORE_FORGETS, results[STORE_FORGETS], flush=True)
     finally:
         undeploy(settings)
         stop_ray_and_serve()
@@ -109,7 +113,8 @@ def render(results: dict) -> str:
     out = ["# Fault scenarios", "", f"{machine()}. Rollouts (seed, parse_html_page, retrieve_information, verify, "
            f"close) from 16 concurrent clients for {SECONDS:.0f} s, half of them pausing {THINK_SECONDS} s before "
            "verify as a policy writing its answer does; the fault at 3 s. Produced by `bench/faults.py`; the same "
-           "scenarios run as tests (tests/integration/test_shard_failure.py, test_node_loss.py).", "",
+           "scenarios run as tests (tests/integration/test_shard_failure.py, test_node_loss.py, "
+           "test_mark_store_loss.py).", "",
            "| fault | episodes | reached by the fault | open on what died at the fault | share of sessions on it "
            "| masked | lost sessions verified (seen only by verify) | **lost, scored unmasked** | verified while "
            "it died | unmasked wrong rewards | HTTP 500s: app / HAProxy page | requests retried | recovery (s) |",
@@ -139,6 +144,15 @@ def render(results: dict) -> str:
             "- A killed ingress replica loses no session (its state is in the shards); its in-flight requests get a "
             "5xx or a dropped connection, which the driver retries.",
             "- A killed document store loses no filing text: replicas parse it again from its URL when they miss."]
+    forgot = results.get(STORE_FORGETS)
+    if forgot:
+        out += ["", f"Mark store forgets: the Redis holding the marks restarted without persistence (empty) and shard "
+                f"1 was SIGKILLed with it; the app trusted the Redis's configuration, so only its marker told. While "
+                f"the loss stood, {forgot['closed_ids_tried_while_lost']} IDs closed before the fault were seeded "
+                f"again: **{forgot['closed_ids_seeded_again']} accepted** (answers {forgot['closed_ids_refused_with']}:"
+                f" 409 from shards that held their fences, 503 from the restarted one); "
+                f"{forgot['seeds_refused_until_acknowledged']} rollout seeds were refused (503) until the loss was "
+                "acknowledged 3 s later, and the first clean episode after it ended at the recovery time shown."]
     node = results.get("node loss (3-node cluster)")
     if node:
         out += ["", f"Node loss placement: {json.dumps(node.get('placement'))}, shards lost "

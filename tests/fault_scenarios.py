@@ -248,8 +248,87 @@ def summarize(episodes: list[Episode], fault: Fault, hit, shard_of: Callable[[Ep
 
 def failures(summary: dict) -> list[str]:
     """What a scenario must never show, by name; empty when it passed."""
-    checks = {"lost_scored_unmasked": 0, "unmasked_wrong_rewards": 0, "app_500s": 0, "reached_but_not_exposed": 0}
-    return [f"{name} = {summary[name]} (must be {want})" for name, want in checks.items() if summary[name] != want]
+    checks = {"lost_scored_unmasked": 0, "unmasked_wrong_rewards": 0, "app_500s": 0, "reached_but_not_exposed": 0,
+              "closed_ids_seeded_again": 0}
+    return [f"{name} = {summary[name]} (must be {want})" for name, want in checks.items()
+            if summary.get(name, want) != want]
+
+
+# ----- the mark store forgets: Redis comes back empty, a shard dies with it ----------------------------------
+
+
+def store_forgets(base_url: str, seconds: float = 12.0, workers: int = 16, acknowledge_after: float = 3.0) -> dict:
+    """Rollouts against an app whose marks are in Redis (4 shards, 2 replicas, at /forgets on a running Serve);
+    then the Redis restarts without persistence, as empty, and shard 1's process is SIGKILLed with it. The app
+    trusts the Redis's configuration (as for one that persists "another way"), so only its marker can tell.
+    While the loss stands, every ID closed before the fault is seeded again (each must be refused); then an
+    operator acknowledges it. Lost sessions are shard 1's old life's, as in a shard SIGKILL; the other shards
+    hold their sessions in memory and serve them."""
+    import ray
+
+    from deployments.corpus.generate import embedded_corpus_dir
+    from deployments.ingress import app_actors, durable_records
+    from deployments.local import QUIET_LOGS, deploy_application, undeploy_application
+    from deployments.settings import Settings
+    from tests.redis_server import running_redis
+
+    port = free_port()
+    redis = running_redis(persist=False, port=port)
+    redis_url = redis.__enter__().url
+    settings = Settings(app_name="faults-store", num_shards=4, corpus_dir=embedded_corpus_dir(),
+                        reaper_interval_seconds=1.0, mark_store_url=redis_url, mark_store_durability_check=False)
+    late: list[int] = []
+    try:
+        url = deploy_application(settings, base_url, name=settings.app_name, route_prefix="/forgets", options={
+            "num_replicas": 2, "ray_actor_options": {"num_cpus": 0}, "logging_config": QUIET_LOGS})
+        closed = _closed_ids(url, 40)
+        app = app_actors(settings)
+        shard = ray.get_actor(next(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                                   if a["namespace"] == app.namespace and a["name"].startswith("shard-1-of-4.")),
+                              namespace=app.namespace)
+
+        def fault() -> None:
+            nonlocal redis
+            pid = ray.get(shard.pid.remote(), timeout=30)
+            redis.__exit__(None, None, None)
+            redis = running_redis(persist=False, port=port)
+            redis.__enter__()
+            os.kill(pid, signal.SIGKILL)
+            wait_gone([pid])
+            _wait_answering(url)
+            with httpx.Client(base_url=url, timeout=60) as client:
+                late.extend(client.post("/seed_session", json=_seed(sid)).status_code for sid in closed)
+            time.sleep(acknowledge_after)
+            durable_records(settings).acknowledge_loss()  # `finsec store acknowledge-loss`
+
+        episodes, ran = asyncio.run(rollouts(url, workers, seconds, fault, fault_after=3.0))
+        killed = Fault(ran.began, ran.ended, frozenset({1}))
+
+        def shard_of(e: Episode) -> int:
+            return shard_index(e.sid, settings.num_shards)
+
+        summary = summarize(episodes, killed, lambda e: True, shard_of)
+        refused = [c for e in episodes for c in e.calls
+                   if c.path == "/seed_session" and c.status == 503 and ran.began <= c.sent <= ran.ended]
+        return {**summary, "closed_ids_tried_while_lost": len(late),
+                "closed_ids_seeded_again": sum(status == 200 for status in late),
+                "closed_ids_refused_with": sorted(set(late)), "seeds_refused_until_acknowledged": len(refused)}
+    finally:
+        undeploy_application(settings, settings.app_name, purge=True)
+        redis.__exit__(None, None, None)
+
+
+def _wait_answering(url: str, timeout: float = 60.0) -> None:
+    """Until every shard answers again (a killed shard restarts in ~2 s): /status asks each one."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/status", timeout=10).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError("the app's shards did not answer again")
 
 
 # ----- node loss: a three-node cluster, the state actors kept off the head ----------------------------------

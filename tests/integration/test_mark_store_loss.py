@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from deployments.cli import main as finsec
 from deployments.net.ports import free_port
 from session_store import shard_index
+from tests.fault_scenarios import failures, store_forgets
 from tests.redis_server import running_redis
 
 from .conftest import close_body, deployed_app, episode_seed, verify_body
@@ -80,3 +81,11 @@ applications:
                 assert resumed.get("/status").json()["mark_store"] == {"ok": True, "problem": None}
     finally:
         redis.__exit__(None, None, None)
+
+
+def test_the_fault_benchs_store_scenario_passes(serve_url):
+    """bench/faults.py's scenario, shorter: rollouts while Redis comes back empty and a shard dies with it."""
+    summary = store_forgets(serve_url, seconds=10.0, workers=8)
+    assert failures(summary) == [], summary
+    assert summary["closed_ids_tried_while_lost"] == 40 and 503 in summary["closed_ids_refused_with"]
+    assert summary["seeds_refused_until_acknowledged"] > 0 and summary["recovery_seconds"] is not None
