@@ -39,7 +39,8 @@ def in_process_app(settings: Settings, cookie_secret: str | None = None,
     cookie_secret = cookie_secret or secrets.token_urlsafe(32)
     marks = marks if marks is not None else MemoryMarkStore()
     config = ShardConfig(settings.session_ttl_seconds, settings.fence_ttl_seconds, settings.limits())
-    store = LocalSessionStore([ShardService(config, marks, clock) for _ in range(settings.num_shards)])
+    store = LocalSessionStore([ShardService(config, marks, clock) for _ in range(settings.num_shards)],
+                              **({"monotonic": clock} if clock else {}))
     documents = DocumentStore(max_bytes=settings.document_store_bytes, grace_seconds=settings.document_grace_seconds,
                               **({"clock": clock} if clock else {}))
     limiter = LocalRateLimiter(settings.requests_per_second, settings.rate_limit_window_seconds)

@@ -1,7 +1,8 @@
 """Every rule of the resources-sessions contract (contract.md §B, §C), pure and Ray-free.
 
-One `SessionCore` holds the sessions of one shard. Time comes from an injected wall clock, so tests can jump it
-and fences keep their meaning across processes and restarts.
+One `SessionCore` holds the sessions of one shard. Time comes from an injected wall clock (by default a
+`SessionClock`, which never steps), so tests can jump it and fences keep their meaning across processes and
+restarts.
 
 Where each rule lives:
 
@@ -43,12 +44,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 import uuid
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal
 
+from .clock import SessionClock
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreFull
 
 Clock = Callable[[], float]
@@ -224,13 +225,13 @@ class SessionCore:
         *,
         session_ttl_seconds: float,
         fence_ttl_seconds: float | None = None,
-        clock: Clock = time.time,
+        clock: Clock | None = None,
         incarnation: str | None = None,
         limits: Limits = Limits(),
     ):
         self.session_ttl = float(session_ttl_seconds)
         self.fence_ttl = float(session_ttl_seconds if fence_ttl_seconds is None else fence_ttl_seconds)
-        self.clock = clock
+        self.clock = clock or SessionClock()
         self.limits = limits
         self.incarnation = incarnation or uuid.uuid4().hex
         self._sessions: dict[str, Session] = {}  # in seed order: the session expiry index
@@ -431,6 +432,10 @@ class SessionCore:
         asks this before a verify decides what the session is."""
         session = self._open(sid)
         return None if session is None else dict(session.documents)
+
+    def now(self, sid: str) -> float:
+        """This shard's clock, which every session's start and budget here are timed by (`sid` routes the call)."""
+        return self.clock()
 
     def started_at(self, sid: str) -> float | None:
         """When the open session was seeded, or None: a session that is not open has no time budget (§A.15).

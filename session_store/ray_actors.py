@@ -111,7 +111,7 @@ class ReaperActor(ActorProcess):
         return {"ticks": status.ticks, "evicted": status.evicted, "held": status.held,
                 "counters": dict(status.counters), "documents": status.documents,
                 "shards_unreachable": status.shards_unreachable, "durable_marks_swept": status.durable_marks_swept,
-                "store": status.store, "interval_seconds": self._interval}
+                "store": status.store, "clock_step": status.clock_step, "interval_seconds": self._interval}
 
 
 class _SessionMetrics:
@@ -127,6 +127,9 @@ class _SessionMetrics:
                       for name in ("sessions", "marks", "digests")}
         self._documents = Gauge("finsec_document_store_bytes", "Bytes of text in the document store",
                                 tag_keys=("app",))
+        self._clock_step = Gauge("finsec_clock_step_seconds", "The largest gap between a node's wall clock and the "
+                                 "session clock of its shard (a step being absorbed at 1%); over 1 s is alarmed",
+                                 tag_keys=("app",))
         self._store_ok = Gauge("finsec_mark_store_ok", "1 while the durable mark store holds its marker and cannot "
                                "forget (noeviction, append-only file); 0 while new sessions are refused for it",
                                tag_keys=("app",))
@@ -151,6 +154,7 @@ class _SessionMetrics:
             gauge.set(status.held.get(name, 0), tags=self._tags)
         if status.documents is not None:
             self._documents.set(status.documents.bytes, tags=self._tags)
+        self._clock_step.set(status.clock_step, tags=self._tags)
         if status.store is not None:
             healthy = not status.store.forgot and status.store.durability_problem is None
             self._store_ok.set(int(healthy), tags=self._tags)

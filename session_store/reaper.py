@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Protocol
 
+from .clock import SLEW, SessionClock
 from .core import EvictionReport
 from .documents import SweepReport
 from .marks import MarkStore, StoreHealth
 from .shard import TickReport
 
 log = logging.getLogger(__name__)
+
+CLOCK_STEP_ALARM_SECONDS = 1.0  # NTP slews at most 0.5 ms a second: a gap past this is a step
 
 
 class ShardTicks(Protocol):
@@ -43,15 +45,16 @@ class ReaperStatus:
     shards_unreachable: int = 0
     durable_marks_swept: int = 0
     store: StoreHealth | None = None  # the mark store's marker and configuration as last checked
+    clock_step: float = 0.0  # the largest gap between a node's wall clock and its session clock, in seconds
 
 
 class Reaper:
     def __init__(self, shards: list[ShardTicks], documents: DocumentSweeps | None = None, *,
-                 marks: MarkStore | None = None, sweep_marks_every: int = 120, clock=time.time,
+                 marks: MarkStore | None = None, sweep_marks_every: int = 120, clock=None,
                  check_durability: bool = True):
         self._shards = shards
         self._documents = documents
-        self._marks, self._clock = marks, clock
+        self._marks, self._clock = marks, clock or SessionClock()
         self._check_durability = check_durability
         self._sweep_marks_every = sweep_marks_every
         self._last: dict[int, TickReport] = {}  # per shard: its report of the previous tick
@@ -86,6 +89,7 @@ class Reaper:
         status.shards_unreachable = len(self._shards) - len(answered)
         status.held = {name: sum(r.counts.get(name, 0) for r in answered.values())
                        for name in ("sessions", "marks", "digests")}
+        self._note_clock_steps({k: r.clock_step for k, r in answered.items()})
         # A shard that did not answer may name texts nobody else does: sweep only on a full view.
         if self._documents is not None and len(answered) == len(self._shards):
             referenced = set().union(*(r.referenced_digests for r in answered.values()))
@@ -93,13 +97,30 @@ class Reaper:
                 status.documents = await self._documents.sweep(referenced)
             except Exception as error:  # a document store that restarts is swept next tick
                 log.warning("reaper: the document store did not answer its sweep: %r", error)
-        if self._marks is not None and status.ticks % self._sweep_marks_every == 0:
+        # A lapse is judged by this process's clock: held off while some clock is stepped, so no step sweeps fences.
+        if self._marks is not None and status.ticks % self._sweep_marks_every == 0 and not self._stepped():
             try:
                 status.durable_marks_swept += await self._marks.sweep(self._clock())
             except Exception as error:  # not worth failing the tick for: orphaned marks only take room
                 log.warning("reaper: sweeping lapsed durable marks failed: %r", error)
         return evicted, increments, timings
 
+
+    def _note_clock_steps(self, steps: dict[int, float]) -> None:
+        """A node's wall clock stepped: its shard's session clock absorbs it slowly, so no session is evicted and no
+        fence lapses at once; the operator is told, once per step."""
+        own = self._clock.step() if isinstance(self._clock, SessionClock) else 0.0
+        worst = max([own, *steps.values()], key=abs)
+        alarming = abs(worst) > CLOCK_STEP_ALARM_SECONDS
+        if alarming and abs(worst - self.status.clock_step) > CLOCK_STEP_ALARM_SECONDS:
+            where = {k: f"{v:+.1f} s" for k, v in steps.items() if abs(v) > CLOCK_STEP_ALARM_SECONDS}
+            log.error("reaper: a wall clock stepped (shards %s, reaper %+.1f s). Sessions and fences keep their "
+                      "times: each shard's session clock absorbs the step at %.0f%% of real time", where or "none",
+                      own, 100 * SLEW)
+        self.status.clock_step = worst
+
+    def _stepped(self) -> bool:
+        return abs(self.status.clock_step) > CLOCK_STEP_ALARM_SECONDS
 
     async def _store_health(self) -> StoreHealth | None:
         """The store's marker and configuration, for every shard; None when the store could not be asked (the

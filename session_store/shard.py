@@ -32,6 +32,7 @@ from typing import Any
 
 import asyncio
 
+from .clock import SessionClock
 from .core import EvictionReport, Limits, Masked, SessionCore
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreFull, StoreUnavailable
 from .marks import MarkStore, MemoryMarkStore, StoreForgot, StoreHealth
@@ -46,6 +47,7 @@ Outcome = tuple[bool, Any]  # (True, result) or (False, the session error to rai
 OPERATIONS = frozenset({
     "seed_episode", "seed_agent_run", "close", "retire", "mark_lost", "plan_verify", "record_verdict",
     "finish_verify", "check_open", "started_at", "put_document", "read_documents", "describe", "document_refs",
+    "now",
 })
 # Operations whose answer depends on, or that may write, a fence or expired mark of an ID that is not open
 # (a tool on a lost session fences it: the durable mark must be known first, or it would be overwritten).
@@ -84,14 +86,15 @@ class TickReport:
     counters: dict[str, int]
     incarnation: str
     timings: dict[str, int] = field(default_factory=dict)  # batches and ShardTimings, summed over this life
+    clock_step: float = 0.0  # how far this node's wall clock is from the shard's clock (a step being absorbed)
 
 
 class ShardService:
     def __init__(self, config: ShardConfig, marks: MarkStore | None = None, clock=None,
                  place: tuple[int, int] = (0, 1)):
-        kwargs = {"clock": clock} if clock is not None else {}
-        self._core = SessionCore(session_ttl_seconds=config.session_ttl_seconds,
-                                 fence_ttl_seconds=config.fence_ttl_seconds, limits=config.limits, **kwargs)
+        self._clock = clock or SessionClock()
+        self._core = SessionCore(session_ttl_seconds=config.session_ttl_seconds, fence_ttl_seconds=config.fence_ttl_seconds,
+                                 limits=config.limits, clock=self._clock)
         self._marks = marks if marks is not None else MemoryMarkStore()
         self._pending: dict[str, Any] = {}  # mark changes not yet known durable (None deletes), by ID
         self._write_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
@@ -232,7 +235,11 @@ class ShardService:
         self._pending.update(self._core.take_mark_writes())
         await self._make_durable(set(self._pending))  # also retries what failed before
         return TickReport(evicted, self._core.counts(), self._core.referenced_digests(), dict(self._core.counters),
-                          self._core.incarnation, {"batches": self._batches, **self._timings.as_dict()})
+                          self._core.incarnation, {"batches": self._batches, **self._timings.as_dict()},
+                          self._clock_step())
+
+    def _clock_step(self) -> float:
+        return round(self._clock.step(), 3) if isinstance(self._clock, SessionClock) else 0.0
 
     async def settle(self) -> int:
         """Load every durable mark of this shard's IDs; from then on memory is complete. Call it only when no
@@ -270,6 +277,6 @@ class ShardService:
         return {**self._core.stats(), "batches": self._batches, "operations": self._operations,
                 **self._timings.as_dict(),
                 "settled": int(self._complete), "reads_marks_per_id": int(not self._marks.lists_marks),
-                "store_problem": self.store_problem(),
+                "store_problem": self.store_problem(), "clock_step": self._clock_step(),
                 "incarnation": self._core.incarnation, "counters": dict(self._core.counters)}
 

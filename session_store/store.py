@@ -8,9 +8,10 @@ never learns which implementation it holds (design principle 2).
 from __future__ import annotations
 
 import asyncio
+import time
 from abc import ABC, abstractmethod
 from functools import partial
-from typing import Any
+from typing import Any, Callable
 
 from .batching import Coalescer
 from .core import (
@@ -29,12 +30,17 @@ from .routing import shard_index
 from .shard import Op, Outcome, ShardService, TickReport
 
 
+CLOCK_READ_EVERY_SECONDS = 30.0  # how long a shard's clock is read through one offset: it slews at most 1%
+
+
 class SessionStore(ABC):
     num_shards: int
 
-    def __init__(self, num_shards: int):
+    def __init__(self, num_shards: int, monotonic: Callable[[], float] = time.monotonic):
         self.num_shards = num_shards
         self._coalescers = [Coalescer(partial(self._send, k)) for k in range(num_shards)]
+        self._monotonic = monotonic
+        self._clock_offsets: dict[int, tuple[float, float]] = {}  # shard -> (its clock - ours, when we read it)
 
     @abstractmethod
     async def _send(self, shard: int, ops: list[Op]) -> list[Outcome]:
@@ -84,6 +90,20 @@ class SessionStore(ABC):
     async def started_at(self, sid: str) -> float | None:
         return await self._on(sid, "started_at")
 
+    async def shard_now(self, sid: str) -> float:
+        """The clock of the shard that holds `sid`, which timed its session's start: a budget judged by it is not
+        moved by this node's clock being skewed or stepped. Read through an offset to this process's monotonic
+        clock, renewed by one batched call per shard every CLOCK_READ_EVERY_SECONDS."""
+        k = shard_index(sid, self.num_shards)
+        offset, read_at = self._clock_offsets.get(k, (0.0, None))
+        if read_at is None or self._monotonic() - read_at > CLOCK_READ_EVERY_SECONDS:
+            before = self._monotonic()
+            shard_now = await self._on(sid, "now")
+            after = self._monotonic()
+            offset, read_at = shard_now - (before + after) / 2, after
+            self._clock_offsets[k] = (offset, read_at)
+        return self._monotonic() + offset
+
     async def put_document(self, sid: str, key: str, ref: DocumentRef, claims: Claims) -> StoredDocument:
         return await self._on(sid, "put_document", key, ref, claims)
 
@@ -100,7 +120,7 @@ class SessionStore(ABC):
         """Totals over every shard (counters summed), plus each shard's own row."""
         rows = await self._each_shard("stats")
         totals = {k: sum(row[k] for row in rows) for k in rows[0]
-                  if k not in ("incarnation", "counters", "store_problem")}
+                  if k not in ("incarnation", "counters", "store_problem", "clock_step")}
         counters: dict[str, int] = {}
         for row in rows:
             for name, n in row["counters"].items():
@@ -112,9 +132,9 @@ class SessionStore(ABC):
 class LocalSessionStore(SessionStore):
     """Shards as plain objects in this process: for the Ray-free tests and the single-process baseline."""
 
-    def __init__(self, shards: list[ShardService]):
+    def __init__(self, shards: list[ShardService], monotonic: Callable[[], float] = time.monotonic):
         self.shards = shards
-        super().__init__(len(shards))
+        super().__init__(len(shards), monotonic)
 
     async def _send(self, shard: int, ops: list[Op]) -> list[Outcome]:
         return await self.shards[shard].run(ops)

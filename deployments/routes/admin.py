@@ -38,7 +38,7 @@ async def retire_session_state(request: Request, body: RetireRequest) -> dict[st
     return {"session_id": body.session_id, "retired": "ok"}
 
 
-_SHARD_FIELDS = ("incarnation", "settled", "reads_marks_per_id", "sessions", "fences")
+_SHARD_FIELDS = ("incarnation", "settled", "reads_marks_per_id", "sessions", "fences", "clock_step")
 
 
 @router.get("/status")

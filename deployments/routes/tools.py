@@ -49,18 +49,21 @@ TOOL_NAMES = (
 
 
 async def _budget_spent(request: Request) -> str | None:
-    """The time budget (§A.15), from the seed time the signed cookie carries: no shard call for a budget that
-    is not spent. A spent one is confirmed with the shard, because a session that is no longer open (evicted,
-    released) has no recorded start and so no limit; if the shard cannot answer, the cookie decides."""
-    svc, started = services(request), identity.started_at(request)
+    """The time budget (§A.15), from the seed time the signed cookie carries, judged by the clock of the shard
+    that set it (`SessionStore.shard_now`), so no skew or step of this node's clock moves it. A spent one is
+    confirmed with the shard, because a session that is no longer open (evicted, released) has no recorded
+    start and so no limit; if the shard cannot answer, the cookie decides."""
+    svc, started, sid = services(request), identity.started_at(request), identity.session_id(request)
     budget = svc.settings.max_rollout_time_seconds
-    if started is None or budget_exhausted(svc.clock() - started, budget) is None:
+    if started is None or not budget:
         return None
     try:
-        started = await svc.store.started_at(identity.session_id(request))
-    except StoreUnavailable:
-        pass
-    return None if started is None else budget_exhausted(svc.clock() - started, budget)
+        if budget_exhausted(await svc.store.shard_now(sid) - started, budget) is None:
+            return None
+        started = await svc.store.started_at(sid)
+        return None if started is None else budget_exhausted(await svc.store.shard_now(sid) - started, budget)
+    except StoreUnavailable:  # the shard cannot say: the cookie and this node's clock decide
+        return budget_exhausted(svc.clock() - started, budget)
 
 
 def _json_error(message: str | None) -> str | None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import time
 from typing import Any, Callable
 
 import hiredis
@@ -117,12 +116,10 @@ class RedisMarkStore:
         idempotent, so a partly applied one does no harm."""
         if not changes:
             return set()
-        now = time.time()
-        values, expiries = [], []
-        for mark in changes.values():
-            live = mark is not None and mark.drop_at > now
-            values.append(encode(mark) if live else b"")
-            expiries.append(int(mark.drop_at * 1000) + 1 if live else 0)
+        # Every mark is written with its drop time: Redis drops one already past it at once. Judging "past" here
+        # would take this node's wall clock, which can step, where the shard's session clock does not.
+        values = [b"" if mark is None else encode(mark) for mark in changes.values()]
+        expiries = [0 if mark is None else int(mark.drop_at * 1000) + 1 for mark in changes.values()]
         try:
             await self._group_commit([self._key(sid) for sid in changes], [*values, *expiries])
         except Exception:
