@@ -62,7 +62,7 @@ _POSSIBLE_AFTER = re.compile(
 _TERMINATOR = re.compile(r"[!?\n]|\.(?!\d)")
 ASKED_REACH = 200  # characters looked at after a span for the end of its sentence
 _DESIGNATION = re.compile(
-    r"""\b(?:(?:my|our|the|final|correct|right|true|actual|real|best)\s+)*answer\b
+    r"""\banswer\b
           (?:\s+(?:is|was|would\s+be|will\s+be|should\s+be|here\s+is))?\s*[:=]?
       | \bmy\s+(?:guess|estimate|pick|choice|response|figure)\b(?:\s+(?:is|was|would\s+be))?\s*[:=]?
       | \bI(?:['’]d|\s+would)\s+(?:say|guess|answer|go\s+with)\b""",

@@ -100,7 +100,7 @@ _DATES = [
         rf"\b{_MONTH}\s*(?P<day>\d{{1,2}})(?:st|nd|rd|th)?,?\s*(?P<year>\d{{4}})\b",  # Dec. 31, 2024
         rf"\b(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s*(?P<year>\d{{4}})\b",  # 31 December 2024
         rf"\b{_MONTH},?\s*(?P<year>\d{{4}})\b",  # December 2024
-        r"\b(?:FY|fiscal\s+(?:year\s+)?)\s*'?(?P<year>\d{4}|\d{2})\b",  # FY2024, FY24, fiscal 2024
+        r"\b(?:FY\s*|fiscal\s+(?:year\s+)?)'?(?P<year>\d{4}|\d{2})\b",  # FY2024, FY24, fiscal 2024
     )
 ]
 
@@ -109,7 +109,7 @@ _NOT_QUANTITIES = re.compile(
     r"""\b(?:form\s+)?(?:10-K|10-Q|8-K|6-K|20-F|40-F|11-K|S-[1-4]|F-[1-4]|DEF\s*14A)(?:/A)?\b
       | \b(?:item|note|part|section|exhibit|rule|schedule|page|footnote|ASC|ASU|topic)\s+\d[\w.-]*
       | \b(?:Q[1-4]|[1-4]Q|H[12]|[12]H)(?:\s*'?\d{2})?\b
-      | \bCIK\s*:?\s*\d+ | \b401\s*\(k\) | \bS&P\s*\d+""",
+      | \bCIK\s*(?::\s*)?\d+ | \b401\s*\(k\) | \bS&P\s*\d+""",
     re.I | re.X,
 )
 

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from .tokenize import tokenize
@@ -23,13 +24,19 @@ from .tokenize import tokenize
 HEADCOUNT = "#headcount"
 HEADCOUNT_WEIGHT = 2.0
 
-# A question for the number of employees. A question about shares or awards granted to employees is not one.
+# A question for the number of employees. A question about shares or awards granted to employees is not one:
+# "how many" counts only when a word for people follows it before a "?" or a word for securities does.
 _ASKS_HEADCOUNT = re.compile(
     r"""\bhead\s*-?\s*counts?\b | \bworkforce\b | \bemployee\s+count\b
-      | \bnumber\s+of\s+(?:[a-z-]+\s+){0,2}(?:employees|staff|workers|personnel)\b
-      | \bhow\s+many\b(?:(?!\b(?:shares?|stock|options?|units|awards?|grants?)\b)[^?])*
-        \b(?:employ\w*|people|staff|workers|personnel)\b""",
+      | \bnumber\s+of\s+(?:[a-z-]+\s+){0,2}(?:employees|staff|workers|personnel)\b""",
     re.IGNORECASE | re.VERBOSE,
+)
+# The "how many" rule, as events read in one pass (a pattern that rescans from every "how many" is quadratic
+# on the repetitive prompts a policy under RL writes): an arm, a disarm, or a word for people.
+_HOW_MANY_EVENTS = re.compile(
+    r"(?P<arm>\bhow\s+many\b)|(?P<disarm>\?|\b(?:shares?|stock|options?|units|awards?|grants?)\b)"
+    r"|(?P<people>\b(?:employ\w*|people|staff|workers|personnel)\b)",
+    re.IGNORECASE,
 )
 # A sentence that states a headcount: a number, then at most four words ("full-time and part-time"), then
 # "employees"; or "headcount" and then a number in the same sentence.
@@ -39,12 +46,44 @@ _STATES_HEADCOUNT = re.compile(
 # The stems (tokenize.stem) of the names of the top line, and of the words that qualify it without naming another.
 _TOP_LINE = ("revenu", "sale")
 _TOP_LINE_NAMES = frozenset({*_TOP_LINE, "sell"})
-_OWNER = re.compile(r"\b(?:was|were|is|are|did|does|of)\s+(?:the\s+)?([^?]+?)(?:'s?|’s?)\s", re.IGNORECASE)
+# Whose line a question names: the words between "of" (or "was", "is", ...) and the first possessive after them,
+# with no "?" between ("the total revenues of Tesla's", "was Helixar Analytics Corp.'s"). Found in one pass.
+_OWNER_INTRO = re.compile(r"\b(?P<word>was|were|is|are|did|does|of)\s+(?:the\s+)?", re.IGNORECASE)
+_POSSESSIVE = re.compile(r"['’]s?\s")
 _TOP_LINE_WORDS = frozenset({*_TOP_LINE_NAMES, "net", "total", "consolidat", "top", "line", "combin"})
 
 
 def asks_headcount(question: str) -> bool:
-    return _ASKS_HEADCOUNT.search(question) is not None
+    if _ASKS_HEADCOUNT.search(question) is not None:
+        return True
+    armed = False
+    for event in _HOW_MANY_EVENTS.finditer(question):
+        if event.lastgroup == "people" and armed:
+            return True
+        armed = event.lastgroup == "arm" or (armed and event.lastgroup != "disarm")
+    return False
+
+
+def owner(question: str) -> str | None:
+    """The words that name whose line the question asks for, or None: what the pattern `<intro>\\s+(the\\s+)?
+    ([^?]+?)'s\\s` finds, in one pass (each introducing word looks up the next possessive and "?" in tables of
+    positions) where the pattern rescans the rest of the question from each introducing word."""
+    possessives = [m.start() for m in _POSSESSIVE.finditer(question)]
+    marks = [i for i, c in enumerate(question) if c == "?"]
+    for intro in _OWNER_INTRO.finditer(question):
+        start = intro.end()
+        at = bisect.bisect_left(possessives, start)
+        if at == len(possessives):
+            return None  # no possessive after this intro, so none after any later one either
+        mark = bisect.bisect_left(marks, start)
+        stop = marks[mark] if mark < len(marks) else len(question)  # the owner holds no "?"
+        right_here = possessives[at] == start
+        end = possessives[at + right_here] if at + right_here < len(possessives) else stop
+        if end < stop:
+            return question[start:end]  # at least one character, so past a possessive right at the start
+        if right_here and start - intro.end("word") >= 2:
+            return ""  # the pattern gives back a space or "the" to end there: an owner that names nobody
+    return None
 
 
 def document_tags(text: str) -> list[str]:
@@ -56,8 +95,8 @@ def asks_top_line(question: str, weights: dict[str, float]) -> bool:
     """Revenue or sales and nothing else but whose: "Apple's revenue", "Helixar Analytics Corp.'s net sales", "the
     total revenues of Tesla". Another content word names a line of its own ("Google Cloud revenues", "automotive
     sales"), whose name is the filing's."""
-    owner = _OWNER.search(question)
-    owners = set(tokenize(owner.group(1))) if owner else set()
+    named = owner(question)
+    owners = set(tokenize(named)) if named else set()
     content = [t for t, w in weights.items() if w >= 1.0 and t not in owners]  # period words weigh less
     named = [t for t in content if t in _TOP_LINE_NAMES]
     others = [t for t in content if t not in _TOP_LINE_WORDS]

@@ -156,19 +156,21 @@ def _walk(root) -> list[str]:
 
 
 def _join_cells(cells: list[str]) -> list[str]:
-    joined: list[str] = []
-    pending = ""
+    """Cells with `$`, `(` or `)`/`%` alone joined to their neighbour. Each joined cell is built from a list of
+    parts: appending to a string held in a list copies it every time (a row of a million ")" cells)."""
+    joined: list[list[str]] = []
+    pending: list[str] = []
     for cell in cells:
         if not cell:
             continue
         if cell in _JOIN_NEXT:
-            pending += cell
+            pending.append(cell)
             continue
         if _JOIN_PREVIOUS.match(cell) and joined and not pending:
-            joined[-1] += cell
+            joined[-1].append(cell)
             continue
-        joined.append(pending + cell)
-        pending = ""
+        joined.append([*pending, cell])
+        pending = []
     if pending:
         joined.append(pending)
-    return joined
+    return ["".join(parts) for parts in joined]
