@@ -16,7 +16,8 @@ from .model import LlmRetrieval
 from .passages import Excerpt, IndexedDocument, PassageRetriever
 from .prompt import substitute, without_placeholders
 
-SCORE_INLINE_CHARS = 3_000_000
+SCORE_INLINE_CHARS = 3_000_000  # of stored documents, read through cached indexes
+QUESTION_INLINE_CHARS = 2_000  # of prompt: each character of a question costs far more than one of a document
 
 
 @dataclass(frozen=True)
@@ -57,10 +58,12 @@ class PassageBackend:
 
     async def answer(self, prompt: str, documents: dict[str, Selection]) -> str:
         excerpts = {key: Excerpt(await self._index(s), s.start or 0, s.end) for key, s in documents.items()}
-        # Scoring a cached index costs ~0.3 ms a filing; several big filings go to a worker thread.
-        size = sum(len(s.text) for s in documents.values())
-        return await offload.run(size, self._passages.answer, without_placeholders(prompt), excerpts,
-                                 limit=SCORE_INLINE_CHARS)
+        # Several big filings, or a long prompt (its words are weighed, split into parts and scored), go to a
+        # worker thread: the whole input decides, not the documents alone.
+        heavy = (sum(len(s.text) for s in documents.values()) >= SCORE_INLINE_CHARS
+                 or len(prompt) >= QUESTION_INLINE_CHARS)
+        return await offload.run(int(heavy), self._passages.answer, without_placeholders(prompt), excerpts,
+                                 limit=1)
 
 
 class ModelBackend:

@@ -25,9 +25,10 @@ HEADCOUNT = "#headcount"
 HEADCOUNT_WEIGHT = 2.0
 
 # A question for the number of employees. A question about shares or awards granted to employees is not one:
-# "how many" counts only when a word for people follows it before a "?" or a word for securities does.
+# "how many" counts only when a word for people follows it before a "?" or a word for securities does. Spaces
+# are taken possessively: "head" and a long run of them must not be split every way before "count" fails.
 _ASKS_HEADCOUNT = re.compile(
-    r"""\bhead\s*-?\s*counts?\b | \bworkforce\b | \bemployee\s+count\b
+    r"""\bhead\s*+(?:-\s*+)?counts?\b | \bworkforce\b | \bemployee\s+count\b
       | \bnumber\s+of\s+(?:[a-z-]+\s+){0,2}(?:employees|staff|workers|personnel)\b""",
     re.IGNORECASE | re.VERBOSE,
 )

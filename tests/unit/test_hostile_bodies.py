@@ -264,7 +264,8 @@ BODY_SIZED_WORK = {
     "deployments/routes/sessions.py": {"_render", "json_response.<locals>.<lambda>"},
     "deployments/retrieval/prompt.py": {"character_ranges", "character_ranges.<locals>.<genexpr>"},
 }
-BODY_SIZED_FOLDERS = ("deployments/grading/", "deployments/aggregate_metrics.py")
+BODY_SIZED_FOLDERS = ("deployments/grading/", "deployments/aggregate_metrics.py", "deployments/retrieval/passages.py",
+                      "deployments/retrieval/concepts.py")
 
 
 def _body_sized(code) -> str | None:
@@ -358,6 +359,9 @@ HEAVY = {  # name -> (route, body bytes, the status it must get)
     "a 500 KB URL": ("/parse_html_page", json.dumps({"url": "https://www.sec.gov/Archives/edgar/data/1/"
                                                      + "a" * 500_000, "key": "k"}).encode(), 200),
     "a huge prompt": ("/retrieve_information", json.dumps({"prompt": "revenue {{doc}} " * 400_000}).encode(), 200),
+    # under the cap, over a small document: reading the question is the work (the choice once looked at documents)
+    "a 50,000-character repetitive prompt": ("/retrieve_information", json.dumps(
+        {"prompt": ("how many of the " * 3_200)[:49_990] + " {{doc}}"}).encode(), 200),
     "200,000 range objects": ("/retrieve_information", json.dumps({"prompt": "revenue {{doc}}", "input_character_ranges": [
         {"key": "doc", "start": 0, "end": 10}] * 200_000}).encode(), 200),
     "a 60,000-step trajectory to /verify (echoed into the row)": ("/verify", _long_trajectory(60_000), 200),
