@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from deployments.grading.numbers import normalize
 
-# "001-36743" is one word. Possessive: a shorter run of "-digits" is always followed by a digit or "-", so
-# backtracking into one finds nothing, and on "10-10-10-..." it costs the rest of the text at every digit.
-_TOKEN = re.compile(r"\d++(?:-\d++)++(?![\w-])|[^\W_]+(?:['’.][^\W_]+)*")
+# "001-36743" is one word, of at most nine numbers (a longer chain is words): bounded and possessive, so that
+# "10-10-10-..." is not read to its end again from every number in it.
+_TOKEN = re.compile(r"\d++(?:-\d++){1,8}+(?![\w-])|[^\W_]+(?:['’.][^\W_]+)*")
 IDENTIFIER = re.compile(r"\d+(?:-\d+)+")  # a file number or tax id: digits joined by hyphens
 ARTICLES = frozenset({"a", "an", "the"})
 FUNCTION_WORDS = frozenset(

@@ -66,6 +66,9 @@ class PassageBackend:
                                  limit=1)
 
 
+MAX_SUBSTITUTED_CHARS = 16_000_000  # a prompt with its documents pasted in: what one model call may carry
+
+
 class ModelBackend:
     """NeMo Gym's behaviour: the documents substituted into the prompt and sent to a model (§E.1 step 7-9)."""
 
@@ -73,4 +76,11 @@ class ModelBackend:
         self.model = model
 
     async def answer(self, prompt: str, documents: dict[str, Selection]) -> str:
-        return await self.model.answer(substitute(prompt, {key: s.sliced() for key, s in documents.items()}))
+        contents = {key: s.sliced() for key, s in documents.items()}
+        # Every occurrence is replaced: 10,000 "{{doc}}" in a prompt would paste a filing 10,000 times.
+        size = len(prompt) + sum(prompt.count("{{" + key + "}}") * len(text) for key, text in contents.items())
+        if size > MAX_SUBSTITUTED_CHARS:
+            return (f"ERROR: with its documents pasted in at every placeholder, this prompt would be {size:,} "
+                    f"characters, over the {MAX_SUBSTITUTED_CHARS:,} one retrieval may send. Name each document "
+                    "once, or read a part of it with input_character_ranges.")
+        return await self.model.answer(substitute(prompt, contents))

@@ -41,8 +41,8 @@ _HOW_MANY_EVENTS = re.compile(
 )
 # A sentence that states a headcount: a number, then at most four words ("full-time and part-time"), then
 # "employees"; or "headcount" and then a number in the same sentence.
-_STATES_HEADCOUNT = re.compile(
-    r"\d[\d,]*\s+(?:[\w-]+\s+){0,4}?employees\b|\bheadcount\b[^.\d]{0,60}\d", re.IGNORECASE
+_STATES_HEADCOUNT = re.compile(  # a number is read from its first digit only, at once: not again from each one
+    r"(?<![\d,])\d[\d,]*+\s+(?:[\w-]+\s+){0,4}?employees\b|\bheadcount\b[^.\d]{0,60}\d", re.IGNORECASE
 )
 # The stems (tokenize.stem) of the names of the top line, and of the words that qualify it without naming another.
 _TOP_LINE = ("revenu", "sale")

@@ -39,6 +39,7 @@ from .bm25 import Bm25Index, idf
 from .tokenize import normalize, stem, tokenize
 
 PASSAGE_CHARS = 700
+LINE_CHARS = 6_000  # a longer line is cut into pieces (a filing's paragraphs are shorter)
 ROW_CHARS = 400  # a longer "row" is prose with a pipe in it, not a table row
 HEAD_CHARS = 4_000
 COVER_WEIGHT = 2.0
@@ -46,6 +47,7 @@ CONTEXT_WEIGHT = 0.35  # the rest of the question, in each part's query
 ROWS_PER_PART = 3
 ROW_SHARE = 0.5  # a row is offered when it scores at least this share of the part's best row
 MAX_PARTS = 6
+MAX_QUERY_TERMS = 256
 
 # Words of the question's form, not its content.
 _QUESTION_WORDS = frozenset(stem(w) for w in """according amount company corporation did disclose disclosed does
@@ -164,8 +166,10 @@ def _at_a_date(question: str, weights: dict[str, float]) -> dict[str, float]:
 
 
 def _is_heading(line: str) -> bool:
-    return 3 < len(line) < 90 and "|" not in line and not line.endswith((".", ";", ",")) and any(
-        c.isalpha() for c in line)
+    return 3 < len(line) < 90 and "|" not in line and not line.endswith((".", ";", ",")) and _LETTER.search(line) is not None
+
+
+_LETTER = re.compile(r"[^\W\d_]")
 
 
 def _is_table_header(line: str) -> bool:
@@ -173,14 +177,28 @@ def _is_table_header(line: str) -> bool:
     return bool(cells) and all(_TABLE_HEADER_CELL.match(c) for c in cells) and any(ch.isdigit() for ch in line)
 
 
+def _pieces(text: str):
+    """Each line, and the newline after it (1, or 0 when a line over LINE_CHARS goes on in the next piece): such
+    a line is cut after its last space within LINE_CHARS, so no passage is a whole page of one line (its reply
+    would be the page, and tokenizing it one long call that holds the GIL)."""
+    for line in text.split("\n"):
+        at = 0
+        while len(line) - at > LINE_CHARS:
+            cut = line.rfind(" ", at, at + LINE_CHARS) + 1
+            cut = cut if cut > at else at + LINE_CHARS
+            yield line[at:cut], 0
+            at = cut
+        yield line[at:], 1
+
+
 def cut_passages(text: str) -> list[Passage]:
     passages: list[Passage] = []
-    start = position = 0
+    start = position = ended = 0  # `ended`: where the previous piece ended, its newline not included
     heading = header = context = ""
-    for line in text.split("\n"):
+    for line, newline in _pieces(text):
         full = position + len(line) - start > PASSAGE_CHARS
         if full and position > start and not line.startswith("("):  # a caption stays with the row above it
-            passages.append(Passage(start, position - 1, context))
+            passages.append(Passage(start, ended, context))
             # Context only for a passage that starts inside a table: its rows need the statement and columns.
             start, context = position, " / ".join(c for c in (heading, header) if c) if header else ""
         if "|" in line:
@@ -190,7 +208,8 @@ def cut_passages(text: str) -> list[Passage]:
             header = line
         elif not line.startswith("(") and _is_heading(line):
             heading, header = line, ""
-        position += len(line) + 1
+        ended = position + len(line)
+        position = ended + newline
     if start < len(text):
         passages.append(Passage(start, len(text), context))
     return [p for p in passages if text[p.start : p.end].strip()]
@@ -253,10 +272,11 @@ class _Units:
         return self.index.nbytes + 100 * len(self.units) + self._starts.nbytes + self._ends.nbytes
 
     def best(self, query, limit: int, idfs=None, bounds: tuple[int, int] | None = None,
-             full: int = 0) -> list[tuple[float, Passage]]:
+             full: int = 0, scores: np.ndarray | None = None) -> list[tuple[float, Passage]]:
+        """`scores`: this query's scores of these units, when the caller already has them (a text under many keys)."""
         if not self.units:
             return []
-        scores = self.index.scores(query, idfs)
+        scores = self.index.scores(query, idfs) if scores is None else scores
         if bounds is not None and bounds != (0, full):
             start, end = bounds
             scores = np.where((self._starts < end) & (self._ends > start), scores, 0.0)
@@ -280,6 +300,9 @@ class IndexedDocument:
     def nbytes(self) -> int:
         """Roughly what the indexed document holds: its text, the two BM25 indexes and their units."""
         return sys.getsizeof(self.text) + self._passages.nbytes + self.rows.nbytes + 64 * len(self.head_terms)
+
+    def units(self, kind: str) -> _Units:
+        return self._passages if kind == "passages" else self.rows
 
     def best(self, query, limit: int, idfs=None, bounds: tuple[int, int] | None = None) -> list[tuple[float, Passage]]:
         """The top passages by BM25; with `bounds`, only passages overlapping that range, clipped to it."""
@@ -357,12 +380,14 @@ class PassageRetriever:
             query = weights if units == "passages" else _at_a_date(question, weights)
             idfs = _shared_idfs(documents, terms | set(query), units)
             limit = self.top_passages if units == "passages" else self.rows_per_part
-            hits = [
-                (score * cover[key], key, p, e.document)
-                for key, e in documents.items()
-                for score, p in (e.document.best(query, limit, idfs, e.bounds()) if units == "passages"
-                                 else e.document.best_rows(query, limit, idfs, e.bounds()))
-            ]
+            scored: dict[int, np.ndarray] = {}  # one scoring per text, however many keys name it
+            hits = []
+            for key, e in documents.items():
+                kind = e.document.units(units)
+                if id(kind) not in scored:
+                    scored[id(kind)] = kind.index.scores(query, idfs)
+                hits += [(score * cover[key], key, p, e.document) for score, p in
+                         kind.best(query, limit, idfs, e.bounds(), len(e.document.text), scored[id(kind)])]
             hits.sort(key=lambda h: -h[0])
             if units == "rows" and hits:
                 hits = [h for h in hits if h[0] >= ROW_SHARE * hits[0][0]][: self.rows_per_part]
@@ -378,10 +403,12 @@ class PassageRetriever:
     def answer(self, question: str, documents: dict[str, Excerpt]) -> str:
         """The best rows and passages of the named documents, within each excerpt's range, filling the reply
         budget shared among the question's parts."""
-        whole = query_weights(question)
+        texts = list({id(e.document): e.document for e in documents.values()}.values())
+        whole = _strongest(query_weights(question), texts)
         idfs = _shared_idfs(documents, whole, "passages")
         cover = {key: _cover_match(e.document, whole, idfs) for key, e in documents.items()}  # the whole question's
-        candidates = [self._ranked(question, weights, documents, cover) for weights in question_parts(question)]
+        candidates = [self._ranked(question, _strongest(weights, texts), documents, cover)
+                      for weights in question_parts(question)]
         if not any(candidates):
             return (
                 "No passage of " + ", ".join(documents) + " matches the words of your prompt. "
@@ -393,6 +420,17 @@ class PassageRetriever:
                 "line in parentheses says where it sits; character ranges refer to the stored document, for "
                 "input_character_ranges):")
         return head + "\n" + "\n".join(blocks)
+
+
+def _strongest(weights: dict[str, float], texts: list[IndexedDocument]) -> dict[str, float]:
+    """At most MAX_QUERY_TERMS of a query's terms: the heaviest, the rarest in these texts first among equals. A
+    question names a few things; scoring costs each term's postings in every text, and a prompt can hold 50,000
+    characters of distinct words."""
+    if len(weights) <= MAX_QUERY_TERMS:
+        return weights
+    frequency = {t: sum(d.index.document_frequency(t) for d in texts) for t in weights}
+    kept = sorted(weights, key=lambda t: (-weights[t], frequency[t]))[:MAX_QUERY_TERMS]
+    return {t: weights[t] for t in kept}
 
 
 def _share_budget(candidates: list[list[_Candidate]], budget: int) -> list[str]:

@@ -27,13 +27,13 @@ _BLOCK = frozenset(
 )
 _CELLS = frozenset({"td", "th"})
 _HIDDEN = re.compile(r"display\s*:\s*none", re.IGNORECASE)
-_SPACES = re.compile(r"\s+")
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 _JOIN_NEXT = frozenset({"$", "€", "£", "(", "$(", "($"})
 _JOIN_PREVIOUS = re.compile(r"^[)%]+$|^\)?%$")
 
 
 _SNIFF_BYTES = 8192
+_FEED_CHARS = 1 << 20
 _BINARY_BYTES = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f]")  # controls no text encoding we read uses (ESC is ISO-2022's)
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
@@ -64,13 +64,23 @@ def html_to_text(html: str | bytes) -> str:
     # huge_tree: without it libxml2 silently drops a text node over 10 MB and everything nested over 256 deep.
     parser = lxml.html.HTMLParser(huge_tree=True)
     try:
-        root = lxml.html.fromstring(html, parser=parser)
-    except (lxml.etree.ParserError, ValueError) as error:
+        root = _parse(html, parser)
+    except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError) as error:
         raise HtmlTextError(f"HTML could not be parsed: {error}") from error
     if limits := [e.message for e in parser.error_log if e.type_name == "ERR_RESOURCE_LIMIT"]:
         raise HtmlTextError(f"HTML could not be read whole ({len(html):,} bytes): {limits[0].split(',')[0]}; "
                             "this server reads no part of such a page rather than a silently cut one.")
     return "\n".join(_walk(root))
+
+
+def _parse(html: str | bytes, parser: lxml.html.HTMLParser):
+    """The page's tree. A big page is fed to the parser in chunks: one call over 20 MB holds the GIL for the whole
+    parse, and the event loop's thread waits for it even though the parse runs in a worker thread."""
+    if len(html) <= _FEED_CHARS:
+        return lxml.html.fromstring(html, parser=parser)
+    for start in range(0, len(html), _FEED_CHARS):
+        parser.feed(html[start : start + _FEED_CHARS])
+    return parser.close()
 
 
 def _tag(element) -> str | None:
@@ -86,7 +96,7 @@ class _Lines:
         self.parts: list[str] = []
 
     def newline(self) -> None:
-        line = _SPACES.sub(" ", "".join(self.parts)).strip()
+        line = " ".join("".join(self.parts).split())  # whitespace collapsed, ends stripped
         if line:
             self.lines.append(line)
         self.parts = []
@@ -96,12 +106,16 @@ class _Lines:
             self.parts.append(value)
 
 
+# A row inside this many rows (tables nested in cells) is read as plain lines: each level joins its cells' text
+# again, so unbounded nesting would cost the depth times the text.
+MAX_NESTED_ROWS = 8
 # What the walk does next, in a stack: pages nest up to 2,048 elements deep, past Python's recursion limit.
 _TEXT, _NEWLINE, _NODE, _CHILDREN, _ROW_OPEN, _ROW_CLOSE, _CELL_OPEN, _CELL_CLOSE, _EMPTY_CELL = range(9)
 
 
 def _hidden(element) -> bool:
-    return _HIDDEN.search(element.get("style") or "") is not None
+    style = element.get("style")
+    return style is not None and _HIDDEN.search(style) is not None
 
 
 def _walk(root) -> list[str]:
@@ -127,7 +141,7 @@ def _walk(root) -> list[str]:
             tag = _tag(item)
             if tag is None or tag in _SKIP or _hidden(item):
                 continue
-            if tag == "tr":
+            if tag == "tr" and len(rows) < MAX_NESTED_ROWS:
                 cells = [c for c in item if _tag(c) in _CELLS]
                 plan = [(_ROW_OPEN, None)]
                 for cell in cells:

@@ -176,10 +176,11 @@ class LocalFullTextIndex:
                 f"No filings are indexed between {request.start} and {request.end or 'today'}. This local corpus covers "
                 f"{min(dates)} through {max(dates)}. Search within that range."
             )
+        forms, ciks = frozenset(request.form_types or ()), frozenset(request.ciks or ())  # lists can be long
         eligible = [
             i for i, f in enumerate(index.filings)
-            if (not request.form_types or f.form in request.form_types)
-            and (not request.ciks or str(int(f.cik)) in request.ciks)
+            if (not forms or f.form in forms)
+            and (not ciks or str(int(f.cik)) in ciks)
             and request.start <= f.filing_date and (not request.end or f.filing_date <= request.end)
         ]
         ranked = _rank(index, request.query, eligible)

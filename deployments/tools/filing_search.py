@@ -43,7 +43,8 @@ async def sec_filing_search(
             "shortly.",
         })
     if form_types:
-        filings = [f for f in filings if f.form in form_types]
+        forms = frozenset(form_types)  # a list can be long: one lookup a filing, not a scan
+        filings = [f for f in filings if f.form in forms]
     filings = sorted(filings, key=lambda f: f.filing_date, reverse=True)  # stable: ties keep their order
     if start:
         filings = [f for f in filings if f.filing_date >= start]

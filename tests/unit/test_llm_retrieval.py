@@ -175,3 +175,17 @@ def test_system_prompt_from_yaml_and_the_stock_prompt(stub: LlmStub, tmp_path: P
     stock = load_prompt(None, STOCK_DIR / "retrieval.yaml", "retrieval_system_prompt")
     assert LlmRetrieval(ModelEndpoint(base_url=stub.base_url)).system_prompt == stock
     assert "not" in stock and stock == stock.strip()
+
+
+def test_a_placeholder_repeated_to_paste_a_filing_thousands_of_times_is_refused_unsent(stub: LlmStub) -> None:
+    """Every occurrence of {{doc}} is replaced (§E.1 step 7): 10,000 of them in a 50,000-character prompt would
+    make one model call of 10,000 copies of the document. The size is checked first, and nothing is sent."""
+    from deployments.retrieval.backends import ModelBackend, Selection
+
+    backend = ModelBackend(make_retrieval(stub))
+    filing = Selection("digest", "Total net sales | 391,035\n" * 40_000)  # ~1 MB
+    stub.reply(responses_reply("ok"))
+    assert asyncio.run(backend.answer("revenue {{doc}}", {"doc": filing})) == "ok"
+    reply = asyncio.run(backend.answer("{{doc}} " * 10_000, {"doc": filing}))
+    assert reply.startswith("ERROR: with its documents pasted in") and "Name each document once" in reply
+    assert len(stub.bodies) == 1

@@ -1,0 +1,108 @@
+"""No tool's work grows faster than its input on text a model writes or a page holds: for each, the inputs that once
+went quadratic or worse (repetitive text a policy under RL falls into, runs of spaces, long chains, deep nesting)
+are timed at two sizes, 4x apart. Linear work takes ~4x as long; quadratic ~16x. A ratio, never an absolute time
+(the machine's speed varies); the least of several runs at each size. bench/worst_inputs.py reports the costs."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import pytest
+
+from deployments.grading.deterministic import compare
+from deployments.grading.grounding import answer_figures
+from deployments.grading.names import Answer
+from deployments.retrieval import concepts
+from deployments.retrieval.passages import IndexedDocument, PassageRetriever, excerpt
+from deployments.text.html_to_text import html_to_text
+
+LINEAR = 10.0  # between linear (4; up to ~8 where copying big strings runs out of cache) and quadratic (16)
+
+
+def fill(unit: str, size: int) -> str:
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+def least_time(work: Callable[[], object], runs: int = 3) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        began = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - began)
+    return best
+
+
+def growth(work: Callable[[str], object], make: Callable[[int], object], n: int) -> float:
+    small, big = make(n), make(4 * n)
+    return least_time(lambda: work(big)) / least_time(lambda: work(small))
+
+
+FILING = excerpt(fill("Revenue | 1,234 | 5,678\nTotal net sales increased 12% in fiscal 2024. Employees: 164,000.\n",
+                      300_000))
+RETRIEVER = PassageRetriever()
+PROMPTS = {  # retrieve_information: the question side, over one stored filing
+    "how many of the": lambda n: fill("how many of the ", n),
+    "of the company": lambda n: fill("of the company ", n),
+    "'head' and spaces": lambda n: "head" + " " * n + "count?",
+    "'of' and spaces": lambda n: "of" + " " * n + "Apple's revenue",
+    "distinct words in six parts": lambda n: ", ".join(f"w{k}z" for k in range(n // 8)),
+}
+
+
+@pytest.mark.parametrize("shape", list(PROMPTS))
+def test_retrieve_information_is_linear_in_its_prompt(shape):
+    assert growth(lambda q: RETRIEVER.answer(q, {"doc": FILING}), PROMPTS[shape], 12_500) < LINEAR
+
+
+def test_retrieve_information_scores_a_text_once_however_many_keys_name_it():
+    eight = {f"d{k}": FILING for k in range(8)}
+    prompt = PROMPTS["distinct words in six parts"](12_500)
+    one, many = (least_time(lambda docs=docs: RETRIEVER.answer(prompt, docs)) for docs in ({"doc": FILING}, eight))
+    assert many / one < LINEAR  # 8 keys, one text: not 8 scorings (the text's share of the work is most of it)
+
+
+DOCUMENTS = {  # parse_html_page and the first question over a stored document
+    "a row of ')' cells": (html_to_text, lambda n: ("<table><tr><td>x</td>" + fill("<td>)</td>", n)
+                                                    + "</tr></table>").encode(), 100_000),
+    "tables nested as deep as their text is long": (
+        html_to_text, lambda n: ("<table><tr><td>" * (n // 3_000) + fill("word ", n)
+                                 + "</td></tr></table>" * (n // 3_000)).encode(), 250_000),
+    # within one piece of a long line (passages.LINE_CHARS): the headcount tag's pattern once read a run of
+    # digits again from each of its digits
+    "a line of '1,'": (IndexedDocument, lambda n: fill("1,", n), 1_400),
+    "a line of '1'": (IndexedDocument, lambda n: "1" * n, 1_400),
+    "lines of years that fail at their end": (IndexedDocument,
+                                              lambda n: fill("2020 2021 2022 2023 2024 2025 2026 Total\n", n), 50_000),
+    "one long line of words": (IndexedDocument, lambda n: fill("revenue ", n), 100_000),
+}
+
+
+@pytest.mark.parametrize("shape", list(DOCUMENTS))
+def test_reading_and_indexing_a_document_is_linear_in_its_size(shape):
+    work, make, n = DOCUMENTS[shape]
+    assert growth(work, make, n) < LINEAR
+
+
+ANSWERS = {  # verify: the answer is graded (at most max_answer_chars) and its figures grounded (all of it)
+    "grounding: 'fiscal' and spaces": (answer_figures, lambda n: "fiscal" + " " * n + "x", 25_000),
+    "grounding: 'cik' and spaces": (answer_figures, lambda n: "cik" + " " * n + "x", 25_000),
+    "grounding: 'FY' and spaces": (answer_figures, lambda n: "FY" + " " * n + "x", 25_000),
+    "names: '10-' chains that end in '-'": (Answer, lambda n: fill("10-", n - n % 3), 4_000),
+    "grading: a designation at every value": (
+        lambda a: compare("$5 million", a), lambda n: "$5 million " + fill("answer ", n // 2) + fill("2024 ", n // 2),
+        4_000),
+    "grading: 'the ' before the answer": (lambda a: compare("$5 million", a), lambda n: fill("the ", n) + "$5 million", 25_000),
+}
+
+
+@pytest.mark.parametrize("shape", list(ANSWERS))
+def test_grading_and_grounding_are_linear_in_the_answer(shape):
+    work, make, n = ANSWERS[shape]
+    assert growth(work, make, n) < LINEAR
+
+
+@pytest.mark.parametrize("question", [fill("how many of the ", 50_000), fill("of ", 50_000), "of" + " " * 50_000,
+                                      "head" + " " * 50_000 + "x"])
+def test_the_concept_rules_read_a_prompt_in_one_pass(question):
+    assert growth(lambda q: (concepts.asks_headcount(q), concepts.owner(q)), lambda n: question[:n], 12_500) < LINEAR
