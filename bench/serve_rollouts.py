@@ -82,9 +82,10 @@ def serve(config: str, code_root: Path, port: int, corpus: str | None, replicas:
     args = yaml.safe_load((ROOT / "configs/serve.yaml").read_text())["applications"][0]["args"]
     from deployments.settings import Settings
 
+    shape = config.removeprefix("before-")  # "before-<shape>": that shape on the earlier commit's code
     settings = Settings(**{**args, "app_name": f"bench-{uuid.uuid4().hex[:6]}",
                            **({"num_shards": shards} if shards else {}),
-                           **({"shard_transport": "ray"} if config.startswith("ray-hop") else {})})
+                           **({"shard_transport": "ray"} if shape.startswith("ray-hop") else {})})
     if config.startswith("baseline"):
         import uvicorn
 
@@ -101,15 +102,15 @@ def serve(config: str, code_root: Path, port: int, corpus: str | None, replicas:
             uvloop.run(_until_stdin_closes(server))
         return
     os.environ["RAY_SERVE_ENABLE_HA_PROXY"] = "1" if config.endswith("haproxy") else "0"
-    tokens = config.split("-")
+    tokens = shape.split("-")
     if "quiet" in tokens or "stats" in tokens:  # set before Ray starts, so the node tuning's default stands aside
         os.environ["RAY_event_stats"] = "1" if "stats" in tokens else "0"
-    if config.startswith("affine"):
+    if shape.startswith("affine"):
         from deployments.serve_tuning import ROLLOUT_AFFINITY
 
         os.environ.update(ROLLOUT_AFFINITY)
     stack = ExitStack()  # what this configuration runs beside Ray, stopped with it
-    if config.startswith("redis"):
+    if shape.startswith("redis"):
         from tests.redis_server import running_redis
 
         redis = stack.enter_context(running_redis())

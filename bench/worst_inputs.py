@@ -96,7 +96,8 @@ def _padded_verify(answer: str) -> bytes:
     """A verify body at the request cap: the answer, and a trajectory that fills the rest."""
     body = verify_body(answer)
     body["response"]["output"].insert(0, {"type": "message", "role": "assistant", "content": [
-        {"type": "output_text", "text": fill("the revenue was 1,234 in fiscal 2024 ", BODY_CAP - len(answer) - 2_000)}]})
+        {"type": "output_text", "text": fill("the revenue was 1,234 in fiscal 2024 ",
+                                             BODY_CAP - len(answer) - 2_000)}]})
     return json.dumps(body).encode()
 
 
@@ -121,7 +122,8 @@ CASES = [
            session="worst", cold=True) for n, label in enumerate(DOCUMENTS)),
     Case("verify", "an answer of 'fiscal' and 100,000 spaces", "/verify",
          lambda: _verify("fiscal" + " " * MAX_FINAL_RESULT_CHARS)),
-    Case("verify", "an answer of 100,000 chars of '10-'", "/verify", lambda: _verify(fill("10-", MAX_FINAL_RESULT_CHARS))),
+    Case("verify", "an answer of 100,000 chars of '10-'", "/verify",
+         lambda: _verify(fill("10-", MAX_FINAL_RESULT_CHARS))),
     Case("verify", "an answer of 'the ' x 25,000", "/verify", lambda: _verify(fill("the ", MAX_FINAL_RESULT_CHARS))),
     Case("verify", "an answer with 2,001 figures", "/verify",
          lambda: _verify(" ".join(f"${n},{n % 1000:03d}" for n in range(2_001)))),
@@ -225,7 +227,8 @@ def measure(url: str, pid: int, case: Case, clients: dict[str, httpx.Client]) ->
 def render(rows: list[dict]) -> str:
     over = [r for r in rows if r["cpu"] >= 1.0]
     waited = max(r["health_worst"] for r in rows)
-    lines = ["# Each tool's worst input at the caps", "", f"{machine()}. Produced by `bench/worst_inputs.py`: the app in "
+    lines = ["# Each tool's worst input at the caps", "",
+             f"{machine()}. Produced by `bench/worst_inputs.py`: the app in "
              "one process (no Ray; marks in memory) under uvicorn, the client in another; each case sent "
              f"{REPEATS} times, the least server CPU kept (all the server's threads, from /proc; 10 ms resolution), "
              "but a parse and the first question over a document (the index is built) once: their cost is paid once. "

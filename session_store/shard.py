@@ -93,8 +93,8 @@ class ShardService:
     def __init__(self, config: ShardConfig, marks: MarkStore | None = None, clock=None,
                  place: tuple[int, int] = (0, 1)):
         self._clock = clock or SessionClock()
-        self._core = SessionCore(session_ttl_seconds=config.session_ttl_seconds, fence_ttl_seconds=config.fence_ttl_seconds,
-                                 limits=config.limits, clock=self._clock)
+        self._core = SessionCore(session_ttl_seconds=config.session_ttl_seconds,
+                                 fence_ttl_seconds=config.fence_ttl_seconds, limits=config.limits, clock=self._clock)
         self._marks = marks if marks is not None else MemoryMarkStore()
         self._pending: dict[str, Any] = {}  # mark changes not yet known durable (None deletes), by ID
         self._write_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None

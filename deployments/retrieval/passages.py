@@ -166,7 +166,8 @@ def _at_a_date(question: str, weights: dict[str, float]) -> dict[str, float]:
 
 
 def _is_heading(line: str) -> bool:
-    return 3 < len(line) < 90 and "|" not in line and not line.endswith((".", ";", ",")) and _LETTER.search(line) is not None
+    return (3 < len(line) < 90 and "|" not in line and not line.endswith((".", ";", ","))
+            and _LETTER.search(line) is not None)
 
 
 _LETTER = re.compile(r"[^\W\d_]")

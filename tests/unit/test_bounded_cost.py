@@ -24,18 +24,21 @@ def fill(unit: str, size: int) -> str:
     return (unit * (size // len(unit) + 1))[:size]
 
 
+def timed(work: Callable[[], object]) -> float:
+    began = time.perf_counter()
+    work()
+    return time.perf_counter() - began
+
+
 def least_time(work: Callable[[], object], runs: int = 3) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        began = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - began)
-    return best
+    return min(timed(work) for _ in range(runs))
 
 
-def growth(work: Callable[[str], object], make: Callable[[int], object], n: int) -> float:
+def growth(work: Callable[[str], object], make: Callable[[int], object], n: int, runs: int = 4) -> float:
+    """The least time at 4n over the least at n, the two sizes taken in turn (the machine's load drifts)."""
     small, big = make(n), make(4 * n)
-    return least_time(lambda: work(big)) / least_time(lambda: work(small))
+    times = [(timed(lambda: work(small)), timed(lambda: work(big))) for _ in range(runs)]
+    return min(b for _, b in times) / min(s for s, _ in times)
 
 
 FILING = excerpt(fill("Revenue | 1,234 | 5,678\nTotal net sales increased 12% in fiscal 2024. Employees: 164,000.\n",
@@ -92,7 +95,8 @@ ANSWERS = {  # verify: the answer is graded (at most max_answer_chars) and its f
     "grading: a designation at every value": (
         lambda a: compare("$5 million", a), lambda n: "$5 million " + fill("answer ", n // 2) + fill("2024 ", n // 2),
         4_000),
-    "grading: 'the ' before the answer": (lambda a: compare("$5 million", a), lambda n: fill("the ", n) + "$5 million", 25_000),
+    "grading: 'the ' before the answer": (lambda a: compare("$5 million", a),
+                                          lambda n: fill("the ", n) + "$5 million", 25_000),
 }
 
 

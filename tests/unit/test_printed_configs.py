@@ -237,7 +237,8 @@ def test_the_shipped_configs_start(path, monkeypatch, redis_server):
     real Redis)."""
     (app_config,) = yaml.safe_load(path.read_text())["applications"]
     section = CLUSTER_README.split("## On a running Ray cluster", 1)[1].split("\n## ", 1)[0]
-    env = {name: f"{name.lower()}-value-long-enough-for-a-secret" for name in re.findall(r"`(FINSEC_[A-Z_]+)`", section)}
+    env = {name: f"{name.lower()}-value-long-enough-for-a-secret"
+           for name in re.findall(r"`(FINSEC_[A-Z_]+)`", section)}
     assert {"FINSEC_COOKIE_SECRET", "FINSEC_ADMIN_TOKEN", "FINSEC_MARK_STORE_URL"} <= set(env)
     env["FINSEC_MARK_STORE_URL"] = redis_server.url
     for name, value in env.items():
