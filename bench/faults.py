@@ -146,8 +146,9 @@ def render(results: dict) -> str:
             "- A killed document store loses no filing text: replicas parse it again from its URL when they miss."]
     forgot = results.get(STORE_FORGETS)
     if forgot:
-        out += ["", f"Mark store forgets: the Redis holding the marks restarted without persistence (empty) and shard "
-                f"1 was SIGKILLed with it; the app trusted the Redis's configuration, so only its marker told. While "
+        out += ["", f"Mark store forgets: shard 1 was SIGKILLed, and the Redis holding the marks restarted without "
+                f"persistence (empty) before the shard's next life read it; the app trusted the Redis's configuration, "
+                f"so only its marker told, and the clients retried 5xx (the requests retried column). While "
                 f"the loss stood, {forgot['closed_ids_tried_while_lost']} IDs closed before the fault were seeded "
                 f"again: **{forgot['closed_ids_seeded_again']} accepted** (answers {forgot['closed_ids_refused_with']}:"
                 f" 409 from shards that held their fences, 503 from the restarted one); "

@@ -129,6 +129,9 @@ CASES = [
          lambda: _verify(" ".join(f"${n},{n % 1000:03d}" for n in range(2_001)))),
     Case("verify", "a 16 MB trajectory with a 100,000-char answer", "/verify",
          lambda: _padded_verify(fill("$1,234 million and ", MAX_FINAL_RESULT_CHARS))),
+    Case("verify", "a 16 MB body of lists nested 50 deep", "/verify",
+         lambda: json.dumps({**verify_body("42"), "padding": "PAD"}).replace(
+             '"PAD"', "[" + ",".join(["[" * 50 + "1" + "]" * 50] * (BODY_CAP // 102 - 100)) + "]").encode()),
     Case("submit_final_result", "100,000 chars", "/submit_final_result",
          lambda: json.dumps({"final_result": fill("revenue was $1,234 million ", MAX_FINAL_RESULT_CHARS)}).encode()),
     Case("sec_filing_search", "a ticker of 2,000 chars", "/sec_filing_search",

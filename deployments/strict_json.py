@@ -3,7 +3,8 @@
 - A body over `max_bytes` is refused with 413 before it is read into memory.
 - JSON that Python's parser would accept but no JSON renderer can give back is refused with 422 in FastAPI's
   shape, saying what is wrong: non-finite numbers (`NaN`, `Infinity`, `1e999`), integers of more than 400
-  digits, unpaired UTF-16 surrogates (in keys too), and nesting deeper than `max_depth`. Such input used to
+  digits, unpaired UTF-16 surrogates (in keys too), nesting deeper than `max_depth`, and more than
+  MAX_CONTAINERS arrays and objects (a body of tiny containers costs seconds to parse). Such input used to
   reach FastAPI's 422 handler, which echoes it, and rendering the echo failed with a 500.
 - Except on the routes that carry trajectories (`repairs`: /verify, /aggregate_metrics): there an unpaired
   surrogate in a string value is model output (a broken emoji), not an attack, so it becomes U+FFFD, as any
@@ -31,6 +32,10 @@ from .route_prefix import route_path
 PARSED = "finsec.json"  # the scope key that carries the parsed body
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _MAX_INT_DIGITS = 400
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # runs of plain bytes at once
+# Arrays and objects a body may open: each costs the parser and the check here about a microsecond, and a 16 MB
+# body of "[[[1]]]" opens eight million (seconds of CPU, and the GIL held by one parse for hundreds of ms).
+MAX_CONTAINERS = 500_000
 
 
 class BadJson(ValueError):
@@ -55,6 +60,9 @@ def _no_constant(name: str) -> Any:
 
 
 def parse_strict(body: bytes, max_depth: int, repair: bool = False) -> Any:
+    if (opened := _containers(body)) > MAX_CONTAINERS:
+        raise BadJson(f"the body opens {opened:,} arrays and objects; at most {MAX_CONTAINERS:,} are accepted "
+                      "(send fewer, larger items)")
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -70,6 +78,17 @@ def parse_strict(body: bytes, max_depth: int, repair: bool = False) -> Any:
     if isinstance(value, (dict, list)):
         _check_tree(value, max_depth, repair)
     return value
+
+
+def _containers(body: bytes) -> int:
+    """How many arrays and objects the body opens, or more (a malformed body is refused by the parse anyway).
+    Counting brackets is enough for almost every body; only when that passes the limit are the brackets inside
+    strings (a prompt's "{{doc}}") left out."""
+    opened = body.count(b"[") + body.count(b"{")
+    if opened <= MAX_CONTAINERS:
+        return opened
+    structure = _JSON_STRING.sub(b'""', body)
+    return structure.count(b"[") + structure.count(b"{")
 
 
 def _checked_string(text: str, repair: bool) -> str:

@@ -259,7 +259,8 @@ def failures(summary: dict) -> list[str]:
 
 def store_forgets(base_url: str, seconds: float = 12.0, workers: int = 16, acknowledge_after: float = 3.0) -> dict:
     """Rollouts against an app whose marks are in Redis (4 shards, 2 replicas, at /forgets on a running Serve);
-    then the Redis restarts without persistence, as empty, and shard 1's process is SIGKILLed with it. The app
+    then shard 1's process is SIGKILLed, and the Redis restarts without persistence, as empty, before the shard's
+    next life reads it. The app
     trusts the Redis's configuration (as for one that persists "another way"), so only its marker can tell.
     While the loss stands, every ID closed before the fault is seeded again (each must be refused); then an
     operator acknowledges it. Lost sessions are shard 1's old life's, as in a shard SIGKILL; the other shards
@@ -287,13 +288,13 @@ def store_forgets(base_url: str, seconds: float = 12.0, workers: int = 16, ackno
                                    if a["namespace"] == app.namespace and a["name"].startswith("shard-1-of-4.")),
                               namespace=app.namespace)
 
-        def fault() -> None:
+        def fault() -> None:  # the shard dies holding open sessions; Redis comes back empty before it does
             nonlocal redis
             pid = ray.get(shard.pid.remote(), timeout=30)
+            os.kill(pid, signal.SIGKILL)
             redis.__exit__(None, None, None)
             redis = running_redis(persist=False, port=port)
             redis.__enter__()
-            os.kill(pid, signal.SIGKILL)
             wait_gone([pid])
             _wait_answering(url)
             with httpx.Client(base_url=url, timeout=60) as client:
@@ -301,7 +302,8 @@ def store_forgets(base_url: str, seconds: float = 12.0, workers: int = 16, ackno
             time.sleep(acknowledge_after)
             durable_records(settings).acknowledge_loss()  # `finsec store acknowledge-loss`
 
-        episodes, ran = asyncio.run(rollouts(url, workers, seconds, fault, fault_after=3.0))
+        # Clients retry 5xx, as a driver may: a verify of a lost session then reaches the shard's next life.
+        episodes, ran = asyncio.run(rollouts(url, workers, seconds, fault, fault_after=3.0, retry_5xx=True))
         killed = Fault(ran.began, ran.ended, frozenset({1}))
 
         def shard_of(e: Episode) -> int:

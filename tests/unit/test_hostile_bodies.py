@@ -155,6 +155,22 @@ def test_wrong_types_in_every_field_are_a_4xx_or_a_tool_error(app, route):
     still_works(app)
 
 
+def test_a_body_of_more_tiny_containers_than_a_parse_can_afford_is_a_422_that_says_so(roomy):
+    """A 16 MB body of "[[[1]]]" opens eight million arrays: seconds of CPU, and one parse call holding the GIL.
+    Mutation: dropping the count (strict_json.MAX_CONTAINERS) lets it through to json.loads."""
+    from deployments.strict_json import MAX_CONTAINERS
+
+    def body(containers: int) -> bytes:
+        return json.dumps({**verify_body(), "padding": "PAD"}).replace(
+            '"PAD"', "[" + ",".join(["[1]"] * (containers - 10)) + "]").encode()
+
+    refused = roomy.post("/verify", content=body(MAX_CONTAINERS + 20), headers=JSON)
+    assert refused.status_code == 422 and f"at most {MAX_CONTAINERS:,} are accepted" in refused.text
+    assert roomy.post("/verify", content=body(MAX_CONTAINERS - 20), headers=JSON).status_code == 200
+    brackets_in_text = json.dumps(verify_body("[1] " * (MAX_CONTAINERS + 20))).encode()  # strings hold no containers
+    assert roomy.post("/verify", content=brackets_in_text, headers=JSON).status_code == 200
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("route", ROUTES)
 def test_a_body_over_max_request_bytes_is_a_413_before_it_is_read(app, route):
@@ -264,16 +280,17 @@ BODY_SIZED_WORK = {
     "deployments/routes/sessions.py": {"_render", "json_response.<locals>.<lambda>"},
     "deployments/retrieval/prompt.py": {"character_ranges", "character_ranges.<locals>.<genexpr>"},
 }
-BODY_SIZED_FOLDERS = ("deployments/grading/", "deployments/aggregate_metrics.py", "deployments/retrieval/passages.py",
-                      "deployments/retrieval/concepts.py")
+BODY_SIZED_FOLDERS = ("deployments/grading/", "deployments/aggregate_metrics.py")
+# Scoring a question: inline for a short prompt (cheaper than a thread hop), body-sized for a long one.
+QUESTION_SIZED = ("deployments/retrieval/passages.py", "deployments/retrieval/concepts.py")
 
 
-def _body_sized(code) -> str | None:
+def _body_sized(code, also: tuple[str, ...] = ()) -> str | None:
     try:
         where = Path(code.co_filename).resolve().relative_to(ROOT).as_posix()
     except ValueError:
         return None
-    if where.startswith(BODY_SIZED_FOLDERS) or code.co_qualname in BODY_SIZED_WORK.get(where, ()):
+    if where.startswith(BODY_SIZED_FOLDERS + also) or code.co_qualname in BODY_SIZED_WORK.get(where, ()):
         return f"{where}:{code.co_qualname}"
     return None
 
@@ -281,8 +298,9 @@ def _body_sized(code) -> str | None:
 class LoopWatch:
     """Samples the event loop thread's stack from another thread; counts samples showing body-sized work."""
 
-    def __init__(self, loop_thread: int):
+    def __init__(self, loop_thread: int, also: tuple[str, ...] = ()):
         self.loop_thread = loop_thread
+        self.also = also  # more files whose work counts as body-sized for this request
         self.found: Counter[str] = Counter()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -299,7 +317,7 @@ class LoopWatch:
         while not self._stop.wait(0.0005):
             frame = sys._current_frames().get(self.loop_thread)
             while frame is not None:
-                if found := _body_sized(frame.f_code):
+                if found := _body_sized(frame.f_code, self.also):
                     self.found[found] += 1
                     break
                 frame = frame.f_back
@@ -322,12 +340,12 @@ async def _health_during(app, heavy) -> tuple[Any, int]:
     return task.result(), completed
 
 
-def health_while(app, send, attempts: int = 3):
+def health_while(app, send, attempts: int = 3, also: tuple[str, ...] = ()):
     """`send()` makes the heavy request's coroutine. A loop that the heavy work stalls answers no /health until
     the work is done, in every attempt; a free loop answers at least one (the retry keeps a very quick request
     from failing this only because it finished before the first probe did)."""
     for _ in range(attempts):
-        with LoopWatch(threading.get_ident()) as watch:  # app.run drives the loop in this thread
+        with LoopWatch(threading.get_ident(), also) as watch:  # app.run drives the loop in this thread
             response, completed = app.run(_health_during(app, send()))
         assert not watch.found, f"body-sized work ran on the event loop: {watch.found.most_common(5)}"
         if completed:
@@ -350,7 +368,7 @@ def _ranges(count: int) -> str:
     return "[" + ",".join(["{'key': 'doc', 'start': 0, 'end': 10}"] * count) + "]"
 
 
-HEAVY = {  # name -> (route, body bytes, the status it must get)
+HEAVY = {  # name -> (route, body bytes, the status it must get[, more files whose work is body-sized here])
     "a 300 KB answer to /verify": ("/verify", _verify("revenue was 979,207 thousand; " * 10_000), 200),
     "a 1 MB answer to /verify": ("/verify", _verify("1,234.5 and 979,207 " * 50_000), 200),
     "a 16 KB stringified input_character_ranges": (
@@ -361,7 +379,7 @@ HEAVY = {  # name -> (route, body bytes, the status it must get)
     "a huge prompt": ("/retrieve_information", json.dumps({"prompt": "revenue {{doc}} " * 400_000}).encode(), 200),
     # under the cap, over a small document: reading the question is the work (the choice once looked at documents)
     "a 50,000-character repetitive prompt": ("/retrieve_information", json.dumps(
-        {"prompt": ("how many of the " * 3_200)[:49_990] + " {{doc}}"}).encode(), 200),
+        {"prompt": ("how many of the " * 3_200)[:49_990] + " {{doc}}"}).encode(), 200, QUESTION_SIZED),
     "200,000 range objects": ("/retrieve_information", json.dumps({"prompt": "revenue {{doc}}", "input_character_ranges": [
         {"key": "doc", "start": 0, "end": 10}] * 200_000}).encode(), 200),
     "a 60,000-step trajectory to /verify (echoed into the row)": ("/verify", _long_trajectory(60_000), 200),
@@ -385,8 +403,9 @@ def roomy():
 def test_heavy_input_never_stalls_the_event_loop(roomy, name):
     """Mutation: parsing, digesting, grading or rendering a big body on the event loop (asyncio.to_thread
     replaced by a direct call) fails this; so did walking 200,000 input_character_ranges there."""
-    route, body, status = HEAVY[name]
-    response = health_while(roomy, lambda: roomy.client.post(route, content=body, headers=JSON))
+    route, body, status, *more = HEAVY[name]
+    also = more[0] if more else ()
+    response = health_while(roomy, lambda: roomy.client.post(route, content=body, headers=JSON), also=also)
     assert response.status_code == status, response.text[:300]
 
 
