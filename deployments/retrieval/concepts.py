@@ -96,8 +96,8 @@ def asks_top_line(question: str, weights: dict[str, float]) -> bool:
     """Revenue or sales and nothing else but whose: "Apple's revenue", "Helixar Analytics Corp.'s net sales", "the
     total revenues of Tesla". Another content word names a line of its own ("Google Cloud revenues", "automotive
     sales"), whose name is the filing's."""
-    named = owner(question)
-    owners = set(tokenize(named)) if named else set()
+    whose = owner(question)
+    owners = set(tokenize(whose)) if whose else set()
     content = [t for t, w in weights.items() if w >= 1.0 and t not in owners]  # period words weigh less
     named = [t for t in content if t in _TOP_LINE_NAMES]
     others = [t for t in content if t not in _TOP_LINE_WORDS]
