@@ -4,6 +4,7 @@ stemmed so `increased` finds `increase` and `revenues` finds `revenue`. Document
 
 from __future__ import annotations
 
+import functools
 import re
 
 _TOKEN = re.compile(
@@ -28,6 +29,7 @@ STOPWORDS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a filing says the same words over and over
 def stem(word: str) -> str:
     """A deliberately light suffix stripper: it only has to map a word's common forms to one token."""
     if not word.isalpha() or len(word) <= 4:

@@ -110,7 +110,7 @@ class _Lines:
 # again, so unbounded nesting would cost the depth times the text.
 MAX_NESTED_ROWS = 8
 # What the walk does next, in a stack: pages nest up to 2,048 elements deep, past Python's recursion limit.
-_TEXT, _NEWLINE, _NODE, _CHILDREN, _ROW_OPEN, _ROW_CLOSE, _CELL_OPEN, _CELL_CLOSE, _EMPTY_CELL = range(9)
+_TEXT, _NEWLINE, _NODE, _CHILDREN, _ROW_OPEN, _ROW_CLOSE, _CELL_OPEN, _CELL_CLOSE, _CELL_TEXT = range(9)
 
 
 def _hidden(element) -> bool:
@@ -145,8 +145,12 @@ def _walk(root) -> list[str]:
                 cells = [c for c in item if _tag(c) in _CELLS]
                 plan = [(_ROW_OPEN, None)]
                 for cell in cells:
-                    plan += [(_EMPTY_CELL, None)] if _hidden(cell) else [(_CELL_OPEN, None), (_CHILDREN, cell),
-                                                                           (_CELL_CLOSE, None)]
+                    if _hidden(cell):
+                        plan.append((_CELL_TEXT, ""))
+                    elif len(cell) == 0:  # text only, the common cell: no walk of its own
+                        plan.append((_CELL_TEXT, " ".join((cell.text or "").split())))
+                    else:
+                        plan += [(_CELL_OPEN, None), (_CHILDREN, cell), (_CELL_CLOSE, None)]
                 todo.extend(reversed([*plan, (_ROW_CLOSE, None)]))
             elif tag in _BLOCK:
                 todo.extend(((_NEWLINE, None), (_CHILDREN, item), (_NEWLINE, None)))
@@ -164,8 +168,8 @@ def _walk(root) -> list[str]:
             cell = targets.pop()
             cell.newline()
             rows[-1].append(" ".join(cell.lines))
-        elif step == _EMPTY_CELL:
-            rows[-1].append("")
+        elif step == _CELL_TEXT:
+            rows[-1].append(item)
     return targets[0].lines
 
 
