@@ -4,8 +4,9 @@ The cookie is Starlette's signed session cookie. Its claims:
 - `session_id`: NeMo Gym's claim, a random UUID until a seed binds it (an episode seed to `resources_session_id`);
 - `shard_incarnation` and `seed_kind`: the life of the shard that seeded the session and how it was seeded, so a
   restarted shard reports the session as lost instead of unknown, for every kind of seed;
-- `started_at`: when the session was seeded (wall clock), so the time budget of the search tools (§A.15) needs no
-  shard call. It is dropped when verify or close releases the session, as §A.15 releases the budget.
+- `started_at`: when the session was seeded, by the seeding shard's session clock, so the time budget of the search
+  tools (§A.15) is judged against that clock (`SessionStore.shard_now`) with no shard call per request. It is
+  dropped when verify or close releases the session, as §A.15 releases the budget.
 The cookie is signed, so none of this can be forged by the agent; an old cookie only makes its budget stricter.
 Its Path is where the app is mounted (`/` at route prefix "/", `/finsec` at "/finsec"), so two apps behind one
 Serve proxy keep their sessions apart even when they share a cookie name.

@@ -47,7 +47,7 @@ class Services:
     web: WebSearchProvider | None
     metrics: Metrics = NO_METRICS
     closing: list[Any] = field(default_factory=list)  # clients with aclose(), closed when the replica stops
-    clock: Callable[[], float] = time.time  # wall clock, the shards' too: the time budget compares the two
+    clock: Callable[[], float] = time.time  # this node's wall clock: a budget uses it only when no shard answers
 
     async def aclose(self) -> None:
         for client in self.closing:

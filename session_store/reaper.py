@@ -105,7 +105,6 @@ class Reaper:
                 log.warning("reaper: sweeping lapsed durable marks failed: %r", error)
         return evicted, increments, timings
 
-
     def _note_clock_steps(self, steps: dict[int, float]) -> None:
         """A node's wall clock stepped: its shard's session clock absorbs it slowly, so no session is evicted and no
         fence lapses at once; the operator is told, once per step."""
