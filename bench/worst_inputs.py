@@ -1,12 +1,12 @@
 """Each tool's worst input at the caps, and what it costs the server: CPU, wall time, and how long a concurrent
 GET /healthz waited meanwhile.
 
-    .venv/bin/python bench/worst_inputs.py          # ~3 minutes; writes bench/results/worst_inputs.{md,json}
+    .venv/bin/python bench/worst_inputs.py          # ~15 s; writes bench/results/worst_inputs.{md,json}
 
 The server is the app in one process (deployments/inprocess.py under uvicorn, marks in memory), started by this
-script as a subprocess over a copy of the embedded corpus with adversarial documents added at the fetch cap. The
-client is this process: it seeds sessions, stores the documents, then sends each case three times and keeps the
-least server CPU (read from /proc, all the server's threads). A probe thread sends /healthz every 10 ms during
+script as a subprocess over a copy of the embedded corpus with adversarial documents added, at the fetch cap and
+at the most the size limits let in. The client is this process: it seeds sessions, stores the documents, then
+sends each case three times and keeps the least server CPU (read from /proc, all the server's threads). A probe thread sends /healthz every 10 ms during
 each request. The inputs are what audits of the code found costly: repetitive text a policy under RL writes,
 patterns that once went super-linear (each kept at the size that once froze a replica), and everything at its
 cap. Targets (issue: fail closed everywhere): every request under 1 s of CPU, and no /healthz waits behind one.
@@ -36,7 +36,9 @@ import httpx  # noqa: E402
 from _common import machine, table, write_report  # noqa: E402
 
 from deployments.corpus.generate import filings, write_corpus  # noqa: E402
+from deployments.edgar.filing_text import Page, parse_page  # noqa: E402
 from deployments.net.ports import free_port  # noqa: E402
+from deployments.text.size import MAX_TAGS, MAX_TEXT_CHARS, MAX_TEXT_LINES  # noqa: E402
 from deployments.tools.limits import MAX_FINAL_RESULT_CHARS, MAX_PROMPT_CHARS, MAX_QUERY_CHARS  # noqa: E402
 from tests.bodies import episode_seed, new_session_id, verify_body  # noqa: E402
 
@@ -51,17 +53,37 @@ def fill(unit: str, size: int) -> str:
     return (unit * (size // len(unit) + 1))[:size]
 
 
-# Documents stored in the session, each as big as the fetch cap allows (a plain-text one is read as text).
+# Documents stored in the session: each shape at the fetch cap (most are refused by the size limits), and at the
+# most the limits let in (deployments/text/size.py), which is the costliest document a session can hold.
+SHAPES: dict[str, tuple[str, str, str]] = {  # label: (start, repeated unit, end)
+    "one row of ')' cells": ("<table><tr><td>Net loss</td>", "<td>)</td>", "</tr></table>"),
+    "elements nested 2,000 deep": ("<div>" * 2_000, "Revenue 1,234 ", "</div>" * 2_000),
+    "one text node": ("<p>", "revenue ", "</p>"),
+    "plain-text lines of years that fail at their end": ("", "2020 2021 2022 2023 2024 2025 2026 2027 Total\n", ""),
+    "table rows with figures": ("<table>", "<tr><td>Total net sales</td><td>$</td><td>1,234</td><td>(56)</td></tr>",
+                                "</table>"),
+}
+
+
+def _units_within_limits(label: str) -> int:
+    """How many units of a shape the size limits let in, from the text of a thousand of them."""
+    start, unit, end = SHAPES[label]
+    text = parse_page(Page((start + unit * 1_000 + end).encode())).text
+    tags, lines, chars = unit.count("<"), text.count("\n") / 1_000, len(text) / 1_000
+    return int(min(MAX_TAGS / tags if tags else FETCH_CAP, MAX_TEXT_LINES / lines if lines else FETCH_CAP,
+                   MAX_TEXT_CHARS / chars, FETCH_CAP / len(unit)) * 0.999)  # the estimate is close, not exact
+
+
+def _document(label: str, at_limits: bool) -> bytes:
+    start, unit, end = SHAPES[label]
+    if at_limits:
+        return (start + unit * _units_within_limits(label) + end).encode()
+    return (start + fill(unit, FETCH_CAP - len(start) - len(end)) + end).encode()
+
+
 DOCUMENTS: dict[str, Callable[[], bytes]] = {
-    "one row of ')' cells": lambda: ("<table><tr><td>Net loss</td>" + fill("<td>)</td>", FETCH_CAP - 60)
-                                     + "</tr></table>").encode(),
-    "elements nested 2,000 deep": lambda: ("<div>" * 2_000 + fill("Revenue 1,234 ", FETCH_CAP - 11_100)
-                                           + "</div>" * 2_000).encode(),
-    "one text node": lambda: ("<p>" + fill("revenue ", FETCH_CAP - 10) + "</p>").encode(),
-    "plain-text lines of years that fail at their end": lambda: fill("2020 2021 2022 2023 2024 2025 2026 2027 Total\n",
-                                                                     FETCH_CAP).encode(),
-    "table rows with figures": lambda: ("<table>" + fill("<tr><td>Total net sales</td><td>$</td><td>1,234</td>"
-                                                         "<td>(56)</td></tr>", FETCH_CAP - 20) + "</table>").encode(),
+    **{f"{label}, {FETCH_CAP // 1_000_000} MB": lambda label=label: _document(label, False) for label in SHAPES},
+    **{f"{label}, at the size limits": lambda label=label: _document(label, True) for label in SHAPES},
 }
 NAMES = {label: f"worst-{n}.{'txt' if 'plain' in label else 'htm'}" for n, label in enumerate(DOCUMENTS)}
 
@@ -113,13 +135,13 @@ CASES = [
     Case("retrieve_information", "50,000 chars of distinct words over 64 documents", "/retrieve_information",
          lambda: json.dumps({"prompt": _distinct_words(" ")[: MAX_PROMPT_CHARS - 64 * 10]
                              + "".join(f" {{{{d{k}}}}}" for k in range(64))}).encode(), session="many"),
-    *(Case("parse_html_page", f"{label}, {FETCH_CAP // 1_000_000} MB", "/parse_html_page",
+    *(Case("parse_html_page", label, "/parse_html_page",
            lambda n=n, label=label: json.dumps({"url": f"https://www.sec.gov/{FOLDER}/{NAMES[label]}",
                                                 "key": f"doc{n}"}).encode(), session="worst", cold=True)
       for n, label in enumerate(DOCUMENTS)),
     *(Case("retrieve_information", f"first question over {label} (its index is built)", "/retrieve_information",
            lambda n=n: json.dumps({"prompt": f"How many employees? Total net sales in 2024 {{{{doc{n}}}}}"}).encode(),
-           session="worst", cold=True) for n, label in enumerate(DOCUMENTS)),
+           session="worst", cold=True) for n, label in enumerate(DOCUMENTS) if label.endswith("size limits")),
     Case("verify", "an answer of 'fiscal' and 100,000 spaces", "/verify",
          lambda: _verify("fiscal" + " " * MAX_FINAL_RESULT_CHARS)),
     Case("verify", "an answer of 100,000 chars of '10-'", "/verify",

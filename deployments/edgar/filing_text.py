@@ -19,6 +19,7 @@ from typing import Awaitable, Callable
 from ..single_flight import SingleFlight
 from ..text.html_to_text import HtmlTextError, html_to_text
 from ..text.plain_text import looks_like_html, plain_text
+from ..text.size import text_problem
 from ..tool_error import ToolError
 from .cache import DiskCache
 from .companies import CompanyDirectory
@@ -136,14 +137,17 @@ class FilingTexts:
         return parsed
 
 
-def _parse(page: Page) -> ParsedText:
+def parse_page(page: Page) -> ParsedText:
+    """The text of a fetched page and its digest; raises HtmlTextError when it cannot be read whole."""
     plain = page.media_type == "text/plain" or (page.media_type is None and not looks_like_html(page.body))
     text = plain_text(page.body, page.charset) if plain else html_to_text(page.body)
+    if problem := text_problem(text):
+        raise HtmlTextError(f"The document is too large to store ({len(page.body):,} bytes): {problem}.")
     return ParsedText(text, text_digest(text))
 
 
 async def _to_text(page: Page) -> ParsedText:
     try:
-        return await asyncio.to_thread(_parse, page)
+        return await asyncio.to_thread(parse_page, page)
     except HtmlTextError as error:
         raise DocumentUnavailable(str(error)) from error

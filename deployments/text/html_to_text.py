@@ -17,6 +17,8 @@ import re
 import lxml.etree
 import lxml.html
 
+from .size import markup_problem
+
 _SKIP = frozenset({"script", "style", "head", "title", "noscript", "template", "ix:header"})
 _BLOCK = frozenset(
     {
@@ -59,6 +61,8 @@ def html_to_text(html: str | bytes) -> str:
         raise HtmlTextError("HTML output was empty")
     if isinstance(html, bytes) and (problem := binary_problem(html)):
         raise HtmlTextError(f"HTML could not be parsed: {problem}.")
+    if problem := markup_problem(html):
+        raise HtmlTextError(f"The page is too large to read ({len(html):,} bytes): {problem}.")
     if isinstance(html, str):  # lxml refuses decoded text that still declares an encoding
         html = _XML_DECLARATION.sub("", html, count=1)
     # huge_tree: without it libxml2 silently drops a text node over 10 MB and everything nested over 256 deep.
@@ -96,7 +100,7 @@ class _Lines:
         self.parts: list[str] = []
 
     def newline(self) -> None:
-        line = " ".join("".join(self.parts).split())  # whitespace collapsed, ends stripped
+        line = collapse_whitespace("".join(self.parts))
         if line:
             self.lines.append(line)
         self.parts = []
@@ -104,6 +108,24 @@ class _Lines:
     def text(self, value: str | None) -> None:
         if value:
             self.parts.append(value)
+
+
+def collapse_whitespace(text: str, chunk: int = _FEED_CHARS) -> str:
+    """`" ".join(text.split())`, a chunk at a time: one split of a 20 MB text node holds the GIL throughout, and a
+    concurrent /healthz waits for it."""
+    if len(text) <= chunk:
+        return " ".join(text.split())
+    pieces: list[str] = []
+    gap = False  # whitespace since the last piece
+    for start in range(0, len(text), chunk):
+        part = text[start : start + chunk]
+        words = " ".join(part.split())
+        if words:
+            if pieces and (gap or part[0].isspace()):
+                pieces.append(" ")
+            pieces.append(words)
+        gap = not words or part[-1].isspace()
+    return "".join(pieces)
 
 
 # A row inside this many rows (tables nested in cells) is read as plain lines: each level joins its cells' text

@@ -3,13 +3,14 @@ generated corpus and on the real filings of ../shared/data/edgar-real (skipped w
 
 from __future__ import annotations
 
+import random
 import re
 
 import lxml.html
 import pytest
 
 from deployments.corpus.generate import write_corpus
-from deployments.text.html_to_text import HtmlTextError, html_to_text
+from deployments.text.html_to_text import HtmlTextError, collapse_whitespace, html_to_text
 from tests.real_filings import EDGAR_REAL, manifest, needs_real_filings
 
 
@@ -89,3 +90,11 @@ def test_deep_nesting_is_read_up_to_the_parsers_limit_and_refused_beyond_it():
     assert html_to_text(nested(1_500)) == "Net income | 42"  # past 256 deep, and past Python's recursion limit
     with pytest.raises(HtmlTextError, match=r"could not be read whole \(33,0\d\d bytes\): Excessive depth"):
         html_to_text(nested(3_000))
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_whitespace_is_collapsed_a_chunk_at_a_time_as_in_one_split(seed):
+    rng = random.Random(seed)
+    text = "".join(rng.choice(["a", "bc", " ", "\n", "\t\xa0", "  "]) for _ in range(rng.randrange(0, 60)))
+    for chunk in (1, 2, 3, 7):
+        assert collapse_whitespace(text, chunk) == " ".join(text.split())

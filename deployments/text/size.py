@@ -1,0 +1,34 @@
+"""How big a document this server reads: a page's markup and its text, each bounded by what its reading costs.
+
+A document is read once (parsed, then indexed on its first question) and that work runs in one request. Its cost
+follows the page's tags and the text's characters and lines, not its bytes: a filing holds about 17,000 tags and
+150,000 characters of text in 200 lines a megabyte, while a page built to cost can hold 200,000 tags or a line
+every 30 characters. The limits sit well above any filing the fetch cap lets in, and bound the worst page's work;
+past them a document is refused whole, with its size named (bench/worst_inputs.py measures both sides).
+"""
+
+from __future__ import annotations
+
+__all__ = ["MAX_TAGS", "MAX_TEXT_CHARS", "MAX_TEXT_LINES", "markup_problem", "text_problem"]
+
+MAX_TAGS = 500_000
+MAX_TEXT_CHARS = 4_000_000
+MAX_TEXT_LINES = 60_000
+
+
+def markup_problem(html: str | bytes) -> str | None:
+    """Why the page is too big to parse, or None. Counting `<` over-counts tags (a `<` in text), never under."""
+    tags = html.count(b"<" if isinstance(html, bytes) else "<")
+    if tags > MAX_TAGS:
+        return f"its markup has {tags:,} tags; this server reads pages of at most {MAX_TAGS:,}"
+    return None
+
+
+def text_problem(text: str) -> str | None:
+    """Why the text is too big to store and index, or None."""
+    if len(text) > MAX_TEXT_CHARS:
+        return f"its text is {len(text):,} characters; this server stores documents of at most {MAX_TEXT_CHARS:,}"
+    lines = text.count("\n") + 1
+    if lines > MAX_TEXT_LINES:
+        return f"its text has {lines:,} lines; this server stores documents of at most {MAX_TEXT_LINES:,} lines"
+    return None
