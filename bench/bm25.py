@@ -38,10 +38,10 @@ import numpy as np  # noqa: E402
 from _common import ROOT, machine, median, real_filings, table, write_report  # noqa: E402
 from rank_bm25 import BM25Okapi  # noqa: E402
 
-from deployments.retrieval.bm25 import Bm25Index  # noqa: E402
-from deployments.retrieval.passages import IndexedDocument, PassageRetriever, excerpt  # noqa: E402
-from deployments.retrieval.tokenize import tokenize  # noqa: E402
-from deployments.text.html_to_text import html_to_text  # noqa: E402
+from finsec.retrieval.bm25 import Bm25Index  # noqa: E402
+from finsec.retrieval.passages import IndexedDocument, PassageRetriever, excerpt  # noqa: E402
+from finsec.retrieval.tokenize import tokenize  # noqa: E402
+from finsec.text.html_to_text import html_to_text  # noqa: E402
 
 SIZES = (50_000, 200_000, 400_000, 1_000_000)
 TOP = 8

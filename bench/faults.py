@@ -27,8 +27,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _common import machine, write_report  # noqa: E402
 
-from tests.fault_scenarios import (THINK_SECONDS, Fault, failures, rollouts, store_forgets,  # noqa: E402
-                                   summarize, wait_gone)
+from tests.fault_scenarios import THINK_SECONDS, Fault, failures, rollouts, store_forgets, summarize, wait_gone  # noqa: E402
 
 SECONDS = 12.0
 STORE_FORGETS = "mark store forgets (Redis back empty) + shard SIGKILL"
@@ -37,10 +36,10 @@ STORE_FORGETS = "mark store forgets (Redis back empty) + shard SIGKILL"
 def single_node() -> dict:
     import ray
 
-    from deployments.corpus.generate import embedded_corpus_dir
     from deployments.ingress import app_actors
     from deployments.local import deploy, start_ray_and_serve, stop_ray_and_serve, undeploy
     from deployments.settings import Settings
+    from finsec.corpus.generate import embedded_corpus_dir
     from session_store import shard_index
 
     url = start_ray_and_serve()

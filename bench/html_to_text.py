@@ -3,7 +3,7 @@
     .venv/bin/python bench/html_to_text.py [--repeats N]
 
 Inputs: the eight real filings of ../shared/data/edgar-real and the documents of the generated corpus
-(`deployments.corpus.generate.write_corpus`, written to a temporary folder). Both implementations run side by side
+(`finsec.corpus.generate.write_corpus`, written to a temporary folder). Both implementations run side by side
 in this process on the same bytes, interleaved, several times each; the report gives medians and the ratio
 reference/ours (the target is >= 3x). Memory is measured twice: the Python heap peak with tracemalloc (lxml's C
 tree is outside it), and the growth of peak RSS in a fresh subprocess per (implementation, filing), which counts
@@ -41,7 +41,7 @@ import lxml.html  # noqa: E402
 from _common import ROOT, geomean, machine, median, ms, real_filings, table, timed, write_report  # noqa: E402
 from bs4 import BeautifulSoup  # noqa: E402
 
-from deployments.text.html_to_text import html_to_text  # noqa: E402
+from finsec.text.html_to_text import html_to_text  # noqa: E402
 
 # --- the reference of contract §F.6 ----------------------------------------------------------------------------
 
@@ -69,7 +69,7 @@ def inputs(with_corpus: bool = True) -> list[tuple[str, str, Path]]:
     """(label, kind, path): the real filings, then the generated corpus's primary documents."""
     out = [(f.label, "real", f.path) for f in real_filings()]
     if with_corpus:
-        from deployments.corpus.generate import write_corpus
+        from finsec.corpus.generate import write_corpus
 
         corpus = write_corpus(Path(tempfile.mkdtemp(prefix="finsec-bench-")) / "corpus")
         for path in sorted(corpus.glob("Archives/edgar/data/*/*/*.htm")):
@@ -267,7 +267,7 @@ def render(rows: list[dict], repeats: int) -> str:
         "# html_to_text: ours vs the contract §F.6 reference",
         "",
         f"{machine()}. Each implementation ran {repeats} times per file, interleaved with the other, on the same "
-        "bytes; times are medians. `ours` = `deployments.text.html_to_text.html_to_text(bytes)`; `reference` = "
+        "bytes; times are medians. `ours` = `finsec.text.html_to_text.html_to_text(bytes)`; `reference` = "
         "BeautifulSoup(`html.parser`), script/style removed, `get_text()`, lines stripped, split on double "
         "spaces, empty phrases dropped, joined with `\\n` (input decoded to str first, as `requests`' `.text`).",
         "",

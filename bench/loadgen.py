@@ -31,8 +31,9 @@ import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from deployments.corpus.generate import questions  # noqa: E402
-from deployments.serve_tuning import CLIENT_HEADERS  # noqa: E402
+from finsec.corpus.generate import questions  # noqa: E402
+from finsec_client.client import CLIENT_HEADERS  # noqa: E402
+
 
 def take_cookies(set_cookies: list[str], cookies: dict[str, str]) -> None:
     """Keep what a reply's Set-Cookie headers set (a Max-Age of 0 deletes): the session cookie, contract §A.0."""
@@ -99,7 +100,7 @@ async def run(url: str, concurrency: int, seconds: float, warmup: float, rollout
         await asyncio.sleep(warmup)
         try:  # a server that stalls never lets every loop finish: measure what it does after a minute
             await asyncio.wait_for(everyone_cycled.wait(), 60)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         window[0] = time.monotonic()
         window[1] = window[0] + seconds
@@ -162,7 +163,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--rollout-prefix", action="store_true", help="each rollout's requests under /ng-rollout/<id>/")
     parser.add_argument("--no-disconnect-watch", action="store_true",
-                        help="send serve_tuning.CLIENT_HEADERS, as the project's rollout client does")
+                        help="send finsec_client.client.CLIENT_HEADERS, as the project's rollout client does")
     parser.add_argument("--plain-client", action="store_true",
                         help="the client as it was before 2026-12-02: asyncio's loop and aiohttp's cookie jar "
                              "(bench/client_cost.py compares the two)")

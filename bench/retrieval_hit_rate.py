@@ -28,7 +28,7 @@ the index build time and size per filing.
 Grader: for every question's expected answer, correct variants (restated in other units and precision,
 reworded and reordered, a change given with a sign instead of words) and wrong ones (off by 10%, wrong sign,
 labels swapped, a part dropped, a hedge between the right value and a wrong one) are graded by
-`deployments.grading.deterministic.compare`; the report gives the share graded as intended, by variant, and
+`finsec.grading.deterministic.compare`; the report gives the share graded as intended, by variant, and
 the grader's time on a hostile 1 MB answer.
 
 First the script re-checks that every figure occurs in its filing's text and reports any that do not. For each
@@ -53,11 +53,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine, real_filings, table, write_report  # noqa: E402
 from rank_bm25 import BM25Okapi  # noqa: E402
 
-from deployments.grading.deterministic import compare, required  # noqa: E402
-from deployments.grading.numbers import find_quantities  # noqa: E402
-from deployments.retrieval.passages import IndexedDocument, PassageRetriever, excerpt  # noqa: E402
-from deployments.retrieval.tokenize import tokenize  # noqa: E402
-from deployments.text.html_to_text import html_to_text  # noqa: E402
+from finsec.grading.deterministic import compare, required  # noqa: E402
+from finsec.grading.numbers import find_quantities  # noqa: E402
+from finsec.retrieval.passages import IndexedDocument, PassageRetriever, excerpt  # noqa: E402
+from finsec.retrieval.tokenize import tokenize  # noqa: E402
+from finsec.text.html_to_text import html_to_text  # noqa: E402
 
 SETS = {"current": ROOT / "bench" / "retrieval_questions.json", "hard": ROOT / "bench" / "retrieval_questions_hard.json"}
 RESULTS_JSON = ROOT / "bench" / "results" / "retrieval_hit_rate.json"
@@ -190,7 +190,7 @@ def _series(items: list[str]) -> str:
 
 def variants(expected: str) -> list[tuple[str, str, bool]]:
     """(variant, answer, should pass) for one expected answer."""
-    from deployments.grading.numbers import normalize
+    from finsec.grading.numbers import normalize
 
     text = normalize(expected)
     wanted = required(find_quantities(text))

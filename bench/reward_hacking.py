@@ -3,7 +3,7 @@
     .venv/bin/python bench/reward_hacking.py        # a few seconds; writes bench/results/reward_hacking.md and .json
 
 The answers are built over the project's own questions: bench/retrieval_questions.json,
-bench/retrieval_questions_hard.json, the embedded corpus's questions (`deployments.corpus.generate.questions`, what
+bench/retrieval_questions_hard.json, the embedded corpus's questions (`finsec.corpus.generate.questions`, what
 `finsec corpus questions` prints), and text questions on the corpus's issuers (state of incorporation, line of
 business and name: facts its filings state). Each is graded by `DeterministicGrader().grade_sync` with its default
 answer cap, as /verify grades.
@@ -29,11 +29,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine, table, write_report  # noqa: E402
 
-from deployments.corpus.generate import questions as corpus_questions  # noqa: E402
-from deployments.corpus.model import ISSUERS  # noqa: E402
-from deployments.grading.deterministic import MAX_ANSWER_CHARS, DeterministicGrader, compare, required  # noqa: E402
-from deployments.grading.numbers import Quantity, find_quantities, normalize  # noqa: E402
-from deployments.grading.names import IDENTIFIER  # noqa: E402
+from finsec.corpus.generate import questions as corpus_questions  # noqa: E402
+from finsec.corpus.model import ISSUERS  # noqa: E402
+from finsec.grading.deterministic import MAX_ANSWER_CHARS, DeterministicGrader, compare, required  # noqa: E402
+from finsec.grading.names import IDENTIFIER  # noqa: E402
+from finsec.grading.numbers import Quantity, find_quantities, normalize  # noqa: E402
 
 RESULTS_JSON = ROOT / "bench" / "results" / "reward_hacking.json"
 SETS = (ROOT / "bench" / "retrieval_questions.json", ROOT / "bench" / "retrieval_questions_hard.json")

@@ -16,7 +16,6 @@ import time
 from collections import defaultdict
 
 from _common import DATA, RESULTS, machine, write_report
-
 from real_questions import questions
 
 
@@ -24,10 +23,10 @@ def play(rows: list[dict]) -> list[dict]:
     """Each question once, through the in-process app on a loopback port (the scripted policy's tool calls are
     the same over Serve; this measures the policy, not the server)."""
     from deployments.inprocess import in_process_app
-    from deployments.rollouts.runner import RunPlan, new_run_id, run_episodes
-    from deployments.rollouts.tasks import Task
     from deployments.settings import Settings
-    from deployments.threaded_server import ThreadedServer
+    from finsec_client.runner import RunPlan, new_run_id, run_episodes
+    from finsec_client.tasks import Task
+    from finsec_client.threaded_server import ThreadedServer
 
     settings = Settings(app_name="scripted-real", num_shards=1, corpus_dir=DATA)
     tasks = tuple(Task(i, "edgar-real", row["task_id"], row["question"], row["expected_answer"], row)

@@ -89,7 +89,6 @@ def serve(config: str, port: int) -> None:
     from ray import serve as ray_serve
 
     from deployments import local
-
     url = local.start_ray_and_serve(port, ingress="haproxy")
     floor = ray_serve.deployment(max_ongoing_requests=256, ray_actor_options={"num_cpus": 0})(
         ray_serve.ingress(app())(type("Floor", (), {})))

@@ -12,7 +12,7 @@ Configurations, each started by this script in its own process tree, one after t
   the production store of cluster/overlays/redis;
 - `affine-haproxy`: serve-haproxy with rollout-affine routing (serve_tuning.ROLLOUT_AFFINITY: HAProxy hashes the
   `/ng-rollout/<id>/` prefix), and the load generator sending each rollout under its prefix;
-- `nowatch-haproxy`: serve-haproxy with the load generator sending serve_tuning.CLIENT_HEADERS (Serve's replica
+- `nowatch-haproxy`: serve-haproxy with the load generator sending finsec_client.client.CLIENT_HEADERS (Serve's replica
   then does not watch each request's client for a disconnect), as the project's rollout client does;
   `redis-nowatch-haproxy` is both; `redis-nowatch-quiet-haproxy` sets `RAY_event_stats=0` (every Ray process's
   event-loop statistics off, as serve_tuning has since serve_rollouts_quiet.md measured it) and
@@ -117,7 +117,6 @@ def serve(config: str, code_root: Path, port: int, corpus: str | None, replicas:
         settings = settings.model_copy(update={"mark_store_url": SecretStr(redis.url)})
     os.environ["PYTHONPATH"] = str(code_root)  # Ray workers import this code, not the installed one
     from deployments import local
-
     known = local.start_ray_and_serve.__code__.co_varnames  # an older commit (before-haproxy) knows fewer
     url = local.start_ray_and_serve(port, **({"ingress": "haproxy" if config.endswith("haproxy") else "proxy"}
                                              if "ingress" in known else {}),
@@ -147,7 +146,7 @@ async def _until_stdin_closes(server) -> None:
 class Server:
     def __init__(self, config: str, code_root: Path, corpus: str | None = None, replicas: int = 2,
                  shards: int | None = None):
-        from deployments.net.ports import free_port
+        from finsec.net.ports import free_port
 
         port = free_port()
         self.process = subprocess.Popen(
@@ -337,7 +336,7 @@ def settle(server: Server, seconds: float = 3.0) -> float:
 
 
 def memory_curve(server: Server, counts=(1_000, 10_000)) -> dict:
-    from deployments.corpus.generate import questions
+    from finsec.corpus.generate import questions
 
     urls = sorted({q["url"] for q in questions()})
     out, opened = {"0": settle(server)}, []
@@ -409,9 +408,8 @@ def hop_bytes(code_root: Path, corpus: str) -> None:
         api = app.api
     except ImportError:  # the code before (its own module names): one call per store method, texts in the shard
         from deployments.api import create_api
-
-        from deployments.edgar.limiter import LocalRateLimiter
         from deployments.services import build_services
+        from finsec.edgar.limiter import LocalRateLimiter
         from session_store.shard import ShardService
         from session_store.store import LocalSessionStore
 
@@ -724,7 +722,7 @@ SCALING_FINDINGS = [
 def run_config(config: str, root: Path, levels: list[int], seconds: float, options, extras: bool) -> dict:
     """One round of one configuration on a fresh server: a warm-up, then each level; with `extras`, the CPU by
     process, profiles and the open-sessions memory curve too."""
-    from deployments.rollouts.summary import shard_time  # the parent's code (`--serve` may run another commit's)
+    from finsec_client.summary import shard_time  # the parent's code (`--serve` may run another commit's)
 
     server = Server(config, root)
     try:
@@ -910,7 +908,7 @@ NOWATCH_FINDINGS = [
     "task, a request task, `asyncio.wait` on both, a cancel). A request carrying `x-request-disconnect-disabled: "
     "?1` skips that and awaits the app directly: bench/serve_floor.md measures the watch at ~140 us of CPU a "
     "request on a trivial route (3 rounds, ranges apart), ~1.1 ms of an 8-request rollout. "
-    "serve_tuning.CLIENT_HEADERS holds the header; the project's rollout client sends it on every request, and "
+    "finsec_client.client.CLIENT_HEADERS holds the header; the project's rollout client sends it on every request, and "
     "`nowatch-haproxy` is serve-haproxy with the load generator sending it.",
     "- Whole rollouts do not show it cleanly. In this run (5 rounds) nowatch-haproxy read 0.60x (0.54-0.86x) "
     "against 0.66x (0.62-0.74x) at 64; in a 3-round run before it, 0.70x (0.55-0.81x) against 0.55x "

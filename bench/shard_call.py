@@ -57,9 +57,9 @@ async def record_batches(rollouts: int) -> list[list]:
     sys.path.insert(0, str(ROOT / "bench"))
     from loadgen import rollout_steps
 
-    from deployments.corpus.generate import questions
     from deployments.inprocess import in_process_app
     from deployments.settings import Settings
+    from finsec.corpus.generate import questions
     from session_store.shard import ShardService
 
     args = yaml.safe_load((ROOT / "configs/serve.yaml").read_text())["applications"][0]["args"]

@@ -34,7 +34,7 @@ TTL = 20.0
 
 
 async def episodes(url: str, n: int, concurrency: int, seed: int = 7) -> dict[str, int]:
-    from deployments.corpus.generate import questions
+    from finsec.corpus.generate import questions
 
     tasks, rng = questions(), random.Random(seed)
     plan = iter(range(n))
@@ -85,10 +85,10 @@ def main() -> int:
     options = parser.parse_args()
     import os
 
-    from deployments.corpus.generate import embedded_corpus_dir
     from deployments.ingress import app_actors
     from deployments.local import deploy, start_ray_and_serve, stop_ray_and_serve, undeploy
     from deployments.settings import Settings
+    from finsec.corpus.generate import embedded_corpus_dir
     from session_store.ray_store import RaySessionStore, SessionActors
 
     url = start_ray_and_serve()

@@ -68,7 +68,7 @@ class LoopLag:
             await asyncio.sleep(0.001)
             self.worst = max(self.worst, time.perf_counter() - before - 0.001)
 
-    def __enter__(self) -> "LoopLag":
+    def __enter__(self) -> LoopLag:
         self._task = asyncio.get_running_loop().create_task(self._run())
         return self
 

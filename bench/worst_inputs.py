@@ -23,23 +23,22 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import httpx  # noqa: E402
-
 from _common import machine, table, write_report  # noqa: E402
 
-from deployments.corpus.generate import filings, write_corpus  # noqa: E402
-from deployments.edgar.filing_text import Page, parse_page  # noqa: E402
-from deployments.net.ports import free_port  # noqa: E402
-from deployments.text.size import MAX_TAGS, MAX_TEXT_CHARS, MAX_TEXT_LINES  # noqa: E402
-from deployments.tools.limits import MAX_FINAL_RESULT_CHARS, MAX_PROMPT_CHARS, MAX_QUERY_CHARS  # noqa: E402
+from finsec.corpus.generate import filings, write_corpus  # noqa: E402
+from finsec.edgar.filing_text import Page, parse_page  # noqa: E402
+from finsec.net.ports import free_port  # noqa: E402
+from finsec.text.size import MAX_TAGS, MAX_TEXT_CHARS, MAX_TEXT_LINES  # noqa: E402
+from finsec.tools.limits import MAX_FINAL_RESULT_CHARS, MAX_PROMPT_CHARS, MAX_QUERY_CHARS  # noqa: E402
 from tests.bodies import episode_seed, new_session_id, verify_body  # noqa: E402
 
 FETCH_CAP = 20_000_000  # the default fetch_max_bytes: the largest document a session can store
@@ -54,7 +53,7 @@ def fill(unit: str, size: int) -> str:
 
 
 # Documents stored in the session: each shape at the fetch cap (most are refused by the size limits), and at the
-# most the limits let in (deployments/text/size.py), which is the costliest document a session can hold.
+# most the limits let in (finsec/text/size.py), which is the costliest document a session can hold.
 SHAPES: dict[str, tuple[str, str, str]] = {  # label: (start, repeated unit, end)
     "one row of ')' cells": ("<table><tr><td>Net loss</td>", "<td>)</td>", "</tr></table>"),
     "elements nested 2,000 deep": ("<div>" * 2_000, "Revenue 1,234 ", "</div>" * 2_000),

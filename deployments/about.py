@@ -8,9 +8,8 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
+from deployments.settings import Settings
 from session_store.app_actors import AppActors
-
-from .settings import Settings
 
 
 @functools.cache  # the code does not change under a running process; hashing it reads every source file
@@ -18,16 +17,16 @@ def version() -> str:
     """The installed package's version, and the code's digest (what actor names and verdict keys follow)."""
     from importlib import metadata
 
-    import session_store
-
     import deployments
+    import finsec
+    import session_store
     from session_store.versions import code_version
 
     try:
         installed = metadata.version("finsec-serve")
     except metadata.PackageNotFoundError:
         installed = "(not installed)"
-    return f"{installed} (code {code_version(deployments, session_store)})"
+    return f"{installed} (code {code_version(deployments, finsec, session_store)})"
 
 
 def mark_store(settings: Settings) -> str:

@@ -3,20 +3,20 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import AsyncIterator, Awaitable, Callable
 
 from fastapi import FastAPI
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import install_error_handlers
-from .identity import SessionIdentityMiddleware
-from .rollout_prefix import RolloutPrefixMiddleware
-from .routes import admin, health, sessions, tools
-from .services import Services
-from .settings import MIN_SECRET_CHARS, Settings
-from .strict_json import StrictJsonMiddleware
+from deployments.http.error_handlers import install_error_handlers
+from deployments.http.identity import SessionIdentityMiddleware
+from deployments.http.prefixes import RolloutPrefixMiddleware
+from deployments.http.strict_json import StrictJsonMiddleware
+from deployments.routes import admin, health, sessions, tools
+from deployments.services import Services
+from deployments.settings import MIN_SECRET_CHARS, Settings
 
 
 def create_api(

@@ -9,9 +9,9 @@ from typing import Any
 import ray
 from ray.serve import Application
 
-from . import about, serve_tuning
-from .ingress import FinsecIngress, durable_records
-from .settings import Settings
+from deployments import about, serve_tuning
+from deployments.ingress import FinsecIngress, durable_records
+from deployments.settings import Settings
 
 log = logging.getLogger("ray.serve")
 

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from ray import serve
 
+from deployments import rate_limiter
+from deployments.asgi import create_api
+from deployments.observability.logs import into_serve_logs
+from deployments.rate_limiter import ClusterRateLimiter, RateLimiterActor
+from deployments.services import build_services
+from deployments.settings import Settings
+from finsec.edgar import limiter as schedule
 from session_store import code_version
 from session_store.app_actors import AppActors
 from session_store.marks import open_mark_store
 from session_store.ray_actors import ActorClient
 from session_store.ray_store import RaySessionStore, SessionActors, SessionActorsSpec
 from session_store.shard import ShardConfig
-
-from .asgi import create_api
-from .edgar import limiter as limiter_module
-from .edgar.limiter import ClusterRateLimiter, RateLimiterActor
-from .observability.logs import into_serve_logs
-from .services import build_services
-from .settings import Settings
 
 
 def app_actors(settings: Settings) -> AppActors:
@@ -58,7 +58,7 @@ class FinsecIngress:
         self._cookie_secret = cookie_secret
         self._app = app_actors(settings)
         limiter_args = (settings.requests_per_second, settings.rate_limit_window_seconds)
-        limiter_code = code_version(limiter_module)
+        limiter_code = code_version(rate_limiter, schedule)
         limiter = self._app.create("edgar-limiter", RateLimiterActor, limiter_args, code=limiter_code)
         context = serve.get_replica_context()
         self._limiter = ClusterRateLimiter(limiter, *limiter_args, caller=context.replica_id.unique_id)

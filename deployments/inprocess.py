@@ -11,14 +11,20 @@ from dataclasses import dataclass
 
 from fastapi import FastAPI
 
-from session_store import (DocumentStore, DocumentStoreService, LocalSessionStore, MemoryMarkStore, Reaper, ShardConfig,
-                           ShardService)
-
-from .asgi import create_api
-from .edgar.limiter import LocalRateLimiter
-from .observability.metrics import Metrics
-from .services import build_services
-from .settings import Settings
+from deployments.asgi import create_api
+from deployments.services import build_services
+from deployments.settings import Settings
+from finsec.edgar.limiter import LocalRateLimiter
+from finsec.metrics import Metrics
+from session_store import (
+    DocumentStore,
+    DocumentStoreService,
+    LocalSessionStore,
+    MemoryMarkStore,
+    Reaper,
+    ShardConfig,
+    ShardService,
+)
 
 
 @dataclass
@@ -44,7 +50,7 @@ def in_process_app(settings: Settings, cookie_secret: str | None = None,
     documents = DocumentStore(max_bytes=settings.document_store_bytes, grace_seconds=settings.document_grace_seconds,
                               **({"clock": clock} if clock else {}))
     limiter = LocalRateLimiter(settings.requests_per_second, settings.rate_limit_window_seconds)
-    metrics = Metrics(settings.app_name, ray=False)  # this process's own, even beside a Ray cluster
+    metrics = Metrics(settings.app_name)  # this process's own, even beside a Ray cluster
     api = create_api(settings, lambda: build_services(settings, store, limiter, DocumentStoreService(documents),
                                                       **({"clock": clock} if clock else {}), metrics=metrics),
                      cookie_secret)

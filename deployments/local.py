@@ -21,11 +21,11 @@ from typing import Any, Literal
 
 import httpx
 
-from .builder import ingress_application
-from .cpu_policy import batch_scheduled
-from .net.ports import free_port
-from .serve_tuning import SERVE_TUNING, node_env
-from .settings import Settings
+from deployments.builder import ingress_application
+from deployments.cpu_policy import batch_scheduled
+from deployments.serve_tuning import SERVE_TUNING, node_env
+from deployments.settings import Settings
+from finsec.net.ports import free_port
 
 Ingress = Literal["haproxy", "proxy"]
 
@@ -206,7 +206,7 @@ def undeploy_application(settings: Settings, name: str, *, purge: bool = False) 
 
     from ray import serve
 
-    from .ingress import destroy_app_actors, durable_records
+    from deployments.ingress import destroy_app_actors, durable_records
 
     serve.delete(name)
     destroy_app_actors(settings)

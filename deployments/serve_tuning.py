@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from .cpu_policy import policy_of
+from deployments.cpu_policy import policy_of
 
 SERVE_TUNING = {
     # Serve's HAProxy ingress: replicas listen on their own ports behind it (the default Python proxy took ~7 ms
@@ -32,14 +32,6 @@ SERVE_TUNING = {
 # the whole episode. Requests without the prefix are hashed by their route instead: only for clients that use it.
 # Measured not to pay where rollouts share filings (bench/results/serve_rollouts_options.md), hence off.
 ROLLOUT_AFFINITY = {"RAY_SERVE_HAPROXY_BALANCE_ALGORITHM": "uri depth 2"}
-
-
-# Headers a client may send with every request: Serve's replica then does not watch the client for a disconnect
-# (a receive task and a request task per request, raced): ~140 us of replica CPU a request less
-# (bench/results/serve_floor.md). A request whose client went away then runs to its end instead of being cancelled
-# at an await, and its retry finds what it did (a seed's 409 and cookie, a cached verdict), as the contract's
-# retries expect. The project's rollout client sends them; other clients may.
-CLIENT_HEADERS = {"x-request-disconnect-disabled": "?1"}
 
 
 # What each costs when it is missing, as measured on 2 cores (bench/results/serve_rollouts.md as of commit e8e02ae

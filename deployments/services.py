@@ -3,36 +3,37 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from fastapi import Request
 
+from deployments.observability.ray_metrics import ray_metrics
+from deployments.settings import Settings
+from finsec.corpus.generate import embedded_corpus_dir
+from finsec.document_cache import DocumentCache, DocumentStoreClient
+from finsec.edgar.cache import DiskCache
+from finsec.edgar.companies import CompanyDirectory
+from finsec.edgar.filing_text import DocumentUnavailable, FilingTexts, Page, PageFetcher
+from finsec.edgar.live import LiveSource, RateLimiter
+from finsec.edgar.source import EdgarSource, MirrorSource
+from finsec.grading.deterministic import DeterministicGrader
+from finsec.grading.grader import Grader
+from finsec.grading.judge import LlmJudge
+from finsec.grounder import Grounder
+from finsec.metrics import NO_METRICS, Metrics
+from finsec.net.policy import FetchPolicy
+from finsec.net.safe_fetch import FetchError
+from finsec.retrieval.backends import ModelBackend, PassageBackend, RetrievalBackend
+from finsec.retrieval.model import LlmRetrieval
+from finsec.retrieval.passages import PassageRetriever
+from finsec.tools.edgar_search import LiveFullTextSearch, LocalFullTextIndex
+from finsec.tools.parse_page import PageParser
+from finsec.tools.retrieve import Retriever
+from finsec.tools.web_search import TavilySearch, WebSearchProvider
+from finsec.verify import Verifier
 from session_store import SessionStore, canonical_digest, code_version
-
-from .corpus.generate import embedded_corpus_dir
-from .document_cache import DocumentCache, DocumentStoreClient
-from .edgar.cache import DiskCache
-from .edgar.companies import CompanyDirectory
-from .edgar.filing_text import DocumentUnavailable, FilingTexts, Page, PageFetcher
-from .edgar.live import LiveSource, RateLimiter
-from .edgar.source import EdgarSource, MirrorSource
-from .grading.deterministic import DeterministicGrader
-from .grading.grader import Grader
-from .grading.judge import LlmJudge
-from .grounding import Grounder
-from .net.policy import FetchPolicy
-from .net.safe_fetch import FetchError
-from .observability.metrics import NO_METRICS, Metrics
-from .retrieval.backends import ModelBackend, PassageBackend, RetrievalBackend
-from .retrieval.model import LlmRetrieval
-from .retrieval.passages import PassageRetriever
-from .settings import Settings
-from .tools.edgar_search import LiveFullTextSearch, LocalFullTextIndex
-from .tools.parse_page import PageParser
-from .tools.retrieve import Retriever
-from .tools.web_search import TavilySearch, WebSearchProvider
-from .verify import Verifier
 
 
 @dataclass
@@ -55,7 +56,7 @@ class Services:
 
 
 def fetch_policy(settings: Settings, limiter: RateLimiter) -> FetchPolicy:
-    """The one fetch policy (deployments/net/policy.py), from the settings."""
+    """The one fetch policy (finsec/net/policy.py), from the settings."""
     return FetchPolicy(
         sec_base_urls=(settings.sec_www_base_url, settings.sec_data_base_url),
         page_hosts=settings.fetch_allowed_hosts,
@@ -89,7 +90,7 @@ async def build_services(
     clock: Callable[[], float] = time.time, metrics: Metrics | None = None,
 ) -> Services:
     """Everything a replica needs; fails (and so the replica does) when the ticker registry cannot be loaded."""
-    metrics = metrics or Metrics(settings.app_name)
+    metrics = metrics or Metrics(settings.app_name, exporter=ray_metrics)
     source = edgar_source(settings, limiter, metrics)
     cache = DiskCache(settings.cache_dir) if settings.use_cache else None
     companies = CompanyDirectory(source, cache, settings.supplementary_tickers_fpath)
@@ -193,8 +194,7 @@ def _lease_seconds(settings: Settings) -> float | None:
 
 def grading_key(settings: Settings, judge: Grader) -> str:
     """What a verdict depends on besides the verify body: the grader's code and every grading setting."""
-    from . import grading
-
+    from finsec import grading
     endpoint = settings.judge_model
     return canonical_digest({
         "grader": type(judge).__name__, "code": code_version(grading), "reward_mode": settings.reward_mode,

@@ -16,9 +16,8 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from finsec.llm.endpoint import ModelEndpoint
 from session_store import Limits
-
-from .llm.endpoint import ModelEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +195,7 @@ class Settings(BaseSettings):
         return None if path is None else path.expanduser().resolve()
 
     @model_validator(mode="after")
-    def _defaults_and_consistency(self) -> "Settings":
+    def _defaults_and_consistency(self) -> Settings:
         if self.fence_ttl_seconds is None:
             self.fence_ttl_seconds = self.session_ttl_seconds
         if self.judge_model is not None and self.judge_call_timeout is None:

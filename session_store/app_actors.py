@@ -21,14 +21,14 @@ import hashlib
 import logging
 import pickle
 import re
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable
+from typing import Any
 
 import ray
 from ray.exceptions import RayError, RayTaskError
 
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreUnavailable
-
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,8 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
-from typing import Awaitable, Callable, Generic, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")

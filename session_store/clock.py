@@ -11,7 +11,7 @@ far the wall clock is from it, for the reaper's alarm.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 SLEW = 0.01
 

@@ -46,8 +46,9 @@ import hashlib
 import json
 import uuid
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from .clock import SessionClock
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreFull

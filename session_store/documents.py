@@ -20,8 +20,8 @@ from __future__ import annotations
 import sys
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .errors import StoreFull
 

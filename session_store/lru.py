@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable, Generic, Hashable, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")

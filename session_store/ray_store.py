@@ -12,10 +12,10 @@ import session_store
 
 from .app_actors import AppActors, call
 from .direct import ShardChannel
-from .versions import code_version
 from .ray_actors import DocumentStoreActor, ReaperActor, SessionShardActor
 from .shard import Op, Outcome, ShardConfig
 from .store import SessionStore
+from .versions import code_version
 
 
 @dataclass(frozen=True)

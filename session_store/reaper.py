@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Protocol
+from typing import Protocol
 
 from .clock import SLEW, SessionClock
 from .core import EvictionReport

@@ -23,14 +23,13 @@ each taking every pending change, so an ID's last write is its newest mark.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import heapq
 import logging
-from itertools import islice
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
-
-import asyncio
 
 from .clock import SessionClock
 from .core import EvictionReport, Limits, Masked, SessionCore

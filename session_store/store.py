@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 from .batching import Coalescer
 from .core import (
@@ -28,7 +29,6 @@ from .core import (
 )
 from .routing import shard_index
 from .shard import Op, Outcome, ShardService, TickReport
-
 
 CLOCK_READ_EVERY_SECONDS = 30.0  # how long a shard's clock is read through one offset: it slews at most 1%
 

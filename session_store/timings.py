@@ -5,9 +5,9 @@ window gives that window's mean (bench/serve_rollouts.py reads them to say where
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
-from typing import Iterator
 
 
 @dataclass

@@ -29,14 +29,14 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import httpx
 
-from deployments.corpus.generate import questions
-from deployments.net.ports import free_port
+from finsec.corpus.generate import questions
+from finsec.net.ports import free_port
 from session_store import shard_index
 
 TASK = questions()[0]
@@ -267,10 +267,10 @@ def store_forgets(base_url: str, seconds: float = 12.0, workers: int = 16, ackno
     hold their sessions in memory and serve them."""
     import ray
 
-    from deployments.corpus.generate import embedded_corpus_dir
     from deployments.ingress import app_actors, durable_records
     from deployments.local import QUIET_LOGS, deploy_application, undeploy_application
     from deployments.settings import Settings
+    from finsec.corpus.generate import embedded_corpus_dir
     from tests.redis_server import running_redis
 
     port = free_port()
@@ -349,9 +349,9 @@ def node_loss(seconds: float = 12.0) -> dict:
     from ray import serve
     from ray.cluster_utils import Cluster
 
-    from deployments.corpus.generate import embedded_corpus_dir
     from deployments.ingress import app_actors
     from deployments.settings import Settings
+    from finsec.corpus.generate import embedded_corpus_dir
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "gcs_server_port": free_port(),
                                                             "resources": {"finsec_ingress": 10}})
@@ -366,7 +366,7 @@ def node_loss(seconds: float = 12.0) -> dict:
                 "reaper_interval_seconds": 0.5, "state_actor_resources": {"finsec_state": 0.01},
                 "store_call_timeout_seconds": 5.0}
         config = _serve_config(args, port)
-        server = subprocess.Popen([sys.executable, "-m", "deployments.cli", "serve", str(config), "--address",
+        server = subprocess.Popen([sys.executable, "-m", "finsec_client.cli", "serve", str(config), "--address",
                                    cluster.address], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         url = _wait_for_url(server)
         settings = Settings(**args)
@@ -421,10 +421,10 @@ def serve_shutdown() -> dict:
     import ray
     from ray import serve
 
-    from deployments.corpus.generate import embedded_corpus_dir
     from deployments.ingress import app_actors
     from deployments.local import deploy, start_ray_and_serve, stop_ray_and_serve
     from deployments.settings import Settings
+    from finsec.corpus.generate import embedded_corpus_dir
 
     url = start_ray_and_serve()
     settings = Settings(app_name="shutdown", num_shards=2, corpus_dir=embedded_corpus_dir())

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from itsdangerous import TimestampSigner
 
-from deployments.corpus.generate import filings
+from finsec.corpus.generate import filings
 
 IN_PROCESS_SECRET = "in-process-cookie-secret-for-the-tests"  # tests/inprocess.py's apps sign with it
 

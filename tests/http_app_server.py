@@ -19,10 +19,10 @@ import httpx
 import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from deployments.corpus.generate import embedded_corpus_dir
 from deployments.inprocess import in_process_app
-from deployments.net.ports import free_port
 from deployments.settings import Settings
+from finsec.corpus.generate import embedded_corpus_dir
+from finsec.net.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import httpx
 
-from deployments.corpus.generate import embedded_corpus_dir
 from deployments.inprocess import InProcessApp, in_process_app
 from deployments.settings import Settings
+from finsec.corpus.generate import embedded_corpus_dir
 from tests.hostile import IN_PROCESS_SECRET
 
 
@@ -54,7 +54,7 @@ class InProcess:
 
     @property
     def metrics(self):
-        """The app's operator metrics, counted in memory here (deployments/observability/metrics.py)."""
+        """The app's operator metrics, counted in memory here (finsec/metrics.py)."""
         return self.app.api.state.services.metrics
 
     def new_client(self) -> httpx.AsyncClient:

@@ -24,7 +24,7 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
-from deployments.threaded_server import ThreadedServer
+from finsec_client.threaded_server import ThreadedServer
 
 
 @dataclass(frozen=True)

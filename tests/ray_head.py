@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 
 from deployments.local import LOCAL_RAY_ENV
-from deployments.net.ports import free_port
+from finsec.net.ports import free_port
 
 BIN = Path(sys.executable).parent
 

@@ -8,12 +8,12 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
-from deployments.net.ports import free_port
+from finsec.net.ports import free_port
 
 MISSING = "redis-server not found: install Debian's redis-server package (`make test` installs it where it can)"
 

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from deployments.threaded_server import ThreadedServer
+from finsec_client.threaded_server import ThreadedServer
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class SecServer:
         self._server = ThreadedServer(Starlette(routes=[Route("/{path:path}", self._serve, methods=["GET"])]), host)
         self.port, self.url = self._server.port, self._server.url
 
-    def __enter__(self) -> "SecServer":
+    def __enter__(self) -> SecServer:
         self._server.__enter__()
         return self
 

@@ -59,7 +59,7 @@ MUTATIONS = (
                "        if False:\n"
                "            self._conflict(\"agent_run_seed_on_episode\")"),)),
     Mutation("a lost session's verify is scored unmasked", "§C.5, §D.5: verify of a lost session is masked",
-             "deployments/verify.py",
+             "finsec/verify.py",
              (("            if isinstance(outcome, Masked):\n",
                "            if isinstance(outcome, Masked) and outcome.failure_kind != \"session_lost\":\n"),
               ("partial(verdict_row, body, outcome.verdict",
@@ -82,7 +82,7 @@ MUTATIONS = (
              (("        if not self.wants_mark(sid) or mark.drop_at <= self.clock():\n",
                "        if mark.drop_at <= self.clock():\n"),)),
     Mutation("a verdict is served across grading settings", "Decision 7: the cache is per body and grader",
-             "deployments/verify.py",
+             "finsec/verify.py",
              (("        return canonical_digest([self._grading_key, body])\n",
                "        return canonical_digest([\"\", body])\n"),)),
     Mutation("retire releases nothing", "§C.8, Decision 8: retire releases everything, idempotently",

@@ -2,7 +2,7 @@
 (`logging_config.encoding: JSON` for structured logs; configs/serve-cluster.yaml sets it).
 
 Serve formats only its `ray.serve` logger (TEXT or JSON, into logs/serve/replica_*.log, with the replica's and
-the request's IDs); a module logger such as `deployments.edgar.live` would reach the worker's plain stderr
+the request's IDs); a module logger such as `finsec.edgar.live` would reach the worker's plain stderr
 instead. Called once in each replica. Records are handed to `ray.serve` as they come, so they follow its
 handlers when Serve configures them again (a new `logging_config`)."""
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-APP_LOGGERS = ("deployments", "session_store")
+APP_LOGGERS = ("deployments", "finsec", "session_store")
 
 
 class _ToServe(logging.Handler):

@@ -12,12 +12,11 @@ import hmac
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 
+from deployments import about
+from deployments.http.strict_json import StrictJsonRoute
+from deployments.services import services
+from finsec.contract import RetireRequest
 from session_store.timings import TIMING_FIELDS
-
-from .. import about
-from ..contract import RetireRequest
-from ..services import services
-from ..strict_json import StrictJsonRoute
 
 router = APIRouter(route_class=StrictJsonRoute)
 retire_router = APIRouter(route_class=StrictJsonRoute)

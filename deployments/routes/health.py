@@ -2,7 +2,7 @@
 
 from fastapi import APIRouter
 
-from ..strict_json import StrictJsonRoute
+from deployments.http.strict_json import StrictJsonRoute
 
 router = APIRouter(route_class=StrictJsonRoute)
 

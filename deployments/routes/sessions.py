@@ -10,11 +10,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from pydantic import ValidationError
 
-from session_store import NO_CLAIMS, EpisodeSeed, canonical_digest
-
-from .. import identity, offload
-from ..aggregate_metrics import aggregate_metrics
-from ..contract import (
+from deployments.http import identity
+from deployments.http.strict_json import StrictJsonRoute
+from deployments.services import services
+from finsec import offload
+from finsec.aggregate_metrics import aggregate_metrics
+from finsec.contract import (
     AggregateMetricsRequest,
     CloseSessionRequest,
     CloseSessionResponse,
@@ -22,9 +23,8 @@ from ..contract import (
     EpisodeSeedResponse,
     VerifyRequest,
 )
-from ..services import services
-from ..strict_json import StrictJsonRoute
-from ..verify import masked_row
+from finsec.verify import masked_row
+from session_store import NO_CLAIMS, EpisodeSeed, canonical_digest
 
 router = APIRouter(route_class=StrictJsonRoute)
 UNREADABLE_COOKIE = ("The session cookie could not be read: it was signed with another secret (the app was "
@@ -46,14 +46,14 @@ async def seed_session(request: Request, body: dict[str, Any] = Body(...)) -> An
         identity.bind(request, sid, seeded, "agent_run")
         return {}
     try:  # a seed's task_data may be megabytes: validated off the event loop then
-        seed = await offload.run(offload.body_size(request), EpisodeSeedRequest.model_validate, body)
+        seed = await offload.run(_body_size(request), EpisodeSeedRequest.model_validate, body)
     except ValidationError as error:  # never falls back to an agent-run seed (Decision 5)
         raise RequestValidationError(
             [{**e, "loc": ("body", *e["loc"])} for e in error.errors(include_url=False, include_context=False)]
         ) from None
     sid = seed.resources_session_id
     claims = identity.claims(request) if identity.session_id(request) == sid else NO_CLAIMS
-    seeded = await store.seed_episode(sid, await _episode_seed(seed, offload.body_size(request)), claims)
+    seeded = await store.seed_episode(sid, await _episode_seed(seed, _body_size(request)), claims)
     identity.bind(request, sid, seeded, "episode")  # only now: a refused seed never carries this cookie (§C.2)
     return EpisodeSeedResponse(resources_session_id=sid)
 
@@ -69,7 +69,7 @@ async def close_session(request: Request, body: CloseSessionRequest) -> CloseSes
 @router.post("/verify")
 async def verify(request: Request, body: VerifyRequest) -> Response:
     sid = identity.session_id(request)
-    size = offload.body_size(request)
+    size = _body_size(request)
     app = services(request)
     if identity.cookie_unreadable(request):
         row, released = await offload.run(size, masked_row, body, "session_lost", UNREADABLE_COOKIE), False
@@ -83,7 +83,7 @@ async def verify(request: Request, body: VerifyRequest) -> Response:
 
 @router.post("/aggregate_metrics")
 async def aggregate(request: Request, body: AggregateMetricsRequest) -> Response:
-    size = offload.body_size(request)
+    size = _body_size(request)
     return await json_response(await offload.run(size, aggregate_metrics, body.verify_responses), size)
 
 
@@ -100,3 +100,9 @@ async def json_response(content: Any, size: int) -> Response:
 
 def _render(content: Any) -> bytes:
     return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode()
+
+
+def _body_size(request: Request) -> int:
+    """The request body's declared size; a body of unknown size counts as big."""
+    declared = request.headers.get("content-length", "")
+    return int(declared) if declared.isdigit() else offload.INLINE_BYTES

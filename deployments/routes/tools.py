@@ -1,4 +1,4 @@
-"""The agent's tools (contract §A.6-A.12), as thin routes over `deployments/tools/`.
+"""The agent's tools (contract §A.6-A.12), as thin routes over `finsec/tools/`.
 
 Order inside a tool (Decision 13): time budget, argument checks, session-open check (404 session_lost), then
 the work. The budget is read from the signed cookie (identity.started_at), so the search tools need no shard.
@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Awaitable
+from collections.abc import Awaitable
 
 from fastapi import APIRouter, Request
 
-from session_store import SessionConflict, SessionLost, StoreUnavailable
-
-from .. import identity
-from ..budget import budget_exhausted
-from ..contract import (
+from deployments.http import identity
+from deployments.http.strict_json import StrictJsonRoute
+from deployments.services import services
+from finsec.contract import (
     EdgarSearchRequest,
     ParseHtmlPageRequest,
     RetrieveInformationRequest,
@@ -26,17 +25,16 @@ from ..contract import (
     ToolResult,
     WebSearchRequest,
 )
-from ..services import services
-from ..strict_json import StrictJsonRoute
-from ..tools.edgar_search import edgar_search as run_edgar_search
-from ..tools.filing_search import sec_filing_search as run_filing_search
-from ..tools.limits import MAX_FINAL_RESULT_CHARS, MAX_PROMPT_CHARS, MAX_QUERY_CHARS, too_long
-from ..tool_error import ToolError
-from ..tools.web_search import web_search as run_web_search
+from finsec.tool_error import ToolError
+from finsec.tools.edgar_search import edgar_search as run_edgar_search
+from finsec.tools.filing_search import sec_filing_search as run_filing_search
+from finsec.tools.limits import MAX_FINAL_RESULT_CHARS, MAX_PROMPT_CHARS, MAX_QUERY_CHARS, budget_exhausted, too_long
+from finsec.tools.web_search import web_search as run_web_search
+from session_store import SessionConflict, SessionLost, StoreUnavailable
 
 log = logging.getLogger(__name__)
 router = APIRouter(route_class=StrictJsonRoute)
-_SESSION_ERRORS = (SessionLost, SessionConflict, StoreUnavailable)  # HTTP statuses by design (deployments/errors.py)
+_SESSION_ERRORS = (SessionLost, SessionConflict, StoreUnavailable)  # HTTP statuses by design (deployments/http/error_handlers.py)
 
 TOOL_NAMES = (
     "sec_filing_search",

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from ..errors import StoreUnavailable
 from .frames import ACK, Endpoint, FrameTooLarge, encode, read_frame

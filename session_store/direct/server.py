@@ -20,7 +20,8 @@ import hmac
 import logging
 import secrets
 from collections import OrderedDict
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from .frames import ACK, TOKEN_BYTES, Endpoint, FrameTooLarge, encode, read_frame
 

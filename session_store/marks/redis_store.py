@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import hiredis
 

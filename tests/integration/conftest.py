@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
 
-from deployments.corpus.generate import embedded_corpus_dir
 from deployments.ingress import app_actors, session_actors_spec
-from deployments.local import (QUIET_LOGS, deploy_application, free_port, start_ray_and_serve, stop_ray_and_serve,
-                               undeploy)
+from deployments.local import (
+    QUIET_LOGS,
+    deploy_application,
+    free_port,
+    start_ray_and_serve,
+    stop_ray_and_serve,
+    undeploy,
+)
 from deployments.settings import Settings
+from finsec.corpus.generate import embedded_corpus_dir
 from session_store.ray_store import RaySessionStore, SessionActors
 from tests.bodies import close_body, cookie_claims, episode_seed, new_session_id, verify_body  # noqa: F401 (shared)
-
 
 METRICS_PORT = free_port()  # the node's metrics-export port, scraped by test_metrics_scrape.py
 

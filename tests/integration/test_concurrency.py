@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from deployments.corpus.generate import questions
+from finsec.corpus.generate import questions
 
 from .conftest import close_body, cookie_claims, deployed_app, episode_seed, new_session_id, verify_body
 

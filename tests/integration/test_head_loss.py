@@ -22,9 +22,6 @@ from tests.bodies import close_body, episode_seed, new_session_id, verify_body
 from tests.ray_head import RayHead, free_port
 from tests.serve_configs import one_replica
 
-
-
-
 SETUPS = {
     "redis mark store": lambda redis, app: {"FINSEC_MARK_STORE_URL": redis.url},
     "GCS fault tolerance": lambda redis, app: {"RAY_REDIS_ADDRESS": f"127.0.0.1:{redis.port}",

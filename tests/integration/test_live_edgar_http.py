@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from deployments.corpus.generate import ISSUERS, filings, write_corpus
+from finsec.corpus.generate import ISSUERS, filings, write_corpus
 from tests.sec_server import SecServer, most_in_any_window
 
 from .conftest import deployed_app

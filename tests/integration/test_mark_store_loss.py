@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from deployments.cli import main as finsec
-from deployments.net.ports import free_port
+from finsec.net.ports import free_port
+from finsec_client.cli import main as finsec
 from session_store import shard_index
 from tests.fault_scenarios import failures, store_forgets
 from tests.redis_server import running_redis

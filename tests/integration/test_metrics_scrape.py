@@ -12,11 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from deployments.corpus.generate import filings, write_corpus
+from deployments.local import QUIET_LOGS
+from finsec.corpus.generate import filings, write_corpus
 from tests.llm_stub import responses_reply
 from tests.sec_server import SecServer
-
-from deployments.local import QUIET_LOGS
 
 from .conftest import METRICS_PORT, close_body, deployed_app, episode_seed, new_session_id, verify_body
 
@@ -113,7 +112,7 @@ def test_the_apps_own_warnings_are_json_lines_in_the_replicas_serve_log(app, sec
 
     import ray
 
-    sec.script(OTHER.url_path, [503, 503, 503])  # every attempt fails: deployments.edgar.live warns
+    sec.script(OTHER.url_path, [503, 503, 503])  # every attempt fails: finsec.edgar.live warns
     with app.client() as client:
         sid = new_session_id()
         client.post("/seed_session", json=episode_seed(sid, rollout="logs"))

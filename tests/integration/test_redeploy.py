@@ -8,10 +8,10 @@ import time
 
 import ray
 
-from deployments.corpus.generate import embedded_corpus_dir, questions
 from deployments.ingress import app_actors
 from deployments.local import deploy, undeploy
 from deployments.settings import Settings
+from finsec.corpus.generate import embedded_corpus_dir, questions
 from tests.fault_scenarios import ingress_error_page
 
 from .conftest import close_body, episode_seed, new_session_id, verify_body

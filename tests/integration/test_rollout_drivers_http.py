@@ -8,10 +8,10 @@ import asyncio
 import httpx
 import pytest
 
-from deployments.rollouts.client import ServerClient
-from deployments.rollouts.drivers import EnvironmentServerDriver, Episode, LegacyAgentDriver
-from deployments.rollouts.policies.scripted import ScriptedPolicy
-from deployments.rollouts.tasks import embedded_tasks
+from finsec_client.client import ServerClient
+from finsec_client.drivers import EnvironmentServerDriver, Episode, LegacyAgentDriver
+from finsec_client.policies.scripted import ScriptedPolicy
+from finsec_client.tasks import embedded_tasks
 from tests.http_app_server import start
 
 TASK = embedded_tasks()[0]

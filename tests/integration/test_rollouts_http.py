@@ -10,8 +10,8 @@ import re
 import httpx
 import pytest
 
-from deployments.cli import main
-from deployments.corpus.generate import questions
+from finsec.corpus.generate import questions
+from finsec_client.cli import main
 
 from .conftest import deployed_app
 
@@ -212,9 +212,9 @@ def test_a_model_endpoint_that_fails_fails_its_episodes_and_still_closes_them(ap
 def test_a_worker_that_dies_is_reported_and_its_episodes_are_not_hidden(app):
     import ray
 
-    from deployments.rollouts.runner import RunPlan, new_run_id
-    from deployments.rollouts.tasks import embedded_tasks
-    from deployments.rollouts.workers import run_on_workers, worker_name
+    from finsec_client.runner import RunPlan, new_run_id
+    from finsec_client.tasks import embedded_tasks
+    from finsec_client.workers import run_on_workers, worker_name
 
     plan = RunPlan(app.base_url, tuple(embedded_tasks()), 200, 2, run_id=new_run_id())
     records = []

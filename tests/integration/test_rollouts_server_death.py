@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from deployments.cli import main
+from finsec_client.cli import main
 from tests.http_app_server import start
 
 EPISODES = 24

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from deployments.corpus.generate import embedded_corpus_dir, questions
 from deployments.local import QUIET_LOGS, deploy_application, undeploy_application
 from deployments.settings import Settings
+from finsec.corpus.generate import embedded_corpus_dir, questions
 
 from .conftest import App, close_body, cookie_claims, episode_seed, new_session_id, store_of, verify_body
 

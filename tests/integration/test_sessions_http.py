@@ -10,8 +10,8 @@ import asyncio
 
 import pytest
 
-from deployments.contract import CloseSessionResponse, EpisodeSeedResponse
-from deployments.corpus.generate import questions
+from finsec.contract import CloseSessionResponse, EpisodeSeedResponse
+from finsec.corpus.generate import questions
 
 from .conftest import close_body, cookie_claims, deployed_app, episode_seed, new_session_id, verify_body
 

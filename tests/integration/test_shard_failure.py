@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from deployments.corpus.generate import questions
+from finsec.corpus.generate import questions
 from session_store import StoreUnavailable, shard_index
 from tests.fault_scenarios import THINK_SECONDS, Episode, Fault, episode, ingress_error_page, losses, wait_gone
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from deployments.corpus.generate import ISSUERS, filings
+from finsec.corpus.generate import ISSUERS, filings
 
 from .conftest import deployed_app, episode_seed, new_session_id
 

@@ -9,7 +9,7 @@ import time
 import pytest
 import ray
 
-from deployments.corpus.generate import questions
+from finsec.corpus.generate import questions
 
 from .conftest import close_body, cookie_claims, deployed_app, episode_seed, new_session_id, verify_body
 

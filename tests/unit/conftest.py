@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from deployments.corpus.generate import write_corpus
+from finsec.corpus.generate import write_corpus
 from tests.sec_server import SecServer
 
 

@@ -10,8 +10,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from deployments.aggregate_metrics import aggregate_metrics
-from deployments.contract import AggregateMetricsRequest
+from finsec.aggregate_metrics import aggregate_metrics
+from finsec.contract import AggregateMetricsRequest
 
 
 def strict_json(result) -> dict:

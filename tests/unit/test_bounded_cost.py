@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import gc
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 
-from deployments.grading.deterministic import compare
-from deployments.grading.grounding import answer_figures
-from deployments.grading.names import Answer
-from deployments.retrieval import concepts
-from deployments.retrieval.passages import IndexedDocument, PassageRetriever, excerpt
-from deployments.text.html_to_text import html_to_text
+from finsec.grading.deterministic import compare
+from finsec.grading.grounding import answer_figures
+from finsec.grading.names import Answer
+from finsec.retrieval import concepts
+from finsec.retrieval.passages import IndexedDocument, PassageRetriever, excerpt
+from finsec.text.html_to_text import html_to_text
 
 LINEAR = 10.0  # between linear (4; up to ~8 where copying big strings runs out of cache) and quadratic (16)
 

@@ -8,7 +8,7 @@ How each fault is made (real files and real file systems wherever this machine a
   root, whom a mode of 0o500 does not stop);
 - a read-only and a full file system: a real tmpfs, remounted read-only or filled up (EROFS, ENOSPC). Mounting
   needs root; where it is not allowed these two are skipped, and ENOSPC is still covered by
-- ENOSPC injected at the cache's one file-writing seam (`deployments.edgar.cache._atomic_write`);
+- ENOSPC injected at the cache's one file-writing seam (`finsec.edgar.cache._atomic_write`);
 - truncated cache files, a symlink loop and an oversized (sparse) file in the dump: real files.
 """
 
@@ -24,13 +24,13 @@ from pathlib import Path
 
 import pytest
 
-import deployments.edgar.cache as cache_module
-from deployments.corpus.generate import filings
-from deployments.edgar.cache import DiskCache
-from deployments.edgar.companies import CompanyDirectory
-from deployments.edgar.filing_text import DocumentUnavailable, FilingTexts
-from deployments.edgar.source import DEFAULT_MAX_BYTES, MirrorSource
-from deployments.edgar.urls import parse_filing_url
+import finsec.edgar.cache as cache_module
+from finsec.corpus.generate import filings
+from finsec.edgar.cache import DiskCache
+from finsec.edgar.companies import CompanyDirectory
+from finsec.edgar.filing_text import DocumentUnavailable, FilingTexts
+from finsec.edgar.source import DEFAULT_MAX_BYTES, MirrorSource
+from finsec.edgar.urls import parse_filing_url
 from tests.bodies import episode_seed, new_session_id
 from tests.inprocess import InProcess
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from deployments.cli import main
-from deployments.cli.errors import UsageError, check_port_free
+from finsec_client.cli import main
+from finsec_client.cli.usage import UsageError, check_port_free
 from tests.llm_stub import closed_port_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -170,7 +170,7 @@ def test_other_usage_errors(tmp_path, capsys, monkeypatch):
 
 
 def test_corpus_questions_is_a_task_file_and_corpus_write_writes_the_layout(tmp_path, capsys):
-    from deployments.rollouts.tasks import embedded_tasks, load_tasks
+    from finsec_client.tasks import embedded_tasks, load_tasks
 
     assert main(["corpus", "questions"]) == 0
     tasks = tmp_path / "q.jsonl"
@@ -183,7 +183,7 @@ def test_corpus_questions_is_a_task_file_and_corpus_write_writes_the_layout(tmp_
 
 def test_the_application_s_logging_config_reaches_its_replicas():
     """configs/serve.yaml turns the per-request access log off for the app; `finsec serve` must deploy it so."""
-    from deployments.cli.serve_config import load_serve_config
+    from finsec_client.cli.serve_config import load_serve_config
 
     for name in ("serve.yaml", "serve-cluster.yaml"):
         options = load_serve_config(ROOT / "configs" / name).deployment_options

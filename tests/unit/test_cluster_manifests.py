@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from deployments import local
+from deployments.serve_tuning import POD_START, SERVE_TUNING, node_env
 from session_store.marks.redis_store import RedisMarkStore
 from tests.redis_server import running_redis
-from deployments.serve_tuning import POD_START, SERVE_TUNING, node_env
 
 ROOT = Path(__file__).parents[2]
 CLUSTER = ROOT / "cluster"
@@ -253,7 +253,6 @@ def test_an_app_built_without_the_tuning_says_what_is_missing_and_its_cost(monke
     """`serve run configs/serve.yaml` in a bare shell: one warning naming each variable, the scheduling policy and
     their measured costs. The policy is the building thread's own (a Ray worker's, when Serve builds from a config)."""
     from deployments import builder, serve_tuning
-
     def warnings_building(policy: int) -> list[str]:
         caplog.clear()
         with caplog.at_level("WARNING", logger="ray.serve"):

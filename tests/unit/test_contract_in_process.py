@@ -14,7 +14,7 @@ from fastapi.routing import APIRoute
 from starlette.routing import Route
 
 from deployments.asgi import ROLLOUT_ROUTES
-from deployments.corpus.generate import questions
+from finsec.corpus.generate import questions
 from tests.bodies import close_body, cookie_claims, episode_seed, new_session_id, verify_body
 from tests.inprocess import InProcess
 

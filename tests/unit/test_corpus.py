@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from deployments.corpus.generate import ISSUERS, filings, questions, write_corpus
-from deployments.edgar.urls import parse_filing_url
-from deployments.text.html_to_text import html_to_text
+from finsec.corpus.generate import ISSUERS, filings, questions, write_corpus
+from finsec.edgar.urls import parse_filing_url
+from finsec.text.html_to_text import html_to_text
 
 
 def test_corpus_is_deterministic(tmp_path):
@@ -48,7 +48,7 @@ def test_every_answer_is_in_its_filings_text(tmp_path):
 
 
 def test_statements_split_the_top_line_and_state_it_as_a_total(tmp_path):
-    """Products and services, then the total (the top line of deployments/retrieval/concepts.py), and the split
+    """Products and services, then the total (the top line of finsec/retrieval/concepts.py), and the split
     left every other figure as it was: the facts' seed did not move with the corpus version."""
     root = write_corpus(tmp_path / "c")
     for filing in filings():

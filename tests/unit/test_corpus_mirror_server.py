@@ -8,8 +8,8 @@ import json
 import httpx
 import pytest
 
-from deployments.corpus.generate import ISSUERS, filings, write_corpus
-from deployments.corpus.mirror_server import MirrorServer, NotAMirror, NotLoopback
+from finsec.corpus.generate import ISSUERS, filings, write_corpus
+from finsec_client.mirror_server import MirrorServer, NotAMirror, NotLoopback
 from tests.inprocess import InProcess
 
 

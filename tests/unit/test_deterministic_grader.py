@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from deployments.grading.deterministic import DeterministicGrader
-from deployments.grading.grader import Grade
-from deployments.grading.numbers import DAY, MONTH, YEAR, find_quantities
+from finsec.grading.deterministic import DeterministicGrader
+from finsec.grading.grader import Grade
+from finsec.grading.numbers import DAY, MONTH, YEAR, find_quantities
 
 
 def grade(expected: str, answer: str) -> Grade:
@@ -608,7 +608,7 @@ def test_hidden_characters_cannot_hide_a_negation() -> None:
 
 
 def test_an_over_long_answer_gets_zero_unread() -> None:
-    from deployments.grading.deterministic import MAX_ANSWER_CHARS, compare
+    from finsec.grading.deterministic import MAX_ANSWER_CHARS, compare
 
     long_answer = "Revenue was $115.9 billion. " + "The filing discusses liquidity. " * 200
     assert MAX_ANSWER_CHARS == 4_000 and len(long_answer) > MAX_ANSWER_CHARS

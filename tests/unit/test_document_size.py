@@ -8,12 +8,12 @@ import asyncio
 
 import pytest
 
-from deployments.corpus.generate import write_corpus
-from deployments.edgar.companies import CompanyDirectory
-from deployments.edgar.filing_text import DocumentUnavailable, FilingTexts, Page, parse_page
-from deployments.edgar.source import MirrorSource
 from deployments.settings import Settings
-from deployments.text.size import MAX_TAGS, MAX_TEXT_CHARS, MAX_TEXT_LINES
+from finsec.corpus.generate import write_corpus
+from finsec.edgar.companies import CompanyDirectory
+from finsec.edgar.filing_text import DocumentUnavailable, FilingTexts, Page, parse_page
+from finsec.edgar.source import MirrorSource
+from finsec.text.size import MAX_TAGS, MAX_TEXT_CHARS, MAX_TEXT_LINES
 from tests.real_filings import EDGAR_REAL, manifest, needs_real_filings
 
 FETCH_CAP = Settings.model_fields["fetch_max_bytes"].default

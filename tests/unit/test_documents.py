@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from deployments.document_cache import DocumentCache
+from finsec.document_cache import DocumentCache
 from session_store import DocumentStore, DocumentStoreService, StoreFull
 
 

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from deployments.corpus.generate import filings as corpus_filings
-from deployments.corpus.generate import write_corpus
-from deployments.edgar.cache import DiskCache
-from deployments.edgar.companies import CompanyDirectory
-from deployments.edgar.filing_text import DocumentUnavailable, FilingTexts, Page, text_digest
-from deployments.edgar.limiter import LocalRateLimiter, PacedSchedule
-from deployments.edgar.live import LiveSource
-from deployments.edgar.source import MirrorSource
-from deployments.net.policy import FetchPolicy
+from finsec.corpus.generate import filings as corpus_filings
+from finsec.corpus.generate import write_corpus
+from finsec.edgar.cache import DiskCache
+from finsec.edgar.companies import CompanyDirectory
+from finsec.edgar.filing_text import DocumentUnavailable, FilingTexts, Page, text_digest
+from finsec.edgar.limiter import LocalRateLimiter, PacedSchedule
+from finsec.edgar.live import LiveSource
+from finsec.edgar.source import MirrorSource
+from finsec.net.policy import FetchPolicy
 from tests.sec_server import SecServer, most_in_any_window
 
 UA = "finsec-serve-tests/1.0 tests@example.com"

@@ -1,4 +1,4 @@
-"""The one fetch policy (deployments/net/policy.py) and the live EDGAR source through it, against real HTTP
+"""The one fetch policy (finsec/net/policy.py) and the live EDGAR source through it, against real HTTP
 servers on loopback: 127.0.0.1 stands in for SEC (trusted explicitly, as a private mirror would be) and
 127.0.0.2 is a distinct "internal" server holding a secret that no redirect may ever reach (contract §F.2)."""
 
@@ -9,14 +9,14 @@ import socket
 
 import pytest
 
-from deployments.corpus.generate import filings as corpus_filings
-from deployments.edgar.filing_text import DocumentUnavailable
-from deployments.edgar.live import LiveSource
-from deployments.edgar.source import MirrorSource
-from deployments.net.policy import SEC_CONTENT_TYPES, FetchPolicy
-from deployments.net.safe_fetch import FetchedPage, FetchRefused
 from deployments.services import edgar_source, page_fetcher
 from deployments.settings import Settings
+from finsec.corpus.generate import filings as corpus_filings
+from finsec.edgar.filing_text import DocumentUnavailable
+from finsec.edgar.live import LiveSource
+from finsec.edgar.source import MirrorSource
+from finsec.net.policy import SEC_CONTENT_TYPES, FetchPolicy
+from finsec.net.safe_fetch import FetchedPage, FetchRefused
 from tests.sec_server import SecServer
 
 UA = "finsec-serve-tests/1.0 tests@example.com"

@@ -8,10 +8,10 @@ from datetime import date
 
 import pytest
 
-from deployments.corpus.generate import ISSUERS, filings, write_corpus
-from deployments.edgar.companies import CompanyDirectory
-from deployments.edgar.source import MirrorSource
-from deployments.tools.filing_search import sec_filing_search
+from finsec.corpus.generate import ISSUERS, filings, write_corpus
+from finsec.edgar.companies import CompanyDirectory
+from finsec.edgar.source import MirrorSource
+from finsec.tools.filing_search import sec_filing_search
 
 ISSUER = ISSUERS[0]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from deployments.edgar.urls import (
+from finsec.edgar.urls import (
     MAX_SEGMENT_CHARS,
     MAX_URL_CHARS,
     FilingDocumentUrl,

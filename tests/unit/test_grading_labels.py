@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from deployments.grading.deterministic import MAX_QUANTITIES, compare
-from deployments.grading.numbers import find_quantities
+from finsec.grading.deterministic import MAX_QUANTITIES, compare
+from finsec.grading.numbers import find_quantities
 
 GEOGRAPHY = "U.S. 51%, international 49%"
 SEGMENTS = "Americas: $167,045 million; Greater China: $66,952 million"
@@ -135,7 +135,7 @@ def test_alternatives_joined_by_or_are_a_hedge(answer: str) -> None:
 def test_the_grader_is_also_callable_synchronously() -> None:
     import asyncio
 
-    from deployments.grading.deterministic import DeterministicGrader
+    from finsec.grading.deterministic import DeterministicGrader
 
     grader = DeterministicGrader()
     assert grader.deterministic
@@ -166,7 +166,7 @@ def test_a_change_from_one_level_to_another_is_not_a_range() -> None:
 
 
 def test_a_huge_answer_is_refused_by_the_grader_unread() -> None:
-    from deployments.grading.deterministic import MAX_ANSWER_CHARS, DeterministicGrader
+    from finsec.grading.deterministic import MAX_ANSWER_CHARS, DeterministicGrader
 
     answer = _long_answer(1_000_000)
     grade = DeterministicGrader().grade_sync("q", GEOGRAPHY, answer)

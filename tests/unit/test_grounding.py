@@ -1,17 +1,23 @@
-"""Grounding (deployments/grading/grounding.py, deployments/grounding.py): whether an answer's figures appear in the
+"""Grounding (finsec/grading/grounding.py, finsec/grounder.py): whether an answer's figures appear in the
 documents its session stored, at what cost, and what require_grounded_answer does with the judge.
 
 The HTTP behaviour of a verify row (seed, parse, retrieve, verify) is in test_contract_in_process.py."""
 
 from __future__ import annotations
 
-
 import pytest
 
-import deployments.grounding as grounding_service
-from deployments.corpus.generate import questions
-from deployments.grading.grounding import (MAX_FIGURE_CHARS, MAX_FIGURES, MAX_LISTED, NOT_CHECKED, FigureIndex,
-                                           answer_figures, ground)
+import finsec.grounder as grounding_service
+from finsec.corpus.generate import questions
+from finsec.grading.grounding import (
+    MAX_FIGURE_CHARS,
+    MAX_FIGURES,
+    MAX_LISTED,
+    NOT_CHECKED,
+    FigureIndex,
+    answer_figures,
+    ground,
+)
 from tests.bodies import episode_seed, new_session_id
 from tests.inprocess import InProcess
 from tests.llm_stub import responses_reply

@@ -158,7 +158,7 @@ def test_wrong_types_in_every_field_are_a_4xx_or_a_tool_error(app, route):
 def test_a_body_of_more_tiny_containers_than_a_parse_can_afford_is_a_422_that_says_so(roomy):
     """A 16 MB body of "[[[1]]]" opens eight million arrays: seconds of CPU, and one parse call holding the GIL.
     Mutation: dropping the count (strict_json.MAX_CONTAINERS) lets it through to json.loads."""
-    from deployments.strict_json import MAX_CONTAINERS
+    from deployments.http.strict_json import MAX_CONTAINERS
 
     def body(containers: int) -> bytes:
         return json.dumps({**verify_body(), "padding": "PAD"}).replace(
@@ -226,7 +226,7 @@ def test_a_verify_whose_trajectory_is_junk_is_graded_not_a_500(app):
     still_works(app)
 
 
-# ----- an unpaired surrogate in what a verify grades (§A.3: repaired, see deployments/strict_json.py) -----
+# ----- an unpaired surrogate in what a verify grades (§A.3: repaired, see deployments/http/strict_json.py) -----
 
 BROKEN = {
     "in an assistant message": lambda body: body["response"]["output"].insert(
@@ -274,15 +274,15 @@ ROOT = Path(__file__).resolve().parents[2]
 # Work whose cost grows with the request body, by file and function: on the event loop, a big body stalls it.
 # (Retrieval over a stored document grows with the document, not the request, and is not listed.)
 BODY_SIZED_WORK = {
-    "deployments/strict_json.py": {"parse_strict", "_check_tree", "_checked_string", "_bounded_int", "_finite"},
+    "deployments/http/strict_json.py": {"parse_strict", "_check_tree", "_checked_string", "_bounded_int", "_finite"},
     "session_store/core.py": {"canonical_digest"},
-    "deployments/verify.py": {"Verifier._grade_now", "verdict_row", "masked_row", "judge_failed_row"},
+    "finsec/verify.py": {"Verifier._grade_now", "verdict_row", "masked_row", "judge_failed_row"},
     "deployments/routes/sessions.py": {"_render", "json_response.<locals>.<lambda>"},
-    "deployments/retrieval/prompt.py": {"character_ranges", "character_ranges.<locals>.<genexpr>"},
+    "finsec/retrieval/prompt.py": {"character_ranges", "character_ranges.<locals>.<genexpr>"},
 }
-BODY_SIZED_FOLDERS = ("deployments/grading/", "deployments/aggregate_metrics.py")
+BODY_SIZED_FOLDERS = ("finsec/grading/", "finsec/aggregate_metrics.py")
 # Scoring a question: inline for a short prompt (cheaper than a thread hop), body-sized for a long one.
-QUESTION_SIZED = ("deployments/retrieval/passages.py", "deployments/retrieval/concepts.py")
+QUESTION_SIZED = ("finsec/retrieval/passages.py", "finsec/retrieval/concepts.py")
 
 
 def _body_sized(code, also: tuple[str, ...] = ()) -> str | None:
@@ -305,7 +305,7 @@ class LoopWatch:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
-    def __enter__(self) -> "LoopWatch":
+    def __enter__(self) -> LoopWatch:
         self._thread.start()
         return self
 
@@ -479,8 +479,8 @@ def test_aggregate_metrics_skips_rows_that_are_not_objects(app):
 def test_a_big_verify_row_and_a_big_seed_are_built_off_the_event_loop(roomy, monkeypatch):
     """pydantic holds the GIL while it echoes a trajectory into the row or validates a seed, so no sampler sees it
     on the loop: this records the thread instead. 60,000 steps took ~150 ms to echo on this machine."""
-    import deployments.verify as verify_module
-    from deployments.contract import EpisodeSeedRequest
+    import finsec.verify as verify_module
+    from finsec.contract import EpisodeSeedRequest
 
     threads: dict[str, list[int]] = {"row": [], "seed": []}
     build_row, validate_seed = verify_module.verdict_row, EpisodeSeedRequest.model_validate

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from deployments.corpus.generate import write_corpus
-from deployments.edgar.urls import is_edgar_path
+from finsec.corpus.generate import write_corpus
+from finsec.edgar.urls import is_edgar_path
 from tests.bodies import episode_seed, new_session_id
 from tests.hostile import filing_url
 from tests.inprocess import InProcess

@@ -1,4 +1,4 @@
-"""Host-name rules of the fetch guard (deployments/net/hosts.py), pure."""
+"""Host-name rules of the fetch guard (finsec/net/hosts.py), pure."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from ipaddress import IPv4Address, ip_address, ip_network
 
 import pytest
 
-from deployments.net.hosts import host_matches, host_name_problem, in_networks, legacy_ipv4, normalize_host
+from finsec.net.hosts import host_matches, host_name_problem, in_networks, legacy_ipv4, normalize_host
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ import re
 import lxml.html
 import pytest
 
-from deployments.corpus.generate import write_corpus
-from deployments.text.html_to_text import HtmlTextError, collapse_whitespace, html_to_text
+from finsec.corpus.generate import write_corpus
+from finsec.text.html_to_text import HtmlTextError, collapse_whitespace, html_to_text
 from tests.real_filings import EDGAR_REAL, manifest, needs_real_filings
 
 

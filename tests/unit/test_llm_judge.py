@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from deployments.grading.grader import Grade, GradingFailed
-from deployments.grading.judge import LlmJudge, judge_text, neutralized, parse_rating, reward_for
-from deployments.llm.endpoint import ModelEndpoint
+from finsec.grading.grader import Grade, GradingFailed
+from finsec.grading.judge import LlmJudge, judge_text, neutralized, parse_rating, reward_for
+from finsec.llm.endpoint import ModelEndpoint
 from tests.llm_stub import LlmStub, chat_reply, closed_port_url, responses_reply
 
 QUESTION = "What was ACME's FY2023 revenue?"

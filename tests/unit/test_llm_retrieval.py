@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from deployments.llm.endpoint import ModelEndpoint
-from deployments.llm.templates import STOCK_DIR, load_prompt
-from deployments.retrieval.model import LlmRetrieval
+from finsec.llm.endpoint import ModelEndpoint
+from finsec.llm.templates import STOCK_DIR, load_prompt
+from finsec.retrieval.model import LlmRetrieval
 from tests.llm_stub import LlmStub, chat_reply, closed_port_url, responses_reply
 
 SYSTEM = "Answer from the document only."
@@ -180,7 +180,7 @@ def test_system_prompt_from_yaml_and_the_stock_prompt(stub: LlmStub, tmp_path: P
 def test_a_placeholder_repeated_to_paste_a_filing_thousands_of_times_is_refused_unsent(stub: LlmStub) -> None:
     """Every occurrence of {{doc}} is replaced (§E.1 step 7): 10,000 of them in a 50,000-character prompt would
     make one model call of 10,000 copies of the document. The size is checked first, and nothing is sent."""
-    from deployments.retrieval.backends import ModelBackend, Selection
+    from finsec.retrieval.backends import ModelBackend, Selection
 
     backend = ModelBackend(make_retrieval(stub))
     filing = Selection("digest", "Total net sales | 391,035\n" * 40_000)  # ~1 MB

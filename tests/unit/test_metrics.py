@@ -1,4 +1,4 @@
-"""The replicas' operator metrics (deployments/observability/metrics.py), counted in memory in the one-process app:
+"""The replicas' operator metrics (finsec/metrics.py), counted in memory in the one-process app:
 verifies by outcome after grading, cache hits and misses, 503s by cause, and the README naming what is exported.
 The live scrape of a running Ray app is tests/integration/test_metrics_scrape.py."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from deployments.corpus.generate import filings
-from deployments.observability.metrics import exported_names
+from finsec.corpus.generate import filings
+from finsec.metrics import exported_names
 from tests.bodies import close_body, episode_seed, new_session_id, verify_body
 from tests.inprocess import InProcess
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-import deployments.edgar.source as source_module
-from deployments.corpus.generate import ISSUERS, write_corpus
-from deployments.corpus.generate import filings as corpus_filings
-from deployments.edgar.cache import MAX_NAME_CHARS, DiskCache
-from deployments.edgar.companies import Company, CompanyDirectory, FilingsUnavailable, parse_tickers
-from deployments.edgar.source import JSON_OFF_LOOP_BYTES, MirrorSource
-from deployments.edgar.urls import FilingDocumentUrl, parse_filing_url
+import finsec.edgar.source as source_module
+from finsec.corpus.generate import ISSUERS, write_corpus
+from finsec.corpus.generate import filings as corpus_filings
+from finsec.edgar.cache import MAX_NAME_CHARS, DiskCache
+from finsec.edgar.companies import Company, CompanyDirectory, FilingsUnavailable, parse_tickers
+from finsec.edgar.source import JSON_OFF_LOOP_BYTES, MirrorSource
+from finsec.edgar.urls import FilingDocumentUrl, parse_filing_url
 
 REAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "edgar-real"
 FIRST = next(f for f in corpus_filings() if f.form == "10-K")

@@ -1,11 +1,11 @@
-"""deployments/net/ports.py: a port for a server that binds it later is free when picked, never handed out twice,
+"""finsec/net/ports.py: a port for a server that binds it later is free when picked, never handed out twice,
 and outside the kernel's ephemeral range, where an outgoing connection's local port could take it first."""
 
 from __future__ import annotations
 
 import socket
 
-from deployments.net.ports import ephemeral_range, free_port
+from finsec.net.ports import ephemeral_range, free_port
 
 
 def test_ports_are_free_distinct_and_below_the_ephemeral_range():
@@ -22,8 +22,7 @@ def test_ports_are_free_distinct_and_below_the_ephemeral_range():
 def test_a_port_bound_elsewhere_is_not_handed_out(monkeypatch):
     """In a window of 100 ports below the ephemeral range, with 90 of them bound by other sockets, every port
     handed out is one of the ten free ones."""
-    from deployments.net import ports
-
+    from finsec.net import ports
     low, _ = ephemeral_range()
     monkeypatch.setattr(ports, "_LOWEST", low - 1_100)  # free_port draws from [_LOWEST, low)
     window = range(low - 100, low)

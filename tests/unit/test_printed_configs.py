@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
-from deployments.corpus.generate import questions
 from deployments.settings import Settings
+from finsec.corpus.generate import questions
 from tests.inprocess import InProcess
 from tests.real_filings import EDGAR_REAL
 
@@ -216,7 +216,7 @@ def test_the_readme_shows_what_this_suite_reads():
 @pytest.mark.timeout(60)
 def test_the_readme_corpus_serve_paragraph_starts(corpus):
     """The settings the paragraph names, with its mirror's URL and folder filled in: against the real mirror."""
-    from deployments.corpus.mirror_server import MirrorServer
+    from finsec_client.mirror_server import MirrorServer
 
     paragraph = README.split("`finsec corpus serve DIR` serves", 1)[1].split("\n\n", 1)[0]
     with MirrorServer(corpus) as mirror:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from deployments.edgar.limiter import ClusterRateLimiter, PacedSchedule, Sharers
+from deployments.rate_limiter import ClusterRateLimiter
+from finsec.edgar.limiter import PacedSchedule, Sharers
 
 
 class Limiter:

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from deployments.corpus.generate import questions, write_corpus
-from deployments.retrieval import concepts
-from deployments.retrieval.passages import (
+from finsec.corpus.generate import questions, write_corpus
+from finsec.retrieval import concepts
+from finsec.retrieval.passages import (
     IndexedDocument,
     Passage,
     PassageRetriever,
@@ -22,9 +22,9 @@ from deployments.retrieval.passages import (
     question_parts,
     table_rows,
 )
-from deployments.retrieval.prompt import character_ranges, placeholder_keys, substitute
-from deployments.retrieval.tokenize import tokenize
-from deployments.text.html_to_text import html_to_text
+from finsec.retrieval.prompt import character_ranges, placeholder_keys, substitute
+from finsec.retrieval.tokenize import tokenize
+from finsec.text.html_to_text import html_to_text
 from tests.bodies import ROOT
 from tests.real_filings import EDGAR_REAL, manifest, needs_real_filings
 

@@ -9,6 +9,7 @@ import pytest
 
 from tests import bench_modules
 
+
 @pytest.fixture(scope="module")
 def suite():
     module = bench_modules.load("reward_hacking")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from deployments.grading.deterministic import DeterministicGrader
-from deployments.rollouts.policies.extract import answer
-from deployments.rollouts.policies.question import read_question
-from deployments.rollouts.policies.scripted import choose_filing
+from finsec.grading.deterministic import DeterministicGrader
+from finsec_client.policies.extract import answer
+from finsec_client.policies.question import read_question
+from finsec_client.policies.scripted import choose_filing
 
 HEADER = "The 3 passages of filing that best match your prompt (BM25 search; ...):\n\n"
 

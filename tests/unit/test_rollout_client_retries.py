@@ -10,7 +10,7 @@ import time
 import pytest
 from aiohttp import web
 
-from deployments.rollouts.client import Retries, ServerClient, TransportFailure
+from finsec_client.client import Retries, ServerClient, TransportFailure
 
 FAST = Retries(attempts=4, deadline=10.0, initial=0.01, longest=0.05, jitter=0.0)
 
@@ -73,7 +73,7 @@ def test_every_attempt_asks_serve_not_to_watch_for_a_disconnect():
     flaky = Flaky(1, 503)
     reply, calls = asyncio.run(post(flaky))
     assert reply.status == 200 and len(flaky.headers) == 2
-    assert all(h.get("x-request-disconnect-disabled") == "?1" for h in flaky.headers)  # serve_tuning.CLIENT_HEADERS
+    assert all(h.get("x-request-disconnect-disabled") == "?1" for h in flaky.headers)  # finsec_client.client.CLIENT_HEADERS
 
 
 @pytest.mark.parametrize("status", [400, 404, 409, 422, 429])

@@ -8,9 +8,9 @@ import json
 
 from aiohttp import web
 
-from deployments.rollouts.policies.llm import LlmPolicy, ModelSpec
-from deployments.rollouts.tasks import Task
-from deployments.rollouts.toolbox import ToolReply, Trajectory
+from finsec_client.policies.llm import LlmPolicy, ModelSpec
+from finsec_client.tasks import Task
+from finsec_client.toolbox import ToolReply, Trajectory
 
 
 def _call(name: str, arguments: dict, n: int) -> dict:

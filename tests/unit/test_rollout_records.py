@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from deployments.rollouts.client import Call
-from deployments.rollouts.progress import Progress
-from deployments.rollouts.records import EpisodeRecord, Failure, RecordWriter, read_records
-from deployments.rollouts.summary import counter_delta, percentile, render, shard_time, summarize
-from deployments.rollouts.tasks import TaskFileError, embedded_tasks, load_tasks
+from finsec_client.client import Call
+from finsec_client.progress import Progress
+from finsec_client.records import EpisodeRecord, Failure, RecordWriter, read_records
+from finsec_client.summary import counter_delta, percentile, render, shard_time, summarize
+from finsec_client.tasks import TaskFileError, embedded_tasks, load_tasks
 
 
 def record(n: int, driver: str = "environment-server", reward: float | None = 1.0, masked: bool = False,
@@ -127,7 +127,7 @@ def test_task_files_are_read_and_their_errors_said_in_one_line(tmp_path):
 
 def test_plots_are_written_as_pngs(tmp_path):
     pytest.importorskip("matplotlib")
-    from deployments.rollouts.plots import write_plots
+    from finsec_client.plots import write_plots
 
     paths = write_plots([record(n, reward=float(n % 2)) for n in range(6)], tmp_path / "plots")
     assert [p.name for p in paths] == ["reward.png", "latency.png"]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from deployments.contract import RetrieveInformationRequest, SecFilingSearchRequest
-from deployments.rollouts.tool_schemas import DEFAULT_TOOLS, TOOLS, tool_schemas
 from deployments.routes.tools import TOOL_NAMES
+from finsec.contract import RetrieveInformationRequest, SecFilingSearchRequest
+from finsec_client.tool_schemas import DEFAULT_TOOLS, TOOLS, tool_schemas
 
 
 def test_every_server_tool_has_a_schema_from_its_request_model():

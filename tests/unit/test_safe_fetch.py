@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from deployments.net.safe_fetch import (
+from finsec.net.safe_fetch import (
     MAX_URL_CHARS,
     FetchedPage,
     FetchError,
@@ -32,7 +32,7 @@ from deployments.net.safe_fetch import (
     default_is_forbidden,
     default_resolve,
 )
-from deployments.threaded_server import ThreadedServer
+from finsec_client.threaded_server import ThreadedServer
 
 MAX_BYTES = 4096
 STREAM_CHUNK = 64 * 1024

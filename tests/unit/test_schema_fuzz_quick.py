@@ -28,10 +28,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from deployments.corpus.generate import embedded_corpus_dir, questions
 from deployments.inprocess import in_process_app
 from deployments.settings import Settings
-from deployments.threaded_server import ThreadedServer
+from finsec.corpus.generate import embedded_corpus_dir, questions
+from finsec_client.threaded_server import ThreadedServer
 from tests.bodies import cookie_claims, episode_seed
 from tests.inprocess import InProcess
 
@@ -256,7 +256,7 @@ def send(app: InProcess, client, sent: dict[str, Any], sids: dict[str, str]):
 
     try:
         response = app.run(go())
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise AssertionError(f"no answer within {HANG} s: {sent}") from None
     what = (sent["method"], sent["path"], (content or b"")[:300], response.status_code, response.text[:300])
     assert response.status_code < 500, what

@@ -14,12 +14,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from deployments.edgar.companies import CompanyDirectory
-from deployments.edgar.source import MirrorSource
-from deployments.threaded_server import ThreadedServer
-from deployments.tools.edgar_search import LiveFullTextSearch, LocalFullTextIndex, edgar_search
-from deployments.tools.web_search import UNAVAILABLE, TavilySearch, web_search
-
+from finsec.edgar.companies import CompanyDirectory
+from finsec.edgar.source import MirrorSource
+from finsec.tools.edgar_search import LiveFullTextSearch, LocalFullTextIndex, edgar_search
+from finsec.tools.web_search import UNAVAILABLE, TavilySearch, web_search
+from finsec_client.threaded_server import ThreadedServer
 
 NO_ANSWER = object()
 

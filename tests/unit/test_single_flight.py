@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from deployments.single_flight import SingleFlight
+from finsec.single_flight import SingleFlight
 
 
 def test_concurrent_callers_of_one_key_share_one_run_and_other_keys_run_their_own():

@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 from deployments.asgi import create_api
-from deployments.edgar.limiter import LocalRateLimiter
 from deployments.services import build_services
-from deployments.contract import VerifyRequest
+from finsec.contract import VerifyRequest
+from finsec.edgar.limiter import LocalRateLimiter
 from session_store import NO_CLAIMS, DocumentStoreService, Score
 from tests.bodies import episode_seed, new_session_id, verify_body
 from tests.hostile import IN_PROCESS_SECRET
@@ -184,7 +184,7 @@ def test_settings_refuse_a_lease_shorter_than_one_judgement():
 
 
 def test_failure_kinds_are_gyms_names_or_namespaced_as_this_servers():
-    from deployments.failure_kinds import gym_failure_kind
+    from finsec.grading.failure_kinds import gym_failure_kind
 
     assert [gym_failure_kind(k) for k in ("session_lost", "session_expired", "judge_failed", "judge_unparseable",
                                           None)] == ["session_lost", "session_expired", "judge_failed",

@@ -1,3 +1,0 @@
-from . import entry_point
-
-entry_point()

@@ -1,0 +1,56 @@
+"""The `finsec` command: serve the app, drive rollouts against it, and handle the embedded corpus.
+
+    finsec serve [CONFIG]           the app from a serve config until Ctrl-C (local cluster, or --address)
+    finsec rollouts [...]           N episodes at concurrency C against --url or an in-process server
+    finsec status --url URL         what a running server is: version, settings, actors, sessions, fences
+    finsec store check|acknowledge-loss [CONFIG]   the durable mark store: can it forget; accept a loss
+    finsec corpus write|serve|questions
+
+A usage error (bad URL, no server, bad config, port in use) is one line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from finsec_client.cli import corpus, rollouts, serve, status, store
+from finsec_client.cli.usage import EXIT_USAGE, UsageError
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="finsec", description="finsec-serve: NeMo Gym's finance_sec_search resources server on Ray Serve, "
+        "and the rollout drivers that exercise it.")
+    top.add_argument("--version", action=_Version, nargs=0, help="show the version and the code's digest, then exit")
+    commands = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    serve.add_parser(commands)
+    rollouts.add_parser(commands)
+    status.add_parser(commands)
+    store.add_parser(commands)
+    corpus.add_parser(commands)
+    return top
+
+
+class _Version(argparse.Action):
+    """The version, computed when asked for: it digests the server's code, which the command line never loads."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from deployments.about import version
+
+        parser.exit(message=f"finsec-serve {version()}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parser().parse_args(argv)
+    try:
+        return options.run(options)
+    except UsageError as error:
+        print(f"finsec: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("finsec: interrupted", file=sys.stderr)
+        return 130
+
+
+def entry_point() -> None:
+    sys.exit(main())

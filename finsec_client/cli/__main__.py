@@ -1,0 +1,3 @@
+from finsec_client.cli import entry_point
+
+entry_point()

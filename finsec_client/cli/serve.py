@@ -1,0 +1,60 @@
+"""`finsec serve [CONFIG]`: the app from a serve config, until Ctrl-C or SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+from finsec_client.cli.serve_config import describe_corpus, load_serve_config
+from finsec_client.cli.server import running_app
+from finsec_client.cli.usage import EXIT_OK
+
+DEFAULT_CONFIG = Path("configs/serve.yaml")
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "serve", help="serve the app from a serve config until Ctrl-C",
+        description="Start a local Ray cluster (or join one with --address) and deploy finsec-serve from a serve "
+        "config: its application's args are the Settings (FINSEC_<FIELD> in the environment overrides them), "
+        "its FinsecIngress options set replicas or autoscaling, max_ongoing_requests and ray_actor_options, and "
+        "http_options.port is the port. Ctrl-C or SIGTERM removes the app and its actors, and stops a cluster "
+        "it started; the app's fences, episode seeds and cookie secret stay (see --purge).")
+    parser.add_argument("config", nargs="?", type=Path, default=DEFAULT_CONFIG,
+                        help=f"serve config YAML (default {DEFAULT_CONFIG})")
+    parser.add_argument("--port", type=int, help="HTTP port (default: the config's http_options.port)")
+    parser.add_argument("--address", help="join this running Ray cluster (e.g. ray://head:10001 or head:6379) "
+                        "instead of starting a local one; stopping leaves the cluster up")
+    parser.add_argument("--purge", action="store_true",
+                        help="on stop, also delete the app's durable records: fences, episode seeds and the "
+                        "generated cookie secret (kept by default, so a restart honours them)")
+    parser.add_argument("--ingress", choices=("haproxy", "proxy"), default="haproxy",
+                        help="a local cluster's ingress: Serve's HAProxy (default, faster) or its Python proxy")
+    parser.set_defaults(run=run)
+
+
+def run(options: argparse.Namespace) -> int:
+    target = load_serve_config(options.config)  # validated before Ray starts
+    if options.port is not None:
+        target = replace(target, port=options.port)
+    stop = threading.Event()
+
+    def on_signal(*_: object) -> None:
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+    with running_app(target, address=options.address, ingress=options.ingress, purge=options.purge) as url:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # again: ray.init installs its own SIGTERM handler (aborts)
+            signal.signal(sig, on_signal)
+        options_text = ", ".join(f"{k}={v}" for k, v in target.deployment_options.items()) or "defaults"
+        print(f"finsec-serve is up at {url}  (application {target.app_name!r}; FinsecIngress {options_text})")
+        print(f"corpus: {describe_corpus(target.settings)}")
+        print(f"stop with Ctrl-C, or: kill -TERM {os.getpid()}", flush=True)
+        while not stop.wait(0.5):  # a timed wait, so the signal handler runs promptly
+            pass
+    return EXIT_OK

@@ -1,0 +1,114 @@
+"""Starting and stopping the Serve app for `finsec serve` and for `finsec rollouts` without --url.
+
+On a local cluster it starts (deployments.local, HAProxy ingress by default) the stop removes the app's detached
+actors and then the whole cluster, HAProxy included. Joined to a running cluster (`--address`) it deploys with
+serve.start/serve.run and, on stop, deletes only its application and actors: the cluster and Serve stay up."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from finsec_client.cli.serve_config import ServeTarget
+from finsec_client.cli.usage import UsageError, check_port_free, one_line
+
+if TYPE_CHECKING:  # the server is loaded when a command starts it, never by the command line itself
+    from deployments.local import Ingress
+
+# Like configs/serve.yaml: two ingress replicas, two shards, sized for a 2-core machine.
+DEFAULT_OPTIONS = {"num_replicas": 2, "max_ongoing_requests": 256, "ray_actor_options": {"num_cpus": 0.5}}
+
+
+def default_target(port: int) -> ServeTarget:
+    from deployments.local import QUIET_LOGS
+    from deployments.settings import Settings
+
+    return ServeTarget(Settings(app_name="finsec", num_shards=2), "finsec", "/",
+                       {**DEFAULT_OPTIONS, "logging_config": QUIET_LOGS}, "127.0.0.1", port)
+
+
+def join_cluster(address: str) -> None:
+    import ray
+
+    try:
+        ray.init(address=address, logging_level="warning")
+    except (ConnectionError, RuntimeError, ValueError) as error:
+        raise UsageError(f"cannot join the Ray cluster at {address}: {one_line(error)}") from None
+
+
+@contextmanager
+def running_app(target: ServeTarget, *, address: str | None = None, ingress: Ingress = "haproxy",
+                say=print, purge: bool = False) -> Iterator[str]:
+    """Deploy `target`; yields the app's URL; undeploys (and stops a cluster it started) on the way out, keeping
+    the app's durable records (fences, seeds, cookie secret) unless `purge`."""
+
+    from deployments.local import start_ray_and_serve
+
+    started_cluster = address is None
+    try:
+        if started_cluster:
+            check_port_free(target.host if target.host in ("127.0.0.1", "localhost") else "127.0.0.1",
+                            target.port)
+            # address="local": a new cluster, never one another `ray start` left on this machine (ray.init
+            # without an address joins the newest such cluster when it finds one)
+            base_url = start_ray_and_serve(target.port, ingress=ingress, address="local")
+        else:
+            join_cluster(address)
+            from ray import serve
+
+            serve.start(http_options={"host": target.host, "port": target.port})
+            # A Serve already running keeps its own HTTP options (serve.start only warns): ask it which.
+            from ray.serve.context import _get_global_client
+
+            http = _get_global_client().http_config
+            host = "127.0.0.1" if http.host in ("0.0.0.0", "::", "", None) else http.host
+            base_url = f"http://{host}:{http.port}"
+        url = _deploy(target, base_url)
+    except BaseException:
+        _stop(target, started_cluster, say, purge)
+        raise
+    try:
+        yield url
+    finally:
+        _stop(target, started_cluster, say, purge)
+
+
+def _deploy(target: ServeTarget, base_url: str) -> str:
+    from ray.serve.exceptions import RayServeException
+
+    from deployments.local import deploy_application
+
+    try:
+        return deploy_application(target.settings, base_url, name=target.app_name, route_prefix=target.route_prefix,
+                                  options=target.deployment_options)
+    except TimeoutError as error:
+        raise UsageError(f"{error}: does the config ask for more CPUs than the cluster has (replicas x "
+                         "ray_actor_options.num_cpus)?") from None
+    except (RayServeException, TypeError, ValueError) as error:
+        raise UsageError(f"Serve refused the application: {one_line(error)}") from None
+
+
+def _stop(target: ServeTarget, started_cluster: bool, say, purge: bool = False) -> None:
+    import ray
+
+    from deployments.local import stop_ray_and_serve, undeploy_application
+
+    if not ray.is_initialized():
+        return
+    say(f"stopping: removing the application {target.app_name!r} and its actors"
+        + (" and the local Ray cluster" if started_cluster else " (the cluster stays up)"))
+    try:
+        purged = undeploy_application(target.settings, target.app_name, purge=purge)
+        store = "Redis" if target.settings.mark_store() else "the cluster's GCS key-value store"
+        say(f"purged {purged} durable records (fences, episode seeds, cookie secret) of {target.app_name!r} "
+            f"from {store}" if purge else f"kept the fences, episode seeds and cookie secret in {store}")
+    except Exception as error:  # still stop the cluster; say what was left behind
+        print(f"finsec: warning: could not remove the application cleanly: {one_line(error)}", file=sys.stderr)
+    if started_cluster:
+        stop_ray_and_serve()
+    else:
+        ray.shutdown()
+
+

@@ -1,0 +1,120 @@
+"""What a question asks for, read from its words: the company's ticker, the kind of answer (an amount, a count,
+a percentage change), the period, the filing that reports it, and the words that name the figure."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TICKER = re.compile(r"\(([A-Z][A-Z0-9.\-]{0,9})\)")
+_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_WRITTEN_DATE = re.compile(r"\b([A-Z][a-z]{2,8})\.?\s+(\d{1,2}),\s+((?:19|20)\d{2})\b")  # "June 28, 2025"
+_YEAR = re.compile(r"\b(19\d{2}|20\d{2})\b")
+_WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+# Words that say what kind of question it is or who is asked, not which figure: they never pick a row.
+_STOP = frozenset(
+    "a an the of for in on at to by from with and or its their it is was were be been did do does what which how "
+    "much many report reported announce announced release results company end during fiscal year years ended as "
+    "compared change changed percentage percent".split()
+)
+_QUARTER_WORDS = ("quarter ended", "quarterly period", "three months ended")
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    ticker: str | None
+    kind: str  # "amount", "count" or "percent_change"
+    years: tuple[int, ...]  # in the order the question names them
+    date: str | None  # a full YYYY-MM-DD period end, when given
+    form: str  # the filing that answers it: 10-K, 10-Q or 8-K
+    keywords: frozenset[str]  # stems of the words that name the figure
+
+    @property
+    def year(self) -> int | None:
+        """The period asked about: the first year named ("fiscal 2024 compared with 2023" asks about 2024)."""
+        if self.date:
+            return int(self.date[:4])
+        return self.years[0] if self.years else None
+
+
+def stem(word: str) -> str:
+    """A crude stem, enough to match "revenues" with "revenue" and "provide" with "provided"."""
+    word = word.lower()
+    for suffix, replacement in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""), ("e", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: len(word) - len(suffix)] + replacement
+    return word
+
+
+def stems(text: str) -> set[str]:
+    """Stems of the words of `text`, hyphenated words also split ("fourth-quarter": fourth, quarter)."""
+    out: set[str] = set()
+    for word in _WORD.findall(text.lower()):
+        for part in {word, *word.split("-")}:
+            if part and not part.isdigit() and part not in _STOP:
+                out.add(stem(part))
+    return out
+
+
+def read_question(text: str, ticker_hint: str | None = None, form_hint: str | None = None) -> Question:
+    text = _written_dates_as_iso(text)
+    lowered = text.lower()
+    ticker_match = _TICKER.search(text)
+    ticker = ticker_match.group(1) if ticker_match else ticker_hint
+    date_match = _DATE.search(text)
+    years = tuple(int(y) for y in _YEAR.findall(_DATE.sub(" ", text)))
+    if date_match:
+        years = (int(date_match.group(1)), *years)
+    if ("percent" in lowered or "%" in lowered) and any(w in lowered for w in ("change", "grow", "increase",
+                                                                                 "decrease", "decline")):
+        kind = "percent_change"
+    elif "how many" in lowered or any(word in lowered for word in ("headcount", "employees")):
+        kind = "count"  # a number of things, never money: "What was the headcount", "employees at year end"
+    else:
+        kind = "amount"
+    form = _form(lowered, form_hint)
+    # The company's name and ticker say who, not what: they are left out of the keywords.
+    keywords = stems(_strip_company(text))
+    if "headcount" in lowered:  # filings state it as "N full-time employees"
+        keywords |= stems("employees")
+    return Question(text, ticker, kind, years, date_match.group(0) if date_match else None, form,
+                    frozenset(keywords))
+
+
+def _written_dates_as_iso(text: str) -> str:
+    """ "the quarter ended June 28, 2025" reads as "... 2025-06-28": one form of date for the rest to read."""
+    from finsec_client.policies.passages import MONTHS
+
+    def iso(match: re.Match) -> str:
+        month = MONTHS.get(match.group(1).lower())
+        return f"{match.group(3)}-{month:02d}-{int(match.group(2)):02d}" if month else match.group(0)
+
+    return _WRITTEN_DATE.sub(iso, text)
+
+
+def _form(lowered: str, hint: str | None) -> str:
+    if "8-k" in lowered or "press release" in lowered or "results release" in lowered:
+        return "8-K"
+    if "10-q" in lowered or any(w in lowered for w in _QUARTER_WORDS):
+        return "10-Q"
+    if "10-k" in lowered or "fiscal" in lowered or "annual" in lowered:
+        return "10-K"
+    return hint or "10-K"
+
+
+def _strip_company(text: str) -> str:
+    """The question without "Helixar Analytics Corp. (HLXR1)'s": the words before a ticker in parentheses, back to
+    the question word or verb that precedes the name, are the company's name."""
+    match = _TICKER.search(text)
+    if not match:
+        return text
+    before = text[: match.start()]
+    words = before.split()
+    # keep the question's leading words up to the first capitalised word after them (the name's start)
+    keep = []
+    for i, word in enumerate(words):
+        if i > 0 and word[:1].isupper():
+            break
+        keep.append(word)
+    return " ".join(keep) + " " + re.sub(r"^'s\b", "", text[match.end():].lstrip())

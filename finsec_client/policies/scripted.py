@@ -1,0 +1,86 @@
+"""The scripted policy: what a careful analyst does with the tools (contract §A.6-A.10).
+
+sec_filing_search for the company's filings of the form the question needs, the filing of the asked period,
+parse_html_page into the session, retrieve_information with the question, and submit_final_result with the
+figure it reads in the reply (extract.py). It never sees the expected answer."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from finsec_client.policies.extract import answer
+from finsec_client.policies.question import Question, read_question
+from finsec_client.tasks import Task
+from finsec_client.toolbox import Toolbox
+
+DOCUMENT_KEY = "filing"
+NO_ANSWER = "I could not find the answer in the filing."
+
+
+class ScriptedPolicy:
+    name = "scripted"
+
+    async def play(self, task: Task, tools: Toolbox) -> None:
+        question = read_question(task.question, task.hint("ticker"), task.hint("form"))
+        if not question.ticker:
+            await tools.call("submit_final_result", {"final_result": NO_ANSWER})
+            return
+        found = await tools.call("sec_filing_search", {"ticker": question.ticker, "form_types": [question.form]})
+        filing = choose_filing(question, _filings(found.text))
+        if filing is None:  # the form guessed wrong, or the search failed: look at every filing once
+            found = await tools.call("sec_filing_search", {"ticker": question.ticker})
+            filing = choose_filing(question, _filings(found.text))
+        if filing is None:
+            await tools.call("submit_final_result", {"final_result": NO_ANSWER})
+            return
+        await tools.call("parse_html_page", {"url": filing["filing_url"], "key": DOCUMENT_KEY})
+        reply = await tools.call("retrieve_information", {"prompt": f"{task.question} {{{{{DOCUMENT_KEY}}}}}"})
+        final = answer(question, reply.text) if reply.ok else None
+        await tools.call("submit_final_result", {"final_result": final or NO_ANSWER})
+
+
+def _filings(text: str) -> list[dict[str, Any]]:
+    try:
+        rows = json.loads(text)
+    except ValueError:
+        return []
+    return [r for r in rows if isinstance(r, dict) and isinstance(r.get("filing_url"), str)] \
+        if isinstance(rows, list) else []
+
+
+def choose_filing(question: Question, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The filing that reports the asked period. A 10-K or 10-Q covers the period it reports on (report_date); a
+    results 8-K for fiscal year Y is filed early in Y+1. Without a period, the newest filing of the form."""
+    rows = [r for r in rows if r.get("form") == question.form] or rows
+    rows = sorted(rows, key=lambda r: str(r.get("filing_date", "")), reverse=True)
+    if not rows:
+        return None
+    if question.date:
+        exact = [r for r in rows if r.get("report_date") == question.date]
+        if exact:
+            return exact[0]
+    year = question.year
+    if year is None:
+        return rows[0]
+    if question.form == "8-K":
+        following = [r for r in rows if str(r.get("filing_date", "")).startswith(str(year + 1))]
+        return following[-1] if following else None  # the earliest of the next year: the annual results
+    same = [r for r in rows if _period_year(r) == year]
+    if not same and question.form == "10-K":
+        # A fiscal year that ends early in the calendar year (NVIDIA's ends in January) is named by the year it
+        # ends, and its 10-K is filed weeks later in that same year.
+        same = [r for r in rows if str(r.get("filing_date", "")).startswith(str(year))
+                and str(r.get("filing_date", ""))[5:7] <= "06"]
+    return same[0] if same else None
+
+
+def _period_year(row: dict[str, Any]) -> int | None:
+    """The year a periodic report covers: its report date, or (mirrors that leave it empty) the filing date,
+    less a year for a report filed in the first half, when annual reports for the year before are filed."""
+    for key in ("report_date", "filing_date"):
+        value = str(row.get(key) or "")
+        if len(value) >= 7 and value[:4].isdigit() and value[5:7].isdigit():
+            year, month = int(value[:4]), int(value[5:7])
+            return year - 1 if key == "filing_date" and row.get("form") == "10-K" and month <= 6 else year
+    return None

@@ -1,0 +1,102 @@
+"""One episode as one JSONL row: what was sent (every request with its status and latency), what the policy
+answered, what /verify said (reward; masked and why), and, for an episode that did not complete, why not.
+
+`outcome` is "scored" (verify graded it), "masked" (verify answered with mask_sample: the reward is no
+measurement, `failure_kind` says why) or "failed" (no verdict: `failure.kind` is "transport" when the server
+did not reply, "http" for an unexpected status on a lifecycle route, "protocol" for a reply that breaks the
+contract, "model" when the LLM endpoint failed, "policy" for an error in the policy itself, "worker" when the Ray
+worker that ran it died)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, TextIO
+
+from finsec_client.client import Call
+
+
+@dataclass
+class Failure:
+    kind: str  # "transport", "http", "protocol", "model", "policy" or "worker"
+    route: str | None
+    detail: str
+
+
+@dataclass
+class EpisodeRecord:
+    episode: int
+    driver: str
+    policy: str
+    task_index: int
+    repeat: int
+    taskset: str
+    task_id: str
+    question: str
+    expected_answer: str
+    worker: int | None = None
+    group: int | None = None  # with `-r K`: its GRPO group (K plays of one task), and K
+    group_size: int | None = None
+    rollout_id: str | None = None
+    resources_session_id: str | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    final_answer: str | None = None
+    reward: float | None = None
+    masked: bool = False
+    failure_kind: str | None = None
+    failure_reason: str | None = None
+    judge_rating: int | None = None
+    judge_text: str | None = None
+    usage: dict[str, int] | None = None
+    closed: bool | None = None  # environment-server: did /close_session answer 200
+    failure: Failure | None = None
+    started_at: float = 0.0
+    seconds: float = 0.0
+
+    @property
+    def outcome(self) -> str:
+        if self.failure is not None:
+            return "failed"
+        return "masked" if self.masked else "scored"
+
+    def add_calls(self, calls: list[Call]) -> None:
+        self.calls = [c.to_json() for c in calls]
+
+    def to_json(self) -> dict[str, Any]:
+        row = asdict(self)
+        row["outcome"] = self.outcome
+        return row
+
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> EpisodeRecord:
+        row = {k: v for k, v in row.items() if k != "outcome"}
+        failure = row.pop("failure", None)
+        return cls(**row, failure=Failure(**failure) if failure else None)
+
+    def verify_row(self) -> dict[str, Any] | None:
+        """The verify response, as much of it as /aggregate_metrics reads (the trajectory is left out)."""
+        if self.reward is None:
+            return None
+        row: dict[str, Any] = {"reward": self.reward, "mask_sample": self.masked, "failure_kind": self.failure_kind,
+                               "_ng_task_index": self.task_index, "_ng_rollout_index": self.repeat}
+        if self.judge_rating is not None:
+            row["judge_rating"] = self.judge_rating
+        if self.usage:
+            row["response"] = {"usage": self.usage}
+        return row
+
+
+class RecordWriter:
+    """Appends each record as it arrives, flushed, so a run cut short keeps what it did."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+
+    def write(self, record: EpisodeRecord) -> None:
+        self._stream.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+        self._stream.flush()
+
+
+def read_records(stream: TextIO) -> list[EpisodeRecord]:
+    return [EpisodeRecord.from_json(json.loads(line)) for line in stream if line.strip()]
