@@ -35,6 +35,7 @@ from .clock import SessionClock
 from .core import EvictionReport, Limits, Masked, SessionCore
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreFull, StoreUnavailable
 from .marks import MarkStore, MemoryMarkStore, StoreForgot, StoreHealth
+from .operations import OPERATIONS, Operation
 from .routing import owned_partitions
 from .timings import ShardTimings
 
@@ -43,19 +44,7 @@ log = logging.getLogger(__name__)
 Op = tuple[str, tuple]  # a core method and its arguments; the session ID always comes first
 Outcome = tuple[bool, Any]  # (True, result) or (False, the session error to raise at the caller)
 
-OPERATIONS = frozenset({
-    "seed_episode", "seed_agent_run", "close", "retire", "mark_lost", "plan_verify", "record_verdict",
-    "finish_verify", "check_open", "started_at", "put_document", "read_documents", "describe", "document_refs",
-    "now",
-})
-# Operations whose answer depends on, or that may write, a fence or expired mark of an ID that is not open
-# (a tool on a lost session fences it: the durable mark must be known first, or it would be overwritten).
-_NEEDS_MARKS = frozenset({"seed_episode", "seed_agent_run", "close", "plan_verify", "finish_verify", "describe",
-                          "check_open", "put_document", "read_documents", "mark_lost"})
 _SESSION_ERRORS = (SessionConflict, SessionLost, DocumentRefused, StoreFull)
-# On an unproven ID (the store forgot, or may forget): what refuses, and what is masked instead of scored.
-_REFUSED_UNPROVEN = frozenset({"seed_episode", "seed_agent_run", "close"})
-_MASKED_UNPROVEN = frozenset({"plan_verify", "finish_verify"})
 FORGOT = ("The mark store lost records (its marker is gone: a restart without persistence, an eviction, a failover "
           "to an empty replica or a flush), so IDs it fenced can no longer be proven fenced. No new session is seeded "
           "until an operator acknowledges the loss (`finsec store acknowledge-loss`).")
@@ -122,16 +111,17 @@ class ShardService:
         depends: list[set[str]] = []  # per operation: the IDs whose durable write its answer relies on
         for name, args in ops:
             sid = args[0] if args else None
-            if name not in OPERATIONS:
+            op = OPERATIONS.get(name)
+            if op is None:
                 outcomes.append((False, StoreUnavailable(f"unknown session-store operation {name!r}", "internal")))
-            elif name in _NEEDS_MARKS and sid in unreadable:
+            elif op.needs_marks and sid in unreadable:
                 outcomes.append((False, StoreUnavailable(
                     "The session store could not read its fence records; retry the request shortly.",
                     "marks_unreadable")))
-            elif sid in unproven and name in _REFUSED_UNPROVEN | _MASKED_UNPROVEN:
-                outcomes.append(self._unproven(name))
+            elif sid in unproven and op.unproven:
+                outcomes.append(self._unproven(op))
             else:
-                outcomes.append(self._apply(name, args))
+                outcomes.append(self._apply(op, args))
             changed = self._core.take_mark_writes()
             self._pending.update(changed)
             depends.append(set(changed) | ({sid} if sid in self._pending else set()))
@@ -142,17 +132,18 @@ class ShardService:
                     "The session store could not record this durably; retry the request shortly.", "not_durable"))
         return outcomes
 
-    def _apply(self, name: str, args: tuple) -> Outcome:
+    def _apply(self, op: Operation, args: tuple) -> Outcome:
         try:
-            return True, getattr(self._core, name)(*args)
+            return True, op.run(self._core, *args)
         except _SESSION_ERRORS as error:
             return False, error
         except Exception as error:  # a bug must not take the batch, or the request, down with a 500
-            log.exception("session-store operation %s failed", name)
-            return False, StoreUnavailable(f"The session store failed on {name} ({type(error).__name__}).", "internal")
+            log.exception("session-store operation %s failed", op.name)
+            return False, StoreUnavailable(f"The session store failed on {op.name} ({type(error).__name__}).",
+                                           "internal")
 
-    def _unproven(self, name: str) -> Outcome:
-        if name in _MASKED_UNPROVEN:
+    def _unproven(self, op: Operation) -> Outcome:
+        if op.unproven == "mask":
             self._core.counters["verifies.masked.unproven"] += 1
             return True, Masked("session_lost", "The session cannot be proven intact: " + self.store_problem())
         return False, StoreUnavailable(self.store_problem(), "store_forgot" if self._health.forgot else "store_unsafe")
@@ -176,7 +167,8 @@ class ShardService:
         mark proves nothing (the store forgot, or may forget)."""
         if self._complete:
             return set(), set()
-        wanted = sorted({args[0] for name, args in ops if name in _NEEDS_MARKS and self._core.wants_mark(args[0])})
+        wanted = sorted({args[0] for name, args in ops
+                         if (op := OPERATIONS.get(name)) and op.needs_marks and self._core.wants_mark(args[0])})
         if not wanted:
             return set(), set()
         try:

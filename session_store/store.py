@@ -27,6 +27,8 @@ from .core import (
     VerifyOutcome,
     VerifyPlan,
 )
+from . import operations
+from .operations import Operation
 from .routing import shard_index
 from .shard import Op, Outcome, ShardService, TickReport
 
@@ -50,45 +52,45 @@ class SessionStore(ABC):
     async def _each_shard(self, method: str) -> list[Any]:
         """Call `method` on every shard directly (not batched): stats and reaper ticks."""
 
-    async def _on(self, sid: str, method: str, *args: Any) -> Any:
-        ok, value = await self._coalescers[shard_index(sid, self.num_shards)].submit((method, (sid, *args)))
+    async def _on(self, sid: str, op: Operation, *args: Any) -> Any:
+        ok, value = await self._coalescers[shard_index(sid, self.num_shards)].submit((op.name, (sid, *args)))
         if ok:
             return value
         raise value
 
     async def seed_episode(self, sid: str, seed: EpisodeSeed, claims: Claims = NO_CLAIMS) -> Seeded:
-        return await self._on(sid, "seed_episode", seed, claims)
+        return await self._on(sid, operations.SEED_EPISODE, seed, claims)
 
     async def seed_agent_run(self, sid: str, claims: Claims = NO_CLAIMS) -> Seeded:
-        return await self._on(sid, "seed_agent_run", claims)
+        return await self._on(sid, operations.SEED_AGENT_RUN, claims)
 
     async def close(self, sid: str, episode_id: dict[str, Any]) -> None:
-        await self._on(sid, "close", episode_id)
+        await self._on(sid, operations.CLOSE, episode_id)
 
     async def retire(self, sid: str) -> None:
         """`retire_session_state` (contract §C.8, Decision 8)."""
-        await self._on(sid, "retire")
+        await self._on(sid, operations.RETIRE)
 
     async def mark_lost(self, sid: str) -> None:
-        await self._on(sid, "mark_lost")
+        await self._on(sid, operations.MARK_LOST)
 
     async def plan_verify(self, sid: str, body_digest: str, claims: Claims, lease_seconds: float) -> VerifyPlan:
-        return await self._on(sid, "plan_verify", body_digest, claims, lease_seconds)
+        return await self._on(sid, operations.PLAN_VERIFY, body_digest, claims, lease_seconds)
 
     async def record_verdict(self, sid: str, body_digest: str, verdict: Verdict | None) -> None:
-        await self._on(sid, "record_verdict", body_digest, verdict)
+        await self._on(sid, operations.RECORD_VERDICT, body_digest, verdict)
 
     async def finish_verify(self, sid: str, body_digest: str, verdict: Verdict, claims: Claims) -> VerifyOutcome:
-        return await self._on(sid, "finish_verify", body_digest, verdict, claims)
+        return await self._on(sid, operations.FINISH_VERIFY, body_digest, verdict, claims)
 
     async def check_open(self, sid: str, claims: Claims) -> None:
-        await self._on(sid, "check_open", claims)
+        await self._on(sid, operations.CHECK_OPEN, claims)
 
     async def document_refs(self, sid: str) -> dict[str, DocumentRef] | None:
-        return await self._on(sid, "document_refs")
+        return await self._on(sid, operations.DOCUMENT_REFS)
 
     async def started_at(self, sid: str) -> float | None:
-        return await self._on(sid, "started_at")
+        return await self._on(sid, operations.STARTED_AT)
 
     async def shard_now(self, sid: str) -> float:
         """The clock of the shard that holds `sid`, which timed its session's start: a budget judged by it is not
@@ -98,20 +100,20 @@ class SessionStore(ABC):
         offset, read_at = self._clock_offsets.get(k, (0.0, None))
         if read_at is None or self._monotonic() - read_at > CLOCK_READ_EVERY_SECONDS:
             before = self._monotonic()
-            shard_now = await self._on(sid, "now")
+            shard_now = await self._on(sid, operations.NOW)
             after = self._monotonic()
             offset, read_at = shard_now - (before + after) / 2, after
             self._clock_offsets[k] = (offset, read_at)
         return self._monotonic() + offset
 
     async def put_document(self, sid: str, key: str, ref: DocumentRef, claims: Claims) -> StoredDocument:
-        return await self._on(sid, "put_document", key, ref, claims)
+        return await self._on(sid, operations.PUT_DOCUMENT, key, ref, claims)
 
     async def read_documents(self, sid: str, keys: list[str], claims: Claims) -> DocumentsView:
-        return await self._on(sid, "read_documents", keys, claims)
+        return await self._on(sid, operations.READ_DOCUMENTS, keys, claims)
 
     async def describe(self, sid: str) -> dict[str, Any]:
-        return await self._on(sid, "describe")
+        return await self._on(sid, operations.DESCRIBE)
 
     async def tick(self) -> list[TickReport]:
         return await self._each_shard("tick")
