@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine, table, write_report  # noqa: E402
 
 from finsec.corpus.generate import questions as corpus_questions  # noqa: E402
-from finsec.corpus.model import ISSUERS  # noqa: E402
+from finsec.corpus.issuers import ISSUERS  # noqa: E402
 from finsec.grading.deterministic import MAX_ANSWER_CHARS, DeterministicGrader, compare, required  # noqa: E402
 from finsec.grading.names import IDENTIFIER  # noqa: E402
 from finsec.grading.numbers import Quantity, find_quantities, normalize  # noqa: E402

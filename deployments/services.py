@@ -26,7 +26,7 @@ from finsec.metrics import NO_METRICS, Metrics
 from finsec.net.policy import FetchPolicy
 from finsec.net.safe_fetch import FetchError
 from finsec.retrieval.backends import ModelBackend, PassageBackend, RetrievalBackend
-from finsec.retrieval.model import LlmRetrieval
+from finsec.retrieval.llm_retrieval import LlmRetrieval
 from finsec.retrieval.passages import PassageRetriever
 from finsec.tools.edgar_search import LiveFullTextSearch, LocalFullTextIndex
 from finsec.tools.parse_page import PageParser

@@ -1,4 +1,4 @@
-"""Wire models of the finance_sec_search resources server (contract.md §A). Names follow NeMo Gym's."""
+"""Wire models of the finance_sec_search resources server (docs/contract.md §A). Names follow NeMo Gym's."""
 
 from __future__ import annotations
 

@@ -44,9 +44,9 @@ from finsec.single_flight import SingleFlight
 from session_store import (
     Cached,
     Claims,
+    GradeNow,
     Masked,
     Pending,
-    Score,
     Scored,
     SessionStore,
     StoreUnavailable,
@@ -130,14 +130,14 @@ class Verifier:
             await asyncio.sleep(plan.retry_after)  # an identical verify is being judged: share its verdict
         if isinstance(plan, Masked):
             return partial(masked_row, body, plan.failure_kind, plan.reason), False
-        if isinstance(plan, (Cached, Score)):
+        if isinstance(plan, (Cached, GradeNow)):
             self._metrics.cache_lookup("verdicts", isinstance(plan, Cached))
         if isinstance(plan, Cached):
             return partial(verdict_row, body, plan.verdict, grounding), False
         if isinstance(plan, Pending):
             raise StoreUnavailable("An identical verify is still being judged; retry shortly for its verdict.",
                                    "judge_busy")
-        assert isinstance(plan, Score)
+        assert isinstance(plan, GradeNow)
         recorded = False
         try:
             verdict, failure = await self._judge(body, grounding)

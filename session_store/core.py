@@ -1,4 +1,4 @@
-"""Every rule of the resources-sessions contract (contract.md §B, §C), pure and Ray-free.
+"""Every rule of the resources-sessions contract (docs/contract.md §B, §C), pure and Ray-free.
 
 One `SessionCore` holds the sessions of one shard. Time comes from an injected wall clock (by default a
 `SessionClock`, which never steps), so tests can jump it and fences keep their meaning across processes and
@@ -167,7 +167,9 @@ class Cached:
 
 
 @dataclass(frozen=True)
-class Score:
+class GradeNow:
+    """plan_verify: grade the answer now (a plan, where Scored is an outcome)."""
+
     record: bool  # an open episode session: record the verdict (record_verdict) so a re-send gets it back
 
 
@@ -188,7 +190,7 @@ class Scored:
     documents: dict[str, DocumentRef] | None = field(default=None, compare=False)
 
 
-VerifyPlan = Masked | Cached | Score | Pending
+VerifyPlan = Masked | Cached | GradeNow | Pending
 VerifyOutcome = Masked | Cached | Scored
 
 
@@ -381,11 +383,11 @@ class SessionCore:
         session = self._sessions.get(sid)
         if session is None:
             self.counters["verifies.scored"] += 1
-            return Score(record=False)  # never seeded, or an agent-run session already verified (Decision 6)
+            return GradeNow(record=False)  # never seeded, or an agent-run session already verified (Decision 6)
         if session.episode is None:
             self._release(sid)  # verify is the agent-run session's release (legacy agents never close)
             self.counters["verifies.scored"] += 1
-            return Score(record=False)
+            return GradeNow(record=False)
         cached = self._cached(session, body_digest)
         if cached is not None:
             return cached
@@ -395,7 +397,7 @@ class SessionCore:
             return Pending(retry_after=min(0.25, lapse - now))
         session.judging[body_digest] = now + lease_seconds
         self.counters["verifies.scored"] += 1
-        return Score(record=True)
+        return GradeNow(record=True)
 
     def record_verdict(self, sid: str, body_digest: str, verdict: Verdict | None) -> None:
         """Keep the verdict of a planned verify (None: grading failed, nothing to keep) and end its lease."""

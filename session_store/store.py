@@ -14,6 +14,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from . import operations
 from .batching import Coalescer
 from .core import (
     NO_CLAIMS,
@@ -27,7 +28,6 @@ from .core import (
     VerifyOutcome,
     VerifyPlan,
 )
-from . import operations
 from .operations import Operation
 from .routing import shard_index
 from .shard import Op, Outcome, ShardService, TickReport

@@ -4,7 +4,7 @@ a `display:none` block that must never reach the text."""
 
 from __future__ import annotations
 
-from finsec.corpus.model import Filing, previous_annual
+from finsec.corpus.issuers import Filing, previous_annual
 
 _STATEMENT_ROWS = (
     ("ProductRevenues", "Product revenues"),  # the top line split, then stated as its total

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from finsec.corpus.documents import money, render
-from finsec.corpus.model import CORPUS_VERSION, ISSUERS, Filing, Issuer, filings, previous_annual
+from finsec.corpus.issuers import CORPUS_VERSION, ISSUERS, Filing, Issuer, filings, previous_annual
 from finsec.text.html_to_text import html_to_text
 
 __all__ = ["CORPUS_VERSION", "ISSUERS", "Filing", "Issuer", "filings", "questions", "write_corpus",

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from finsec import offload
 from finsec.metrics import NO_METRICS, Metrics
-from finsec.retrieval.model import LlmRetrieval
+from finsec.retrieval.llm_retrieval import LlmRetrieval
 from finsec.retrieval.passages import Excerpt, IndexedDocument, PassageRetriever
 from finsec.retrieval.prompt import substitute, without_placeholders
 from finsec.single_flight import SingleFlight

@@ -1,6 +1,6 @@
 """The resources-sessions contract over real HTTP against the Serve app (2 ingress replicas, 4 shards).
 
-Covers contract.md §G.1-G.3 (Decision 16) and the §C.10 rows that show at the routes. State is checked through
+Covers docs/contract.md §G.1-G.3 (Decision 16) and the §C.10 rows that show at the routes. State is checked through
 the session store, not only through status codes.
 """
 

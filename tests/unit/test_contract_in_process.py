@@ -1,7 +1,7 @@
 """The HTTP contract in one process: the real routes, middleware, core, batching and document store, over ASGI,
 with a clock the tests move. Each rule here would otherwise be checked only by the slow Ray suite.
 
-Sections cite contract.md; the mutations named in a test's docstring are the ones it exists to catch.
+Sections cite docs/contract.md; the mutations named in a test's docstring are the ones it exists to catch.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The pure session core against contract.md §C.10 (row by row) and the Decisions it implements."""
+"""The pure session core against docs/contract.md §C.10 (row by row) and the Decisions it implements."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from session_store import (
     DocumentRef,
     DocumentRefused,
     EpisodeSeed,
+    GradeNow,
     Limits,
     Masked,
     Pending,
-    Score,
     Scored,
     SessionConflict,
     SessionLost,
@@ -95,7 +95,7 @@ def test_never_seeded_tools_are_lost(core: SessionCore) -> None:
 
 
 def test_never_seeded_verify_is_scored(core: SessionCore) -> None:
-    assert core.plan_verify("s", "d") == Score(record=False)
+    assert core.plan_verify("s", "d") == GradeNow(record=False)
     assert core.finish_verify("s", "d", WIN) == Scored(WIN, released=False)
 
 
@@ -144,25 +144,25 @@ def test_agent_run_seed_on_episode_session_is_refused_and_documents_survive(core
 
 def test_verify_keeps_episode_session_and_caches_verdict(core: SessionCore) -> None:
     core.seed_episode("s", seed())
-    assert core.plan_verify("s", "digest") == Score(record=True)
+    assert core.plan_verify("s", "digest") == GradeNow(record=True)
     core.record_verdict("s", "digest", WIN)
     assert core.describe("s")["open"]
     assert core.plan_verify("s", "digest") == Cached(WIN)  # Decision 7
     assert core.finish_verify("s", "digest", Verdict(0.0)) == Cached(WIN)  # a re-send never re-scores
-    assert core.plan_verify("s", "other-body") == Score(record=True)  # a different body is judged afresh
+    assert core.plan_verify("s", "other-body") == GradeNow(record=True)  # a different body is judged afresh
 
 
 def test_identical_verifies_in_flight_share_one_judge_call(core: SessionCore, clock: Clock) -> None:
     core.seed_episode("s", seed())
-    assert core.plan_verify("s", "d", lease_seconds=30) == Score(record=True)
+    assert core.plan_verify("s", "d", lease_seconds=30) == GradeNow(record=True)
     assert isinstance(core.plan_verify("s", "d", lease_seconds=30), Pending)  # its twin waits
     core.record_verdict("s", "d", WIN)
     assert core.plan_verify("s", "d") == Cached(WIN)
     core.plan_verify("s", "d2", lease_seconds=30)
     core.record_verdict("s", "d2", None)  # the judge failed: nothing kept, the lease ends at once
-    assert core.plan_verify("s", "d2", lease_seconds=30) == Score(record=True)
+    assert core.plan_verify("s", "d2", lease_seconds=30) == GradeNow(record=True)
     clock.advance(31)
-    assert core.plan_verify("s", "d2") == Score(record=True)  # a lease that lapsed (its replica died) is taken
+    assert core.plan_verify("s", "d2") == GradeNow(record=True)  # a lease that lapsed (its replica died) is taken
 
 
 def test_close_releases_and_fences(core: SessionCore) -> None:
@@ -274,7 +274,7 @@ def test_evicted_agent_run_id_can_be_episode_seeded(core: SessionCore, clock: Cl
     core.seed_agent_run("a")
     clock.advance(TTL + 1)
     assert core.seed_episode("a", seed()).created is True
-    assert core.plan_verify("a", "d") == Score(record=True)
+    assert core.plan_verify("a", "d") == GradeNow(record=True)
 
 
 def test_session_past_ttl_is_never_served_between_reaper_ticks(core: SessionCore, clock: Clock) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from finsec.llm.endpoint import ModelEndpoint
 from finsec.llm.templates import STOCK_DIR, load_prompt
-from finsec.retrieval.model import LlmRetrieval
+from finsec.retrieval.llm_retrieval import LlmRetrieval
 from tests.llm_stub import LlmStub, chat_reply, closed_port_url, responses_reply
 
 SYSTEM = "Answer from the document only."

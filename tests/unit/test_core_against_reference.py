@@ -1,5 +1,5 @@
 """Random seeds, closes, verifies, tool calls, retires, clock jumps and shard restarts, run three ways:
-against a deliberately naive reference model written from contract.md §C.10, against a shard that runs them
+against a deliberately naive reference written from docs/contract.md §C.10, against a shard that runs them
 one at a time, and against a shard that runs them in random batches (as the coalescing client sends them).
 All three must always agree.
 
@@ -23,10 +23,10 @@ from session_store import (
     Claims,
     DocumentRef,
     EpisodeSeed,
+    GradeNow,
     Masked,
     MemoryMarkStore,
     Pending,
-    Score,
     Scored,
     SessionConflict,
     SessionLost,
@@ -165,7 +165,7 @@ def outcome(result: tuple[bool, object]) -> object:
         return ("scored", value.verdict.reward)
     if isinstance(value, Cached):
         return ("cached", value.verdict.reward)
-    assert not isinstance(value, (Score, Pending)), value
+    assert not isinstance(value, (GradeNow, Pending)), value
     return "ok"
 
 
