@@ -1,0 +1,75 @@
+"""The packages keep to their layers: the finance domain (`finsec`) loads no Ray, FastAPI or Starlette; the client
+(`finsec_client`, the `finsec` command included) loads no server module until a command starts a server; the Serve
+app's top level stays small. Each import check runs in a fresh interpreter, where nothing is loaded yet."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_LOADED_BY_IMPORTING_EVERY_MODULE = """
+import importlib, json, pkgutil, sys
+package = importlib.import_module(sys.argv[1])
+for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+    if not info.name.endswith("__main__"):
+        importlib.import_module(info.name)
+print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
+"""
+
+
+def loaded_by_importing(package: str) -> set[str]:
+    """The top-level modules loaded by importing every module of `package`."""
+    out = subprocess.run([sys.executable, "-c", _LOADED_BY_IMPORTING_EVERY_MODULE, package], cwd=ROOT,
+                         capture_output=True, text=True, check=True, timeout=120).stdout
+    return set(json.loads(out))
+
+
+def test_the_domain_loads_no_ray_fastapi_or_starlette():
+    assert loaded_by_importing("finsec") & {"ray", "fastapi", "starlette", "deployments", "finsec_client"} == set()
+
+
+def test_the_client_loads_no_server_module():
+    assert loaded_by_importing("finsec_client") & {"deployments", "session_store", "ray", "fastapi"} == set()
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["rollouts", "--help"], ["serve", "--no-such-flag"]])
+def test_the_command_line_loads_no_ray_to_answer(argv):
+    probe = ("import runpy, sys; sys.argv = ['finsec', *sys.argv[1:]]\n"
+             "try:\n    runpy.run_module('finsec_client.cli', run_name='__main__')\n"
+             "except SystemExit:\n    pass\n"
+             "print('\\nLOADED', 'ray' in sys.modules, 'deployments' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe, *argv], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120).stdout
+    assert out.rstrip().endswith("LOADED False False"), out[-400:]
+
+
+def test_the_serve_apps_top_level_holds_at_most_twelve_modules():
+    modules = [p.name for p in (ROOT / "deployments").glob("*.py") if p.name != "__init__.py"]
+    assert len(modules) <= 12, sorted(modules)
+
+
+def _modules(package: str):
+    import importlib
+    import pkgutil
+
+    root = importlib.import_module(package)
+    yield root
+    for info in pkgutil.walk_packages(root.__path__, package + "."):
+        if not info.name.endswith("__main__"):
+            yield importlib.import_module(info.name)
+
+
+@pytest.mark.parametrize("package", ["deployments", "finsec", "finsec_client", "session_store"])
+def test_every_all_names_what_its_module_defines(package):
+    """A module's `__all__` is its public API: each name in it exists, once."""
+    for module in _modules(package):
+        public = getattr(module, "__all__", None)
+        if public is not None:
+            assert len(public) == len(set(public)), module.__name__
+            assert [name for name in public if not hasattr(module, name)] == [], module.__name__
