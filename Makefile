@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-unit soak serve clean redis-server mutations
+.PHONY: demo test test-unit soak bench serve clean redis-server mutations
 
 $(BIN)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -16,7 +16,8 @@ demo: $(BIN)/.installed  ## the main job on the embedded default: local Ray + Se
 	$(BIN)/finsec rollouts -n $(DEMO_EPISODES) -c 32 --driver environment-server --driver legacy-agent \
 		--out runs/demo.jsonl --plot runs/demo-plots --fail-on-masked
 
-test: $(BIN)/.installed redis-server  ## unit tests (no Ray) and integration tests (local Ray + Serve over HTTP)
+test: $(BIN)/.installed redis-server  ## lint, unit tests (no Ray) and integration tests (local Ray + Serve over HTTP)
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -m "not soak"
 
 # The mark-store tests run a real redis-server (Debian's package) on a free loopback port: install it if missing.
@@ -37,6 +38,11 @@ soak: $(BIN)/.installed  ## kept out of CI: schema fuzzing of every route, the l
 	$(BIN)/python -m pytest -m soak tests/fuzz
 	$(BIN)/python bench/soak.py
 	$(BIN)/python bench/faults.py
+
+# The main report's command (bench/README.md): the one process, the app as shipped and in its production shape.
+bench: $(BIN)/.installed  ## the main benchmark (~15 min): whole rollouts through Serve against one process
+	$(BIN)/python bench/serve_rollouts.py --configs baseline,serve-haproxy,redis-nowatch-haproxy \
+		--levels 1,64,256 --rounds 3 --profile
 
 mutations: $(BIN)/.installed  ## 10 contract-breaking mutants of the core, each caught by the fast suite (~3 min)
 	$(BIN)/python tests/test_mutations.py

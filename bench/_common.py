@@ -8,7 +8,6 @@ message and exits with status 0.
 from __future__ import annotations
 
 import json
-import platform
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,8 @@ RESULTS = ROOT / "bench" / "results"
 
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from harness.report import machine, table  # noqa: E402, F401 (the scripts import them from here)
 
 
 @dataclass(frozen=True)
@@ -84,24 +85,8 @@ def geomean(values: list[float]) -> float:
     return statistics.geometric_mean(values) if values else float("nan")
 
 
-def machine() -> str:
-    import os
-
-    return (
-        f"Python {platform.python_version()} on {platform.system()} {platform.machine()}, "
-        f"{os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M:%S %Z')}"
-    )
-
-
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f}"
-
-
-def table(header: list[str], rows: list[list[object]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    for row in rows:
-        lines.append("| " + " | ".join(str(cell).replace("|", "\\|").replace("\n", " ") for cell in row) + " |")
-    return "\n".join(lines)
 
 
 def write_report(name: str, markdown: str) -> Path:

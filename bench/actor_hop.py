@@ -111,7 +111,8 @@ def main() -> None:
                "targets": {n: row(samples[n], cpu[n]) for n in targets}}
     (RESULTS / "actor_hop.json").write_text(json.dumps(results, indent=1))
     base = results["targets"]["async actor call (the ray hop)"]["p50_ms"]
-    rows = [[name, f"{r['p50_ms']:.2f}", f"{r['p99_ms']:.2f}", f"{r['p50_ms'] - base:+.2f}", f"{r['caller_cpu_us']:.0f}",
+    rows = [[name, f"{r['p50_ms']:.2f}", f"{r['p99_ms']:.2f}", f"{r['p50_ms'] - base:+.2f}",
+             f"{r['caller_cpu_us']:.0f}",
              "-" if r["target_cpu_us"] is None else f"{r['target_cpu_us']:.0f}"]
             for name, r in results["targets"].items()]
     write_report("actor_hop.md", "\n".join([

@@ -307,7 +307,8 @@ def render(rows: list[dict], session: dict, n_queries: int, repeats: int) -> str
                 ["same over 5 BM25Okapi indexes (p90)", f"{session['rank_median'] * 1e3:.3f} "
                  f"({session['rank_p90'] * 1e3:.3f})"],
                 ["  of ours: index cache lookup of 5 documents (by digest)", f"{session['lookup_median'] * 1e3:.3f}"],
-                ["  for scale: blake2b of the 5 texts (now paid once, at parse time)", f"{session['hash_median'] * 1e3:.3f}"],
+                ["  for scale: blake2b of the 5 texts (now paid once, at parse time)",
+                 f"{session['hash_median'] * 1e3:.3f}"],
                 ["  of ours: tokenize the question", f"{session['tokenize_median'] * 1e3:.3f}"],
                 ["  of ours: score + top 8 in 5 indexes (`best()`)", f"{session['scoring_median'] * 1e3:.3f}"],
                 ["first call (builds the 5 indexes)", f"{session['cold'] * 1e3:.1f}"],

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/client_cost.py      # ~4 minutes
 
-The load generator shares the server's two cores (bench/ceiling.py), so its CPU a rollout is CPU the Serve path
+The load generator shares the server's two cores (harness/ceiling.py), so its CPU a rollout is CPU the Serve path
 cannot have. bench/loadgen.py now runs on uvloop and carries the session cookie itself; `--plain-client` runs it
 as before (asyncio's loop, aiohttp's cookie jar). Each server (the one-process baseline and the Serve path over
 Redis) is started once, then the two clients take turns at concurrency 64 in interleaved rounds. The client's CPU a

@@ -1,4 +1,4 @@
-"""Fault scenarios, for the numbers: rollouts run while a process or a node dies (tests/fault_scenarios.py).
+"""Fault scenarios, for the numbers: rollouts run while a process or a node dies (harness/fault_scenarios.py).
 
     .venv/bin/python bench/faults.py            # ~3 minutes; writes bench/results/faults.{md,json}
 
@@ -6,7 +6,7 @@ On one local cluster (2 ingress replicas, 4 shards, behind HAProxy): SIGKILL of 
 (the driver retries 5xx, as every route is safe to repeat), of the reaper and of the document store. Then a
 three-node cluster that loses a state node. For each: episodes run, episodes the fault reached (against the
 share expected), masked episodes, lost sessions and how many of them were scored unmasked (must be 0, whatever
-the reward: tests/fault_scenarios.py says how a lost session is told), unmasked wrong rewards (must be 0),
+the reward: harness/fault_scenarios.py says how a lost session is told), unmasked wrong rewards (must be 0),
 HTTP 500s by who sent them (the app: must be 0; HAProxy's page for a replica killed mid-request), and the
 recovery time. Exits 1 when a scenario shows what must never happen.
 """
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _common import machine, write_report  # noqa: E402
 
-from tests.fault_scenarios import THINK_SECONDS, Fault, failures, rollouts, store_forgets, summarize, wait_gone  # noqa: E402
+from harness.fault_scenarios import THINK_SECONDS, Fault, failures, rollouts, store_forgets, summarize, wait_gone  # noqa: E402
 
 SECONDS = 12.0
 STORE_FORGETS = "mark store forgets (Redis back empty) + shard SIGKILL"
@@ -99,7 +99,7 @@ def _cmdline(path) -> bytes:
 
 def node_loss() -> dict:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "FINSEC_"))}  # not this cluster's
-    run = subprocess.run([sys.executable, "-m", "tests.fault_scenarios", "node-loss", "--seconds", str(SECONDS)],
+    run = subprocess.run([sys.executable, "-m", "harness.fault_scenarios", "node-loss", "--seconds", str(SECONDS)],
                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=clean)
     lines = [line for line in run.stdout.splitlines() if line.startswith("SUMMARY ")]
     if not lines:

@@ -6,8 +6,9 @@ Prints one JSON object: rollouts and requests completed in the measured window, 
 errors, and the CPU seconds this process used (so the report can say how much of the machine the client
 took). An httpx load client saturates at a few hundred requests/s on this machine; aiohttp does not. The client is
 kept cheap because it shares the server's cores: it runs on uvloop and carries each rollout's session cookie itself
-(aiohttp's cookie jar and its Set-Cookie parsing took ~17% of its time under cProfile). `--plain-client` runs it as it was before, for
-bench/client_cost.py, which measures what the two cost against one server.
+(harness/cookies.py; aiohttp's cookie jar and its Set-Cookie parsing took ~17% of its time under cProfile).
+`--plain-client` runs it as it was before, for bench/client_cost.py, which measures what the two cost against one
+server.
 
 A rollout is the 8 requests of an RL episode as NeMo Gym's single_agent_turn drives it: episode seed,
 sec_filing_search, parse_html_page, retrieve_information twice, submit_final_result, verify, close_session.
@@ -33,21 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from finsec.corpus.generate import questions  # noqa: E402
 from finsec_client.client import CLIENT_HEADERS  # noqa: E402
-
-
-def take_cookies(set_cookies: list[str], cookies: dict[str, str]) -> None:
-    """Keep what a reply's Set-Cookie headers set (a Max-Age of 0 deletes): the session cookie, contract §A.0."""
-    for raw in set_cookies:
-        pair, _, attributes = raw.partition(";")
-        name, _, value = pair.strip().partition("=")
-        if "max-age=0" in attributes.lower().replace(" ", ""):
-            cookies.pop(name, None)
-        elif name:
-            cookies[name] = value
-
-
-def cookie_header(cookies: dict[str, str]) -> dict[str, str] | None:
-    return {"Cookie": "; ".join(f"{name}={value}" for name, value in cookies.items())} if cookies else None
+from harness.cookies import cookie_header, take_cookies  # noqa: E402
 
 
 def rollout_steps(task: dict, n: int) -> list[tuple[str, dict]]:
@@ -76,8 +63,8 @@ async def run(url: str, concurrency: int, seconds: float, warmup: float, rollout
     """Drive `concurrency` rollout loops; measure the `seconds` after the warm-up.
 
     The window opens once `warmup` has passed and every loop has finished one rollout (or a minute more has), so
-    it sees steady state even at 1024 in flight, where one rollout lasts several seconds. Inside it, every request and rollout that
-    *ends* there counts, whenever it began: counting only rollouts that begin inside the window drops the
+    it sees steady state even at 1024 in flight, where one rollout lasts several seconds. Inside it, every request and
+    rollout that *ends* there counts, whenever it began: counting only rollouts that begin inside the window drops the
     work in flight at its edges, which at high concurrency is most of it. Only successful requests count (a 200,
     and for verify the right reward); any other answer is an error.
     """

@@ -59,7 +59,8 @@ from finsec.retrieval.passages import IndexedDocument, PassageRetriever, excerpt
 from finsec.retrieval.tokenize import tokenize  # noqa: E402
 from finsec.text.html_to_text import html_to_text  # noqa: E402
 
-SETS = {"current": ROOT / "bench" / "retrieval_questions.json", "hard": ROOT / "bench" / "retrieval_questions_hard.json"}
+SETS = {"current": ROOT / "bench" / "retrieval_questions.json",
+        "hard": ROOT / "bench" / "retrieval_questions_hard.json"}
 RESULTS_JSON = ROOT / "bench" / "results" / "retrieval_hit_rate.json"
 BUDGET = 8000
 WINDOW = 700
@@ -152,7 +153,8 @@ def _restate(q) -> str | None:
     if q.kind == "date":
         return f"{int(q.value // 10000):04d}-{int(q.value // 100 % 100):02d}-{int(q.value % 100):02d}" \
             if q.precision == 1 else None
-    sign = "-" if q.value < 0 and getattr(q, "stated_sign", "symbol") == "symbol" else ""  # a sign in words stays in the words
+    # a sign in words stays in the words
+    sign = "-" if q.value < 0 and getattr(q, "stated_sign", "symbol") == "symbol" else ""
     size = abs(q.value)
     if q.kind == "percent":
         decimals = max(0, -round(math.log10(q.precision))) + 1
@@ -313,7 +315,8 @@ def main() -> None:
                                      "chars": len(text)}
     keys = {url: filings[url].label.replace(" ", "_") for url in texts}
     session = {keys[url]: indexed[url] for url in texts}
-    baselines = {url: {"bm25 windows/ws": WindowBaseline(t, whitespace), "bm25 windows/fin": WindowBaseline(t, tokenize)}
+    baselines = {url: {"bm25 windows/ws": WindowBaseline(t, whitespace),
+                       "bm25 windows/fin": WindowBaseline(t, tokenize)}
                  for url, t in texts.items()}
     retriever, wide = PassageRetriever(), PassageRetriever(top_passages=WIDE)
     results, timings = {}, {}

@@ -129,7 +129,8 @@ def report(data: dict) -> None:
         after = [r["per_route_us"][route] for r in runs["this tree"]]
         look_b = [r["lookup_us"]["/" + route] for r in runs["before"]]
         look_a = [r["lookup_us"]["/" + route] for r in runs["this tree"]]
-        rows.append([route, spread(before), spread(after), f"{statistics.median(after) / statistics.median(before):.2f}x",
+        rows.append([route, spread(before), spread(after),
+                     f"{statistics.median(after) / statistics.median(before):.2f}x",
                      spread(look_b), spread(look_a)])
     before = [r["rollout_us"] for r in runs["before"]]
     after = [r["rollout_us"] for r in runs["this tree"]]

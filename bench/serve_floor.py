@@ -29,7 +29,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import RESULTS, ROOT, machine, table, write_report  # noqa: E402
-from serve_rollouts import _cpu_ticks, _free_port, _role, _tree  # noqa: E402
+from serve_rollouts import _cpu_ticks, _role, _tree  # noqa: E402
+
+from finsec.net.ports import free_port  # noqa: E402
 
 CONFIGS = ("uvicorn", "serve", "serve-no-disconnect-watch")
 NO_DISCONNECT_WATCH = {"x-request-disconnect-disabled": "?1"}  # Serve's header (ray.serve._private.constants)
@@ -82,7 +84,7 @@ def serve(config: str, port: int) -> None:
             server.should_exit = True
             await task
 
-        print("READY http://127.0.0.1:%d" % port, flush=True)
+        print(f"READY http://127.0.0.1:{port}", flush=True)
         asyncio.run(until_stdin_closes())
         return
     sys.path.insert(0, str(ROOT))
@@ -99,7 +101,7 @@ def serve(config: str, port: int) -> None:
 
 
 def measure(config: str, seconds: float) -> dict:
-    process = subprocess.Popen([sys.executable, __file__, "--serve", config, "--port", str(_free_port())],
+    process = subprocess.Popen([sys.executable, __file__, "--serve", config, "--port", str(free_port())],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         url = next(line.split()[1] for line in process.stdout if line.startswith("READY "))

@@ -25,7 +25,11 @@ The load generator (bench/loadgen.py, aiohttp) runs in its own processes and dri
 concurrency; its CPU share is reported. Then resident memory (all processes of the configuration) at 0, 1,000 and
 10,000 open sessions, and for one session vs a 16-session group parsing one real 10-K; the bytes that cross the
 shard hop per request; and, with `--profile`, py-spy profiles of a replica and a shard under load.
-Writes bench/results/serve_rollouts.{md,json} and serve_rollouts_{throughput,p99}.png.
+Writes bench/results/serve_rollouts.{md,json} and serve_rollouts_{throughput,p99}.png (`--out` names another
+report). The script writes the measured tables only (harness/rollout_report.py renders them); what a run says is
+written by hand in bench/results/<out>.reading.md, and `--render` rewrites the report from its JSON with that
+reading as its last section. A fresh run leaves the section for it, so an earlier run's reading never sits under
+new figures.
 """
 
 from __future__ import annotations
@@ -51,14 +55,25 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _common import commit_tree, run_loadgen  # noqa: E402
 
+from harness.ceiling import serve_floor_ms  # noqa: E402
+from harness.rollout_report import (  # noqa: E402, F401 (rollouts_per_s: bench/client_cost.py takes it from here)
+    CPU_LEVEL,
+    SCALING,
+    SCALING_CONFIGS,
+    render,
+    render_scaling,
+    rollouts_per_s,
+)
+
 CONFIGS = ("baseline", "serve-haproxy", "ray-hop-haproxy", "redis-haproxy", "affine-haproxy", "nowatch-haproxy",
            "redis-nowatch-haproxy", "redis-nowatch-preempt-haproxy", "redis-nowatch-quiet-haproxy",
            "redis-nowatch-stats-haproxy", "serve-proxy", "before-haproxy")
-# Not in the default run: `baseline-uvloop`, the baseline on uvloop (serve_rollouts_uvloop.md).
+# Not in the default run: `baseline-uvloop`, the baseline on uvloop (bench/results/serve_rollouts_uvloop.md).
 # A "preempt" configuration starts its cluster under the default scheduling policy, as before
 # deployments/cpu_policy.py (every other one runs under SCHED_BATCH).
 LEVELS = (1, 16, 64, 256, 1024)
-CPU_LEVEL = 64
+
+
 def biggest_filing() -> str:
     """The url_path of the largest real filing (a 10-K of ~2.6 MB of HTML)."""
     from _common import real_filings
@@ -111,7 +126,7 @@ def serve(config: str, code_root: Path, port: int, corpus: str | None, replicas:
         os.environ.update(ROLLOUT_AFFINITY)
     stack = ExitStack()  # what this configuration runs beside Ray, stopped with it
     if shape.startswith("redis"):
-        from tests.redis_server import running_redis
+        from harness.redis_server import running_redis
 
         redis = stack.enter_context(running_redis())
         settings = settings.model_copy(update={"mark_store_url": SecretStr(redis.url)})
@@ -203,7 +218,8 @@ def _rss_kb(pid: int) -> int:
 
 # Which part of the configuration a process is, by its command line (Ray sets actor processes' titles).
 ROLES = (("ServeReplica", "ingress replicas"), ("SessionShard", "session shards"), ("ShardService", "session shards"),
-         ("DocumentStore", "document store"), ("TextCache", "document store"), ("Reaper", "reaper"), ("haproxy", "HAProxy"), ("HAProxyManager", "Serve's HAProxy manager"),
+         ("DocumentStore", "document store"), ("TextCache", "document store"), ("Reaper", "reaper"),
+         ("haproxy", "HAProxy"), ("HAProxyManager", "Serve's HAProxy manager"),
          ("gcs_server", "GCS"), ("raylet", "raylet"), ("ServeController", "Serve controller"),
          ("ProxyActor", "Serve proxy actor"), ("--serve", "the script's server process"))
 
@@ -448,7 +464,8 @@ def hop_bytes(code_root: Path, corpus: str) -> None:
 
 def measure_hop_bytes(code_root: Path, corpus: str) -> dict:
     out = subprocess.run([sys.executable, __file__, "--hop-bytes", "--code-root", str(code_root), "--corpus", corpus],
-                         capture_output=True, text=True, cwd=code_root, env={**os.environ, "PYTHONPATH": str(code_root)})
+                         capture_output=True, text=True, cwd=code_root,
+                         env={**os.environ, "PYTHONPATH": str(code_root)})
     return json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else {"error": out.stderr[-500:]}
 
 
@@ -463,7 +480,8 @@ def profile(server: Server, seconds: float, out: Path) -> dict:
     for role, pids in targets.items():
         if pids:
             path = out.with_name(f"{out.stem}-{role}.txt")
-            spies[role] = (path, subprocess.Popen([str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(pids[0]), "--duration",
+            spies[role] = (path, subprocess.Popen([str(Path(sys.executable).with_name("py-spy")), "record",
+                                                   "--pid", str(pids[0]), "--duration",
                                                    str(int(seconds)), "--format", "raw", "--output", str(path),
                                                    "--nonblocking"], stdout=subprocess.DEVNULL,
                                                   stderr=subprocess.DEVNULL))
@@ -531,11 +549,12 @@ def main() -> None:
             configs = SCALING_CONFIGS if options.configs == ",".join(CONFIGS) else tuple(options.configs.split(","))
             results = scaling(options.seconds, machine(), options.rounds, configs)
             path.write_text(json.dumps(results, indent=1))
-        print(write_report("serve_scaling.md", render_scaling(results)))
+        # A fresh run's tables never carry the reading of an earlier one: the reading is added with --render.
+        print(write_report("serve_scaling.md", render_scaling(results, reading("serve_scaling", options.render))))
         return
     if options.render:
         results = json.loads((ROOT / f"bench/results/{options.out}.json").read_text())
-        write_report(f"{options.out}.md", render(results))
+        write_report(f"{options.out}.md", render(results, reading(options.out, True)))
         plot(results, options.out)
         return
 
@@ -572,12 +591,14 @@ def main() -> None:
     write_report(f"{options.out}.md", render(results))
     plot(results, options.out)
     print(render(results))
+    print(f"now write what this run says in bench/results/{options.out}.reading.md, then run "
+          f"`.venv/bin/python bench/serve_rollouts.py --render --out {options.out}`")
 
 
-# (replicas, shards): the per-core issue asks CPU per rollout to stay flat from 2 to 16 shards and 2 to 8 replicas.
-SCALING = ((1, 1), (1, 2), (2, 2), (2, 8), (2, 16), (4, 16), (8, 16))
-SCALING_CONFIGS = ("serve-haproxy", "ray-hop-haproxy")  # the direct transport, and actor calls beside it
-SERVER_ROLES = ("ingress replicas", "session shards", "HAProxy")
+def reading(out: str, render: bool) -> str | None:
+    """bench/results/<out>.reading.md, the reading of a run written by hand: only when rendering a run again."""
+    path = ROOT / f"bench/results/{out}.reading.md"
+    return path.read_text() if render and path.is_file() else None
 
 
 def shard_calls(url: str) -> dict[str, int]:
@@ -623,100 +644,8 @@ def scaling(seconds: float, about: str, rounds: int, configs: tuple[str, ...]) -
 def run_facts(configs: list[str]) -> dict:
     """What a report reads of the machine that ran it, kept in its JSON so that `--render` elsewhere or later
     reads the run's figures, not its own: the core count, and Serve's floor as serve_floor.json had it then."""
-    from ceiling import serve_floor_ms
-
     floors = {name: serve_floor_ms(ROOT / "bench/results/serve_floor.json", name) for name in configs}
     return {"cores": os.cpu_count(), "serve_floor_ms": {name: ms for name, ms in floors.items() if ms is not None}}
-
-
-def cores_of(results: dict) -> int:
-    return results.get("cores") or os.cpu_count()  # a run from before it was recorded: this machine's
-
-
-def render_scaling(results: dict) -> str:
-    cells: dict[tuple, list[dict]] = {}  # (config, replicas, shards) -> its rows, a round each
-    for r in results["rows"]:
-        cells.setdefault((r.get("config", "serve-haproxy"), r["replicas"], r["shards"]), []).append(r)
-
-    def total(r: dict) -> float:
-        return sum(r["cpu_ms_per_rollout"].values())
-
-    def vs_2x2(r: dict, config: str) -> float | None:  # each transport against its 2 x 2 of the same round
-        base = next((b for b in cells.get((config, 2, 2), []) if b.get("round") == r.get("round")), None)
-        return total(r) / total(base) if base else None
-
-    def median(values) -> float:
-        return statistics.median(list(values))
-
-    rounds = results.get("rounds", 1)
-    configs = [config for config in SCALING_CONFIGS if any(key[0] == config for key in cells)]
-    flags = (f" --configs {','.join(configs)}" if configs != list(SCALING_CONFIGS) else "") \
-        + (f" --rounds {rounds}" if rounds > 1 else "")
-    out = ["# CPU per rollout as the Serve app grows: replicas x shards", "",
-           f"{results['machine']}. Produced by `.venv/bin/python bench/serve_rollouts.py --scaling{flags}`: the Serve "
-           f"app behind HAProxy (configs/serve.yaml's settings, the replica and shard counts below, all on this "
-           f"2-core machine: many replicas and shards by simulation) at concurrency {results['concurrency']}, "
-           f"{results['seconds']:.0f} s measured each, {rounds} interleaved round(s) (the order reversed every other "
-           "round; the median, with the range in brackets; a ratio is taken within each round; the columns by "
-           "process are medians); `serve-haproxy` sends batches over the direct transport "
-           "(as shipped), `ray-hop-haproxy` as Ray actor calls. CPU per rollout: each process's CPU over the "
-           "window, over the rollouts completed in it (the load generator left out). Operations per shard call: "
-           "how well the replicas' calls to a shard coalesce. Idle: the same processes' CPU over 4 s with no "
-           "load, before the window (% of one core), and what that idle cost comes to per rollout at the "
-           "measured rate.", "",
-           "| config | replicas | shards | rollouts/s | server CPU ms per rollout (vs its 2 x 2) | replicas | "
-           "shards | HAProxy | other processes | operations per shard call | idle: % of a core, ms per rollout |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
-    order = {config: n for n, config in enumerate(SCALING_CONFIGS)}
-    for (config, replicas, shards), runs in sorted(cells.items(), key=lambda kv: (order.get(kv[0][0], 99),
-                                                                                  SCALING.index(kv[0][1:]))):
-        ratios = [x for x in (vs_2x2(r, config) for r in runs) if x is not None]
-        roles = [median(r["cpu_ms_per_rollout"].get(role, 0) for r in runs) for role in SERVER_ROLES]
-        other = median(total(r) - sum(r["cpu_ms_per_rollout"].get(role, 0) for role in SERVER_ROLES) for r in runs)
-        middle = sorted(runs, key=total)[len(runs) // 2]  # the idle column of the median round
-        out.append(f"| {config} | {replicas} | {shards} | {spread([r['rollouts_per_s'] for r in runs])} | "
-                   f"{spread([total(r) for r in runs])}{'; ' + spread(ratios, 'x', 2) if ratios else ''} | "
-                   + " | ".join(f"{ms:.1f}" for ms in roles)
-                   + f" | {other:.1f} | {median(r['operations_per_shard_call'] for r in runs):.1f} | "
-                   f"{idle(middle, cores_of(results))} |")
-    return "\n".join(out + ["", *SCALING_FINDINGS]) + "\n"
-
-
-def idle(row: dict, cores_run: int) -> str:
-    if "idle_cpu_share" not in row:
-        return "-"
-    cores = row["idle_cpu_share"] * cores_run
-    return f"{100 * cores:.0f}%, {1000 * cores / row['rollouts_per_s']:.1f}" if row["rollouts_per_s"] else "-"
-
-
-# Read off the table above by hand.
-SCALING_FINDINGS = [
-    "## Reading", "",
-    "This run (2026-12-04 18:57 UTC, the app's code of 61c943b) measures each cell in 3 interleaved rounds; the "
-    "tables before it had one window a cell, and on the same code read 2 to 16 shards at 1.22x (15:51) and 1.46x "
-    "(18:06). The node tuning is as `finsec serve` sets it: SCHED_BATCH and Ray's event-loop statistics off. The "
-    "app is configs/serve.yaml's (marks in the GCS), the client keeps Serve's disconnect watch.", "",
-    "- Shards, 2 to 16 at 2 replicas: 1.42x (1.37-1.46x) the CPU a rollout. **Not within the 15% the issue asks.** "
-    "The shards' CPU a rollout grows from 1.1 to 3.3 ms, the replicas' from 6.4 to 6.9 and the other processes' "
-    "(the GCS, which takes the marks) from 1.0 to 1.4: batches of 5.2 operations at 2 shards are 1.4 at 16, so a "
-    "rollout's six operations become ~4.3 calls instead of ~1.2, and each call wakes a shard process that was "
-    "asleep; the idle cluster grows from 20% to 24% of a core, since every idle Ray worker wakes 100 times a "
-    "second. bench/results/shard_fanout.md splits the growth with stand-in replicas: from 2 to 16 shards a bare "
-    "transport that answers at once costs +0.70 ms a rollout, the app's shard over Redis marks in a plain process "
-    "+1.61 ms, and the app's shard actor over GCS marks +2.44 ms, where 15% of 2 x 2 here is +1.3 ms. So a process "
-    "per shard with durable marks cannot be brought within 15% on two cores by trimming its code. What would keep "
-    "the CPU flat is fewer calls or fewer processes to wake (several shards' partitions in one process); neither is "
-    "built: the first weakens the fence rules unless a rollout's requests reach one replica, and the second only "
-    "changes what a shard count means on a machine this size. On a cluster, where shards spread over nodes and "
-    "each is called by many replicas, calls come closer together and cost the back-to-back figure. Over Ray actor "
-    "calls instead of the direct transport the same step read 2.36x (the one-window table of 18:06, b629575).",
-    "- One replica instead of two: 1 x 1 spends 0.81x (0.79-0.84x) the CPU a rollout of 2 x 2, and two replicas "
-    "reach 1.05x (1.00-1.08x) one replica's rollouts/s: on two cores a second replica buys little throughput.",
-    "- Replicas, 2 to 8 at 16 shards: 1.62x (1.56-1.65x): eight replicas and sixteen shards on two cores idle at a "
-    "third of a core and share it among fewer rollouts/s. On a real cluster each replica has a core of its own and "
-    "that cost is a few per cent of it. `RAY_SERVE_METRICS_EXPORT_INTERVAL_MS=1000` took ~2% of a core off 8 idle "
-    "replicas in one reading: too little to tune for.",
-]
 
 
 def run_config(config: str, root: Path, levels: list[int], seconds: float, options, extras: bool) -> dict:
@@ -774,597 +703,6 @@ def merge_rounds(rounds: list[dict], baseline: list[dict] | None) -> dict:
         row["cpu_share_at_64"] = {role: statistics.median(r.get("cpu_share_at_64", {}).get(role, 0) for r in rounds)
                                   for role in rounds[0]["cpu_share_at_64"]}
     return row
-
-
-def spread(values: list[float] | None, unit: str = "", digits: int = 1) -> str:
-    """`median` for one value, `median (min-max)` for rounds."""
-    if not values:
-        return ""
-    middle = statistics.median(values)
-    if len(values) == 1:
-        return f"{middle:.{digits}f}{unit}"
-    return f"{middle:.{digits}f}{unit} ({min(values):.{digits}f}-{max(values):.{digits}f}{unit})"
-
-
-def rollouts_per_s(t: dict) -> float:
-    """Steady-state rollouts/s: the successful requests that ended inside the window, over the 8 of a rollout.
-    (Whole rollouts ending inside it come in waves at high concurrency, so requests are the smoother count.)"""
-    return t["requests_per_s"] / 8
-
-
-# What the profiles and the side benches led to, and what they say still limits the Serve path. Written by hand;
-# the figures each line leans on are in the tables this report renders and in the reports it names.
-# The direct transport against Ray actor calls (--out serve_rollouts_hop; the main report until 2026-12-04).
-HOP_FINDINGS = [
-    "## The shard hop: which, and why", "",
-    "- Measured first (bench/results/actor_hop.md): one Ray actor call costs ~0.8 ms of CPU in the caller and "
-    "~1 ms in the shard (every thread of each process), 1.7 ms p50. A threaded actor saves ~0.35 ms of latency and "
-    "no CPU; compiled graphs fit static pipelines, not a replica choosing one of N shards per request. The same "
-    "batch over a socket of the replica's own, pickled frames with request IDs, costs ~35 us a side and 0.06 ms "
-    "p50. So: the direct transport (`session_store/direct/`), the coalescer kept, the actor kept for lifecycle, "
-    "placement, restarts and for telling replicas where it listens. `shard_transport: ray` keeps the actor calls "
-    "(the `ray-hop-haproxy` column).",
-    "- What it bought here: at concurrency 1 a stateful route is ~2 ms faster (the latency table); the shards' CPU "
-    "per rollout falls by ~40%; and batching no longer has to carry the hop, so CPU per rollout grows less from 2 "
-    "to 16 shards (bench/results/serve_scaling.md: 1.00-1.43x over three runs, against 1.7-1.95x over actor "
-    "calls in the two runs without an outlier). At 64 and 256 on two "
-    "cores the rollouts/s of the two hops overlap: at 5 operations a call the coalescer had already shared the "
-    "actor call's cost, and the replicas, not the shards, fill the machine.",
-    "- Fewer operations per rollout was the third option: every tool must learn from its shard whether the session "
-    "is open (a lost session is a 404 `session_lost`, contract §C.6), so a hop can only be skipped by answering "
-    "without knowing, which the fault promises forbid.",
-    "- Every fault, head-loss and race test passes unchanged over the direct transport; "
-    "tests/unit/test_direct_transport.py covers its own failures (a shard process gone mid-batch, no answer in "
-    "time, a moved shard, a stranger without the token, an oversized frame).",
-    "",
-    "## What still limits the per-core ratio", "",
-    "- Serve's own cost per request (bench/results/serve_floor.md): a trivial route costs ~330-400 us more CPU in "
-    "a Serve replica behind HAProxy than in plain uvicorn (two runs), ~2.7-3.2 ms per 8-request rollout, before "
-    "any app code; ~140 us of it is the replica watching each client for a disconnect, which a client can opt out "
-    "of (serve_rollouts_nowatch.md). The one-process baseline spends ~4-7 ms on a whole rollout (by run), and the "
-    "load generator shares the Serve path's two cores: serve_rollouts_ceiling.md works out that even with a free "
-    "hop the Serve path tops out at 0.97-0.99x of it.",
-    "- Beside that, the rollout's own durable writes: each episode seed and each close writes a mark before it "
-    "answers (the fence and lost-session promises); with the GCS store that is a KV put through the head's GCS, "
-    "~1 ms at concurrency 1, which is why `seed_session` and `close_session` sit ~1.5 ms above "
-    "`submit_final_result` where the other stateful routes sit ~0.6 ms above it once their own work is taken out "
-    "(the targets table). Redis puts it at a fraction of that (bench/results/serve_rollouts_options.md).",
-    "- py-spy (below) samples wall time, not CPU: on a full 2-core machine a runnable replica waiting for a core "
-    "is counted too, so its shares overstate `RequestResponseCycle.send` and Ray's idle threads. A CPU-clock "
-    "cProfile of both servers (concurrency 8) put the app's own code within ~10% of the baseline's per request; "
-    "serve_rollouts_ceiling.md since counts the calls (~24% more a request in a replica) against /proc's CPU "
-    "(~70% more): each call costs ~35% more in a replica, which cProfile's own overhead hid.",
-    "",
-]
-
-def ratios(t: dict, base: float | None) -> list[float]:
-    """A level's ratios to the baseline: per round when the run had rounds, else against the baseline's rate."""
-    return t.get("rounds_ratio") or ([rollouts_per_s(t) / base] if base else [])
-
-
-# The options of the Serve path (--out serve_rollouts_options): the Redis mark store and rollout-affine routing.
-OPTIONS_FINDINGS = [
-    "## Reading", "",
-    "- **The Redis mark store** (`mark_store_url`, the production path of cluster/overlays/redis) is the largest "
-    "lever found: 0.76x the baseline at 64 against 0.53x with the GCS store, ~12 ms of server CPU a rollout "
-    "against ~16 ms. Each episode seed and close writes a mark before it answers; through the GCS that is a put "
-    "to the head's GCS process (its CPU, the shards' client threads, and the wait), through Redis one pipelined "
-    "command. At concurrency 1 the stateful routes then sit within ~0.9 ms of `submit_final_result` for the "
-    "lifecycle routes and ~0.5 ms once each route's own work is taken out. The GCS stays the default: the "
-    "embedded setup may need nothing outside Ray.",
-    "- **Rollout-affine routing** (`affine-haproxy`: HAProxy hashing the `/ng-rollout/<id>/` prefix, "
-    "serve_tuning.ROLLOUT_AFFINITY) does not pay here: rollouts/s and CPU per rollout sit on serve-haproxy's, "
-    "within the noise. A replica's caches (texts by digest, BM25 indexes) are shared by every rollout on the "
-    "same filing, and on this corpus both replicas hold every filing after the warm-up, so there is nothing "
-    "for affinity to keep; hashing balances worse than `leastconn`. It would matter where every rollout reads "
-    "a filing no other rollout reads (the first pass over a large live-EDGAR task set), which this bench does "
-    "not build. It stays an option, off: `RAY_SERVE_HAPROXY_BALANCE_ALGORITHM=\"uri depth 2\"` in every "
-    "node's environment, for clients that send the prefix (NeMo Gym 0.7's do). It weakens no promise, since "
-    "no state lives in a replica.",
-    "",
-]
-
-# The regression check of the state-at-scale work (--out serve_rollouts_regression), read with py-spy profiles of
-# both codes at concurrency 64 (a separate pass: bench/serve_rollouts.py --configs serve-haproxy,before-haproxy
-# --before e8e02ae --quick --profile --rounds 1).
-REGRESSION_FINDINGS = [
-    "## Reading", "",
-    "- This run (2026-12-02, the direct shard transport in place) against e8e02ae, the code of the report the "
-    "state-at-scale issue compared against: the medians of the per-round ratios are 0.53x against 0.55x at 64 "
-    "and 0.69x against 0.66x at 256, with ranges that overlap widely. The machine was busy (the baseline moved "
-    "from 139 to 186 rollouts/s between rounds, and at concurrency 1 the Serve app from 12 to 46). The earlier "
-    "run of this check, on fd18a20 before the direct transport, put this code ~15% below (0.50x against 0.63x "
-    "at 64): that gap is gone within this machine's noise.",
-    "- CPU per rollout (round 0 only) is 18.7 against 17.7 ms, the shards 2.1 against 2.9 ms. The replicas spend "
-    "more, which is the stricter grader of the reward-hacking work in `/verify`; the shards spend less, though "
-    "each episode seed is now a durable mark (one GCS put more per episode), because a batch no longer pays a "
-    "Ray actor call.",
-    "- With the Redis mark store, the production path, the Serve app spends ~12 ms a rollout "
-    "(bench/results/serve_rollouts_options.md).",
-    "",
-]
-# The Redis store reading per ID, with no index (--out serve_rollouts_redis: --configs
-# baseline,serve-haproxy,redis-haproxy --levels 1,64 --rounds 3 --throughput-only).
-REDIS_FINDINGS = [
-    "## Reading", "",
-    "- The Redis mark store now keeps no index and a shard over it never settles: an ID the shard does not know "
-    "is read (one MGET per batch) before it is decided, so every fresh episode seed reads before it writes. "
-    "Against serve_rollouts_options.md, where the shards had settled from an index and read nothing: 0.74x "
-    "(0.69-0.76x) at 64 against 0.76x (0.70-0.95x), and ~15 ms of server CPU a rollout against ~12 ms in a "
-    "run where every configuration, the baseline included, spent more (7.1 ms against 5.8 ms for the "
-    "baseline). No regression shows beyond this machine's drift.",
-    "- At concurrency 1, inside the shard (a probe timing `ShardService.run`, not shipped): over Redis a seed's "
-    "batch took ~0.85 ms (the read, then the group commit) and a close's ~0.6 ms; over the GCS ~1.1-1.4 ms each, "
-    "though a GCS put in a tight loop on the same cluster takes ~0.6 ms: at one request at a time every "
-    "process and thread on the path wakes from sleep. The ingress measured ~0.5 ms more than the shard "
-    "for the hop. A durable write plus the hop is more than the target's 1 ms on this machine.",
-    "",
-]
-# Clients that opt out of Serve's disconnect watch (--out serve_rollouts_nowatch: --configs
-# baseline,serve-haproxy,nowatch-haproxy --levels 1,64 --rounds 3 --throughput-only).
-NOWATCH_FINDINGS = [
-    "## Reading", "",
-    "- Serve's replica races each request against a task that watches its client for a disconnect (a receive "
-    "task, a request task, `asyncio.wait` on both, a cancel). A request carrying `x-request-disconnect-disabled: "
-    "?1` skips that and awaits the app directly: bench/serve_floor.md measures the watch at ~140 us of CPU a "
-    "request on a trivial route (3 rounds, ranges apart), ~1.1 ms of an 8-request rollout. "
-    "finsec_client.client.CLIENT_HEADERS holds the header; the project's rollout client sends it on every request, and "
-    "`nowatch-haproxy` is serve-haproxy with the load generator sending it.",
-    "- Whole rollouts do not show it cleanly. In this run (5 rounds) nowatch-haproxy read 0.60x (0.54-0.86x) "
-    "against 0.66x (0.62-0.74x) at 64; in a 3-round run before it, 0.70x (0.55-0.81x) against 0.55x "
-    "(0.55-0.67x), at 13.7 against 17.7 ms of server CPU a rollout. nowatch-haproxy's rounds are bimodal: "
-    "over 15 fresh starts in this session they ran at either 78-90 or 104-129 rollouts/s at 64, with its two "
-    "replicas using the same ~0.5 core each in both states, so the slow starts spend ~40% more CPU a request; "
-    "serve-haproxy's starts spread over 80-112. A lead, not a finding: with the collector disabled in the "
-    "replicas (an experiment, not shipped) four starts ran at 94-107, none slow. serve_rollouts_nowatch_redis.md "
-    "has it with the Redis store.",
-    "- What a client gives up: when it goes away mid-request, the request runs to its end instead of being "
-    "cancelled at an await. Every contract route is safe to repeat, and the retry finds what the first did.",
-    "",
-]
-# The two levers together (--out serve_rollouts_nowatch_redis: --configs
-# baseline,nowatch-haproxy,redis-nowatch-haproxy --levels 1,64,256 --rounds 3 --throughput-only).
-NOWATCH_REDIS_FINDINGS = [
-    "## Reading", "",
-    "- The Redis mark store with clients that skip the disconnect watch: 0.68x (0.67-0.73x) at 64 and 0.80x "
-    "(0.75-0.92x) at 256, the closest the Serve path has come to the per-core targets (0.8x and 1.0x) on this "
-    "machine, at ~14 ms of server CPU a rollout against the baseline's ~6.4 ms. nowatch-haproxy alone (the GCS "
-    "store) read 0.54x and 0.76x here, with its bimodal starts (serve_rollouts_nowatch.md).",
-    "",
-]
-# What two cores leave the Serve path (--out serve_rollouts_ceiling: --configs
-# baseline,nowatch-haproxy,redis-nowatch-haproxy --levels 1,64,256 --rounds 3 --throughput-only).
-CEILING_FINDINGS = [
-    "## Reading", "",
-    "- This run (2026-12-03, before deployments/cpu_policy.py: its clusters ran under the default scheduling "
-    "policy; serve_rollouts_batch.md measures SCHED_BATCH) is the first with the cheaper load generator (uvloop, each rollout's cookie carried "
-    "by the generator itself: bench/results/client_cost.md), which spent 1.9-2.0 ms of CPU a rollout on the "
-    "shared cores where the run before spent 4.3-4.5 ms. It read the Redis store at 0.66x the baseline at 64 "
-    "and 0.79x at 256, the GCS store at 0.61x and 0.75x (the run before, 2026-12-02 17:35, old client: 0.71x "
-    "and 0.78x, 0.59x and 0.74x). The Serve path spent about what it spent before (9.7 ms of server CPU a "
-    "rollout on Redis, 10.6 ms on the GCS, against 9.6 ms in the client check of 2026-12-02 22:05, "
-    "bench/results/serve_rollouts_client.md, which read 0.89x at 64); the baseline did not: 3.9 ms a rollout "
-    "here, 5.2 ms in that check, 4-7 ms in the runs before. So in this machine's fast state the one process "
-    "gains a quarter and the Serve path nothing, and the ratio moves with the baseline more than with "
-    "anything the Serve path changes. Two independent CPU-bound processes on the two cores each keep 0.99 of "
-    "their rate alone (ad hoc, small and 400,000-entry working sets): the cores are not hyperthreads of one "
-    "another. What the Serve path pays is sharing a core between processes (below).",
-    "- The ceiling table is the arithmetic under the per-core targets (bench/ceiling.py), read at 64. The "
-    "cluster idled at 0.19 of a core (the Serve controller's loop, the dashboard agent, the GCS and every actor "
-    "process's timers; our own shards, reaper, document store and rate limiter were ~0.044 of a core of it in "
-    "an ad-hoc pass by process). With the replicas running the app as cheaply as the one process (3.9 ms) and "
-    "a free shard hop and free durable writes, the Serve path could reach 0.95-0.96x the baseline: **1.0x at "
-    "256 is above that ceiling** on this machine. 0.8x at 64 is inside it, with 7.8-7.9 ms of server CPU a "
-    "rollout to spend against 9.7 ms measured on Redis and 10.6 ms on the GCS; in the slower state of the "
-    "client check the same arithmetic left 10.9 ms, and the Serve path met 0.8x.",
-    "- The gap is the column 'the rest': 3.1-3.9 ms a rollout above the baseline's app, Serve's floor and the "
-    "idle (4.9-7.1 ms in the run before). Of it the shards take 0.8-1.3 ms and the GCS 0.1-0.6 ms (the durable "
-    "writes), and the replicas spend 7.0-7.1 ms, Serve's floor included, against the one process's 3.9 ms. In ad-hoc "
-    "passes (not recorded as reports), a CPU-clock cProfile of both (concurrency 64) counted "
-    "only ~24% more Python calls a request in a replica (2,087 against 1,683: Serve's wrapper, its second and "
-    "third route match, the shard client), while /proc counts ~70% more user CPU (1,340 against 800 us), so each "
-    "call costs ~35% more in a replica; `perf` puts the interpreter loop itself at 2.2x the CPU a request. The "
-    "likely reason, not proven: six busy processes share two cores' caches, where the baseline's server has a "
-    "core to itself. I found no setting that changes it: pinning each replica (and a shard beside it) to its own "
-    "core read 96-100 rollouts/s against 79-96 unpinned in one ad-hoc pass of 5 alternating windows on one "
-    "server, inside the machine's drift (75-108 between windows of the same shape).",
-    "- bench/results/core_sharing.md measures the tax on the baseline itself: with the load generator pinned to its "
-    "core instead of the other one, the same server spends ~22% more user CPU a request (~20% with system "
-    "CPU). And fewer busy "
-    "processes pay less of it: one replica instead of two spends ~17-23% less server CPU a rollout at the same "
-    "rollouts/s (bench/results/serve_scaling.md), the cheaper shape on two cores, at the price of the second "
-    "replica's failover.",
-    "- Concurrency 1, from the shards' own timers (the table above). A stateful request pays its shard batch "
-    "(0.22 ms mean on Redis, 0.41 ms on the GCS, where the one process's in-memory batch is 0.03 ms) and a hop "
-    "around it: two processes' wake-ups, which an asyncio ping-pong between two bare processes puts at "
-    "0.12-0.19 ms here (ad hoc). Seeds and closes also wait for their durable mark write before they answer "
-    "(contract §C.4: a fence outlives a SIGKILL of its shard): 1.06 ms on the GCS store, 0.30 ms on Redis, and "
-    "on Redis a seed first reads its ID's mark (0.32 ms), since a shard over Redis never settles. So on the GCS "
-    "store a seed or close spends more than the target's 1 ms in its write alone: the target is out of reach "
-    "there without giving up the durable fence. On Redis, once each route's own work (as the one process spends "
-    "it) is taken out, every stateful route is within 1 ms of submit_final_result in this run: the seed at "
-    "+1.0 ms, its read and its write most of that (+1.2 ms in the run before). Without taking it out, verify "
-    "(+1.1 ms) and retrieve_information (+1.0 ms) stay at the line: in the one process they already sit 0.5 ms "
-    "above submit_final_result, grading and BM25 being their work. A seed in one round trip (a script that "
-    "writes the mark only where none exists, and returns the one that does) would save the seed's read; it "
-    "means undoing a seed the core applied before the script found a mark, racing other replicas' batches on "
-    "the same ID, so it is left as a lead.",
-    "- The machine at concurrency 1 drifts more than under load: in an ad-hoc pass the same configuration read "
-    "28.7-67.4 rollouts/s in rounds minutes apart (the Redis store), and in its fastest round every stateful "
-    "route was within 1 ms of submit_final_result. The targets above therefore take each route against "
-    "submit_final_result within its own round, then the median over rounds.",
-    "- Measured on the way (ad hoc), kept as a lead: `RAY_SERVE_CONTROL_LOOP_INTERVAL_S=0.5` took the "
-    "controller's idle from 4.1% to 1.7% of a core and the "
-    "GCS's from 1.9% to 1.0%, but slows Serve's reaction to a failed replica, so it is not in the tuning. An idle "
-    "async actor costs ~0.7-0.8% of a core, most of it Ray's own 10 ms signal-check timer on its main thread "
-    "(`perf`); `RAY_metrics_report_interval_ms`, `RAY_event_stats=0` and the task-event interval moved it by "
-    "less than the measurement's resolution.",
-    "",
-]
-# The scheduling policy (--out serve_rollouts_batch: --configs
-# baseline,redis-nowatch-preempt-haproxy,redis-nowatch-haproxy --levels 1,64,256 --rounds 3 --throughput-only).
-BATCH_FINDINGS = [
-    "## Reading", "",
-    "- `redis-nowatch-haproxy` starts its Ray cluster under SCHED_BATCH, as `finsec serve`, the tests and the "
-    "RayService's pods now do (deployments/cpu_policy.py; serve_tuning.POD_START); `redis-nowatch-preempt-haproxy` "
-    "is the same app under the default policy, as before. Why: in an ad-hoc count of context switches at "
-    "concurrency 64 (/proc, 8 s), the one-process baseline's server was switched out 13 times a second, having a "
-    "core to itself, while the two replicas were preempted ~2,600 times a second (HAProxy ~890, the shards ~240): "
-    "every request wakes HAProxy and a shard, and each wake-up cut a replica's slice short, handing it back cold "
-    "caches. A SCHED_BATCH task that wakes waits for the running task's slice instead; its CPU share is the same "
-    "(nice 0), and a woken task still goes to an idle core at once.",
-    "- Same rounds, same app: **1.11-1.13x the rollouts/s at 64 and 1.09-1.15x at 256**, and at concurrency 1 "
-    "0.96-1.02x (no core is busy there, so nothing waits). Against the one-process baseline: 0.80x at 64 "
-    "(0.76-0.81x; the median round read 0.798, a hair under the target's 0.8) and 0.89x at 256 (0.81-0.89x), "
-    "where the default policy read 0.71x and 0.77x. The server's CPU a rollout fell from 9.1 to 8.3 ms: the "
-    "replicas 6.7 to 6.3 ms, HAProxy 0.7 to 0.4 ms. The p99s at 256 are the same or lower (retrieve_information "
-    "398 to 333 ms).",
-    "- By process, ad hoc (one server, 4 alternating windows of 8 s a setting, the processes' policy changed with "
-    "`chrt` between windows): HAProxy alone under SCHED_BATCH +9.5%, the shards alone +2%, both +12%, both and "
-    "the replicas +17%. HAProxy wakes twice a request on the replicas' cores, which is why it matters most.",
-    "- The cost: under full load a woken process may wait out the running one's slice (a few ms at most) before it "
-    "runs; every timer of the app and of Ray (health checks, the reaper's tick, TTLs) is measured in seconds. On "
-    "KubeRay the pods' start line (POD_START) is tested in bash with a probe standing in for `ray start` "
-    "(tests/unit/test_cluster_manifests.py), not on a real Kubernetes cluster; where the kernel or a seccomp "
-    "profile refuses the policy, Ray starts as before and the app's start-up warning names it.",
-    "",
-]
-# What a new user gets (--out serve_rollouts_default: --configs baseline,serve-haproxy,nowatch-haproxy --levels
-# 64,256 --rounds 3 --throughput-only).
-DEFAULT_FINDINGS = [
-    "## Reading", "",
-    "- `serve-haproxy` is the app as `finsec serve configs/serve.yaml` runs it (the GCS mark store, HAProxy, "
-    "SCHED_BATCH) driven by a client that keeps Serve's disconnect watch; `nowatch-haproxy` adds the header the "
-    "project's rollout client sends. Issue 18 measured the first at 0.50x the one process at 64 and 0.64x at 256; "
-    "here it reads 0.74x and 0.80x, the baseline at 245 and 230 rollouts/s (its fast state: 4.1 ms of CPU a "
-    "rollout). In between: the direct shard transport, group commits, the cheaper load generator and SCHED_BATCH "
-    "(serve_rollouts_batch.md).",
-    "",
-]
-UVLOOP_FINDINGS = [
-    "## Reading", "",
-    "- The baseline runs uvicorn on asyncio's own event loop, while Serve's replicas run uvloop, so the question "
-    "was whether the ratios in the other reports favour Serve by its loop. They do not: the same one process on "
-    "uvloop is 0.93x (0.90-0.95x) the asyncio baseline's rollouts/s at 64 and 1.02x (0.95-1.04x) at 256. The app's "
-    "routes, not the loop, take its CPU; the asyncio baseline stays.",
-    "",
-]
-# The main report (2026-12-04, 61c943b): the app as configs/serve.yaml ships it and in its production shape.
-FINDINGS = [
-    "## Reading", "",
-    "- `serve-haproxy` is configs/serve.yaml as shipped (marks in the GCS), driven by a client that keeps Serve's "
-    "disconnect watch; `redis-nowatch-haproxy` is the production shape (marks in Redis, as cluster/overlays/redis "
-    "runs them, and the header the project's rollout client sends). Both run with the node tuning `finsec serve` "
-    "sets (HAProxy, SCHED_BATCH, Ray's event-loop statistics off). The same command on ac1edf9, the code before "
-    "the flat route list (bench/results/routing.md), 20 minutes earlier, read the production shape at 0.90x "
-    "(0.83-1.02x) at 64 and 0.96x (0.93-1.05x) at 256, with verify +0.8 ms at concurrency 1, and the shipped "
-    "shape at 0.76x and 0.87x.",
-    "- The baseline runs on asyncio's own event loop, the replicas on uvloop; the one process on uvloop is no "
-    "faster (0.93x at 64, 1.02x at 256: serve_rollouts_uvloop.md), so the loop does not tilt these ratios.",
-    "- **Throughput, production shape: 0.84x the one process at 64 (target 0.8x: met, as in the run before) and "
-    "0.93x at 256 (target 1.0x: not met; single rounds reached 0.95x here and 1.05x in the run before).** As "
-    "shipped, 0.78x and 0.87x: its marks go to the GCS (~0.5 ms a durable write at concurrency 1, against ~0.13 "
-    "ms on Redis; the GCS's own CPU under load) and its client keeps the disconnect watch (~140 us of replica CPU a "
-    "request, serve_floor.md). Issue 18 opened at 0.50x and 0.64x for the shipped shape.",
-    "- **The ceiling leaves little:** the production shape spends 7.5 ms of server CPU a rollout at 64 against "
-    "the one process's 3.8: Serve's floor (HAProxy and the replica's request cycle, 1.5 ms), the cluster's idle "
-    "background (0.8 ms), the shard hop and everything else (1.3 ms). With the load generator's 1.5 ms on the same "
-    "two cores, the ceiling table puts the most this machine allows at 1.01x even for a free hop. Making the app "
-    "itself cheaper lowers this ratio, since the one process gains it on one core: the flat routes took ~0.23 ms "
-    "off both sides' rollout.",
-    "- **Concurrency 1: verify +1.0, seed +0.9, retrieve +0.9 and close +0.8 ms over submit_final_result on Redis** "
-    "(target within 1 ms: at the line here, met in the run before); on the GCS store seed and close +1.5 ms. Where "
-    "the hop's time goes is bench/results/shard_call.md's: a wake-up of an idle process each way and the batch "
-    "itself (~0.19 ms with its mark I/O: on Redis a seed reads a mark, ~0.26 ms, and writes one, ~0.13 ms).",
-    "- **Memory:** a 16-session group on one real 10-K holds 1.48-1.52x one session (target under 2x); 10,000 "
-    "open sessions add ~30 MB to the Serve path.",
-    "- **Measured and not taken** (ad hoc, 2026-12-04; each ~1% of the server's CPU or nothing): guest halt "
-    "polling (`haltpoll.guest_halt_poll_ns` 0 and 200000 alternated, two passes each) changed nothing at "
-    "concurrency 1, 64 or 256, so the cost of waking a process here is not the guest's idle exit; a pipelined "
-    "Redis client of our own (asyncio protocol, hiredis) costs 15-40 us less CPU a command than redis-py's pool, "
-    "three commands a rollout; `RAY_enable_open_telemetry=0` takes the dashboard agent from 4.2% to 1.8% of a core "
-    "at 64 (in Ray 2.60 the agent re-records every observation of Serve's per-request latency histograms, one "
-    "OpenTelemetry call each) but moves metrics onto Ray's legacy exporter; `RAY_SERVE_CONTROL_LOOP_INTERVAL_S=0.5` "
-    "takes the controller from 2.5% to 1.0% of a core and slows every reconciliation fivefold. An idle Ray worker "
-    "wakes 100 times a second (its core worker checks for signals every 10 ms, not configurable): ~0.3% of a core "
-    "a process, most of an idle shard's 0.46%.",
-    "- **Profiles** (below: round 1, concurrency 64, py-spy's wall-clock samples; the raw stacks are "
-    "results/profile-<config>-{replica,shard}.txt): `Worker.main_loop` and `Thread.run` are Ray's idle threads "
-    "and the event loop waiting in epoll, which py-spy counts as running. What remains in a replica is Serve's "
-    "request cycle and the app's own routes (BM25 scoring, strict JSON, grading), each a few per cent; in a shard, "
-    "sending to its mark store (`StreamWriter.writelines` to Redis, `GcsMarkStore.write` to the GCS) and the "
-    "transport's framing. serve_rollouts_hop.md has the profiles of the Ray actor hop the direct transport "
-    "replaced, and why the direct transport was chosen.",
-    "",
-]
-# Ray's event-loop statistics off (--out serve_rollouts_quiet and serve_rollouts_quiet2), before it was the default.
-QUIET_FINDINGS = [
-    "## Reading", "",
-    "- `redis-nowatch-quiet-haproxy` is `redis-nowatch-haproxy` with `RAY_event_stats=0`: no Ray process (GCS, "
-    "raylet, replicas, shards, Serve's controller) times each handler its C++ event loops run, statistics kept for "
-    "debug_state.txt only. Ad hoc first, four idle actors on a fresh cluster, three passes: 0.80-0.95% of a core "
-    "each with the statistics, 0.58-0.69% without, the whole cluster 6.8-8.0% against 5.3-6.0%.",
-    "- Two runs of 3 rounds, minutes apart, the machine slow in the second (the baseline spent 5.9 ms a rollout "
-    "against its usual ~4). At 64: 0.90x (0.77-0.94x) against 0.75x (0.75-0.76x), then 0.89x (0.76-0.91x) against "
-    "0.80x (0.61-0.85x); the server's CPU a rollout 9.7 against 11.3 ms, then 11.7 against 12.5 ms; idle 0.18 "
-    "against 0.21 cores, then 0.15 against 0.21. At 256 the rounds do not separate (0.92x against 0.91x, then "
-    "0.79x against 0.88x), nor at concurrency 1. Round by round at 64 the quiet server did 1.25, 1.02, 1.18, "
-    "1.44, 0.95 and 1.07x the rollouts/s of the other.",
-    "- Kept: less CPU at every load and no behaviour given up, so it is in serve_tuning.SERVE_TUNING (`finsec "
-    "serve`, the RayService's env, the start-up warning). The 0.8x target is not claimed from these runs: "
-    "their ranges are wide, and the next main report decides.",
-    "",
-]
-# A regression check beside the main report (--out serve_rollouts_check3).
-CHECK3_FINDINGS = [
-    "## Reading", "",
-    "- Run minutes after the main report (serve_rollouts.md), which read serve-haproxy at 0.68x at 64: this code "
-    "against 3fc5178's (the code of serve_rollouts_batch.md, 2026-12-03) in the same rounds. 0.77x (0.66-0.83x) "
-    "against 0.75x (0.74-0.86x): no regression; the main run's low rounds were the machine's.",
-    "",
-]
-FINDINGS_OF = {"serve_rollouts": FINDINGS, "serve_rollouts_hop": HOP_FINDINGS,
-               "serve_rollouts_ceiling": CEILING_FINDINGS,
-               "serve_rollouts_regression": REGRESSION_FINDINGS,
-               "serve_rollouts_options": OPTIONS_FINDINGS, "serve_rollouts_redis": REDIS_FINDINGS,
-               "serve_rollouts_nowatch": NOWATCH_FINDINGS, "serve_rollouts_nowatch_redis": NOWATCH_REDIS_FINDINGS,
-               "serve_rollouts_batch": BATCH_FINDINGS, "serve_rollouts_default": DEFAULT_FINDINGS,
-               "serve_rollouts_check3": CHECK3_FINDINGS, "serve_rollouts_quiet": QUIET_FINDINGS,
-               "serve_rollouts_quiet2": QUIET_FINDINGS, "serve_rollouts_uvloop": UVLOOP_FINDINGS}
-
-
-def render(results: dict) -> str:
-    configs = results["configs"]
-    base = {t["concurrency"]: rollouts_per_s(t) for t in configs.get("baseline", {}).get("throughput", [])}
-    out = ["# Whole rollouts: the Serve app against one process", "",
-           f"{results['machine']}. Each rollout is 8 requests (episode seed, sec_filing_search, parse_html_page, "
-           "retrieve_information x2, submit_final_result, verify, close_session) on the embedded corpus, with the "
-           f"right answer (a wrong reward counts as an error). {results['seconds']:.0f} s measured per level, from "
-           "when every rollout loop has finished one rollout; the load generator (bench/loadgen.py, aiohttp) runs in its own processes. Produced by "
-           f"`.venv/bin/python {results.get('command', 'bench/serve_rollouts.py')}`"
-           f"{'; before-haproxy is commit ' + results['before'] if results.get('before') else ''}.", "",
-           "## Throughput (rollouts/s; ratio to the one-process baseline)", "",
-           f"Over {results.get('rounds', 1)} interleaved round(s) (every configuration on a fresh server each round, "
-           "the order reversed every other round): the median, with the range in brackets; a ratio is taken "
-           "within each round, against that round's baseline.", "",
-           "| concurrency | " + " | ".join(configs) + " | load-generator CPU share |",
-           "|---|" + "---|" * (len(configs) + 1)]
-    for i, level in enumerate(results["levels"]):
-        cells, shares = [], []
-        for name, row in configs.items():
-            t = row["throughput"][i]
-            ratio = f"; {spread(ratios(t, base.get(level)), 'x', 2)}" if base.get(level) and name != "baseline" else ""
-            errors = f", {t['errors']} errors" if t["errors"] else ""
-            cells.append(f"{spread(t.get('rounds_rollouts_per_s') or [rollouts_per_s(t)])}{ratio}{errors}")
-            shares.append(f"{name[:6]} {100 * t['client_cpu_share']:.0f}%")
-        out.append(f"| {level} | " + " | ".join(cells) + " | " + ", ".join(shares) + " |")
-    out += cpu_table(results)
-    out += ceiling_table(results)
-    out += ["", "## Latency per route at concurrency 1 and 256 (p50 / p99, ms)", ""]
-    for level in (1, 256):
-        if level not in results["levels"]:
-            continue
-        i = results["levels"].index(level)
-        routes = list(next(iter(configs.values()))["throughput"][i]["p50_ms"])
-        out += [f"concurrency {level}:", "", "| route | " + " | ".join(configs) + " |", "|---|" + "---|" * len(configs)]
-        for route in routes:
-            out.append(f"| {route} | " + " | ".join(
-                f"{row['throughput'][i]['p50_ms'].get(route, 0):.1f} / {row['throughput'][i]['p99_ms'].get(route, 0):.1f}"
-                for row in configs.values()) + " |")
-        out.append("")
-    out += shard_time_table(results)
-    out += ["## Resident memory (MB, every process of the configuration)", "",
-            "Measured after the throughput runs, so the allocators already hold what thousands of closed sessions "
-            "freed and reuse it: the columns show what open sessions add on top. The group columns are a fresh "
-            "server parsing the largest real 10-K: one session, then 15 more on the same filing.", "",
-            "| configuration | 0 sessions | 1,000 open | 10,000 open | after closing them | one session on a 10-K "
-            "| 16 sessions on it | ratio |", "|---|---|---|---|---|---|---|---|"]
-    for name, row in configs.items():
-        curve, group = row.get("memory_open_sessions_mb"), row.get("memory_group")
-        if not curve:
-            continue
-        cells = [f"{curve.get(k, 0):.0f}" if k in curve else "-" for k in ("0", "1000", "10000", "after_close")]
-        cells += [f"+{group['one_session_mb']:.1f}", f"+{group['group_of_16_mb']:.1f}", f"{group['ratio']:.3f}x"] \
-            if group else ["-"] * 3
-        out.append(f"| {name} | " + " | ".join(cells) + " |")
-    if results.get("hop_bytes"):
-        out += ["", "## Bytes across the shard hop (and the document-store hop) per request, one rollout on a "
-                "real 10-K", "", "| request | this code | before |", "|---|---|---|"]
-        this, before = results["hop_bytes"]["this"], results["hop_bytes"]["before"]
-        for route in sorted(set(this) | set(before)):
-            out.append(f"| {route} | {this.get(route, 0):,} | {before.get(route, 0):,} |")
-    out += targets(results)
-    out += [""] + FINDINGS_OF.get(results.get("out", "serve_rollouts"), [])
-    for name, row in configs.items():
-        if row.get("profile"):
-            out += ["", f"## Profile of {name} at concurrency 64 (py-spy, own time)", ""]
-            for role, frames in row["profile"].items():
-                out += [f"{role}:", ""] + [f"- {share}% {frame}" for frame, share in frames] + [""]
-    return "\n".join(out) + "\n"
-
-
-STATEFUL_AT_1 = ("seed_session", "close_session", "verify", "retrieve_information", "parse_html_page")
-
-
-def shard_time_table(results: dict) -> list[str]:
-    """At concurrency 1 each shard batch is one request's operation, and a rollout sends six (every stateful
-    request): the shard's own time, and the durable mark store's inside it, set beside what each stateful route
-    costs over submit_final_result, which never calls a shard."""
-    if 1 not in results["levels"]:
-        return []
-    i = results["levels"].index(1)
-    rows = {name: row for name, row in results["configs"].items() if row.get("shard_time_at_1")}
-    if not rows:
-        return []
-    out = ["## Where a stateful request's time goes at concurrency 1", "",
-           "From the shards' own timers (`/session_counters`, over each round's concurrency-1 level; medians of "
-           "the rounds' means). At concurrency 1 a batch is one request's operation and a rollout makes six. The "
-           "last column is each stateful route's p50 over submit_final_result's (which calls no shard); what the "
-           "shard does not account for is the hop itself (two processes' wake-ups) and the route's own work.", "",
-           "| config | a batch, mean ms | mark reads a rollout, mean ms | mark writes a rollout, mean ms | "
-           "p50 over submit_final_result, ms |", "|---|---|---|---|---|"]
-    for name, row in rows.items():
-        t, over_by_route = row["shard_time_at_1"], over_submit(row["throughput"][i])
-        per_rollout = 6 / t["batches"] if t["batches"] else 0.0
-        over = ", ".join(f"{route.split('_')[0]} +{over_by_route[route]:.1f}" for route in STATEFUL_AT_1
-                         if route in over_by_route)
-        out.append(f"| {name} | {t['batch_ms']:.2f} | {t['mark_reads'] * per_rollout:.1f}, {t['mark_read_ms']:.2f} "
-                   f"| {t['mark_writes'] * per_rollout:.1f}, {t['mark_write_ms']:.2f} | {over} |")
-    return out + [""]
-
-
-def cpu_table(results: dict) -> list[str]:
-    configs = {name: row for name, row in results["configs"].items() if row.get("cpu_share_at_64")}
-    if not configs or CPU_LEVEL not in results["levels"]:
-        return []
-    i = results["levels"].index(CPU_LEVEL)
-    roles = sorted({role for row in configs.values() for role in row["cpu_share_at_64"]},
-                   key=lambda role: -max(row["cpu_share_at_64"].get(role, 0) for row in configs.values()))
-    out = ["", f"## Where the machine's CPU goes at concurrency {CPU_LEVEL} (share of both cores)", "",
-           "| process | " + " | ".join(configs) + " |", "|---|" + "---|" * len(configs)]
-    for role in [*roles, "load generator (its whole run)"]:
-        cells = [row["throughput"][i]["client_cpu_share"] if role.startswith("load generator")
-                 else row["cpu_share_at_64"].get(role, 0) for row in configs.values()]
-        if max(cells) >= 0.005:
-            out.append(f"| {role} | " + " | ".join(f"{100 * c:.0f}%" for c in cells) + " |")
-    totals = [sum(row["cpu_share_at_64"].values()) + row["throughput"][i]["client_cpu_share"] for row in configs.values()]
-    out.append("| **all** | " + " | ".join(f"{100 * t:.0f}%" for t in totals) + " |")
-    # The same CPU per rollout: the server's cost of one episode, which a faster or slower pass does not move.
-    rates = [rollouts_per_s(row["throughput"][i]) for row in configs.values()]
-    out += ["", f"CPU per rollout at concurrency {CPU_LEVEL} (ms; the server's processes, the load generator left "
-            "out):", "", "| process | " + " | ".join(configs) + " |", "|---|" + "---|" * len(configs)]
-    for role in [*roles, "**the server**"]:
-        cells = [(sum(row["cpu_share_at_64"].values()) if role == "**the server**" else
-                  row["cpu_share_at_64"].get(role, 0)) * cores_of(results) * 1000 / rate if rate else 0
-                 for row, rate in zip(configs.values(), rates)]
-        if max(cells) >= 0.05:
-            out.append(f"| {role} | " + " | ".join(f"{c:.1f}" for c in cells) + " |")
-    return out
-
-
-def ceiling_table(results: dict) -> list[str]:
-    """What two cores leave the Serve path, from this run's costs and serve_floor's (bench/ceiling.py)."""
-    from ceiling import budget_ms, ceiling, serve_floor_ms
-
-    configs, cores = results["configs"], cores_of(results)
-    if CPU_LEVEL not in results["levels"] or not configs.get("baseline", {}).get("cpu_share_at_64"):
-        return []
-    i = results["levels"].index(CPU_LEVEL)
-
-    def per_rollout(row: dict, share: float) -> float:
-        return share * cores * 1000 / rollouts_per_s(row["throughput"][i])
-
-    base = configs["baseline"]
-    app = per_rollout(base, sum(base["cpu_share_at_64"].values()))
-    rate = rollouts_per_s(base["throughput"][i])
-    out = ["", f"## How far two cores let the Serve path go (concurrency {CPU_LEVEL})", "",
-           "bench/ceiling.py: with the replicas running the app as cheaply as the one process does "
-           f"({app:.1f} ms of CPU a rollout here) and a free shard hop and durable writes, the Serve path still "
-           "pays Serve's floor per request (bench/results/serve_floor.json: the replica's and HAProxy's CPU over "
-           "plain uvicorn's) and its cluster's idle background (measured before each round's load), and shares "
-           "the cores with the load generator, which the baseline does not. The ceiling is the ratio that leaves; "
-           "the budgets are the server CPU a rollout (idle included) that 0.8x and 1.0x would allow.", "",
-           "| config | server CPU ms a rollout | idle background: cores, ms a rollout | Serve's floor, ms a rollout "
-           "| the rest over the baseline's app, ms | load generator ms a rollout | ceiling | budget at 0.8x, "
-           "1.0x (ms) |", "|---|---|---|---|---|---|---|---|"]
-    rows = []
-    for name, row in configs.items():
-        if name.startswith("baseline") or not row.get("cpu_share_at_64") or "idle_cpu_share" not in row:
-            continue
-        floor = (results["serve_floor_ms"].get(name) if "serve_floor_ms" in results
-                 else serve_floor_ms(ROOT / "bench/results/serve_floor.json", name))
-        if floor is None:
-            continue
-        t = row["throughput"][i]
-        total, idle = per_rollout(row, sum(row["cpu_share_at_64"].values())), row["idle_cpu_share"] * cores
-        idle_ms, client = idle * 1000 / rollouts_per_s(t), per_rollout(row, t["client_cpu_share"])
-        rows.append(f"| {name} | {total:.1f} | {idle:.2f}, {idle_ms:.1f} | {floor:.1f} | "
-                   f"{total - app - floor - idle_ms:.1f} | {client:.1f} | "
-                   f"{ceiling(app, floor, client, idle, cores, rate):.2f}x | "
-                   f"{budget_ms(0.8, rate, client, cores):.1f}, {budget_ms(1.0, rate, client, cores):.1f} |")
-    return out + rows if rows else []  # a run from before the idle measurement has none
-
-
-def over_submit(t: dict) -> dict[str, float]:
-    """Each route's p50 over submit_final_result's, taken within each round (both in one window, so the machine's
-    drift between rounds cancels) and then the median over rounds."""
-    rounds = t.get("rounds_p50_ms") or [t["p50_ms"]]
-    return {route: statistics.median(p[route] - p["submit_final_result"] for p in rounds) for route in rounds[0]
-            if route != "submit_final_result" and all(route in p for p in rounds)}
-
-
-def targets(results: dict) -> list[str]:
-    """The issue's targets, read off this run, for each configuration behind HAProxy (the shipped ingress)."""
-    configs, levels = results["configs"], results["levels"]
-    served = [c for c in ("serve-haproxy", "nowatch-haproxy", "redis-haproxy", "redis-nowatch-haproxy") if c in configs]
-    base = configs.get("baseline")
-    if not served or not base:
-        return []
-    serve = configs[served[0]]
-    at = {c: {t["concurrency"]: t for t in row["throughput"]} for c, row in configs.items()}
-    rows = []
-    for name in served:
-        rows += level_targets(name, at, levels)
-    group = serve.get("memory_group")
-    if group:
-        rows.append(("memory: a 16-session group on one filing under 2x one session", f"{group['ratio']:.3f}x",
-                     group["ratio"] < 2))
-    hop = results.get("hop_bytes", {}).get("this", {})
-    retrieve = [v for k, v in hop.items() if "retrieve" in k]
-    if retrieve:
-        rows.append(("transfer: retrieve_information moves no document text once cached",
-                     f"{max(retrieve):,} bytes per retrieve", max(retrieve) < 10_000))
-    return ["", "## Targets", "", "Latency differences are taken within each round, then the median over rounds.", "",
-            "| target | this run | met |", "|---|---|---|"] + [
-        f"| {name} | {value} | {'yes' if met else 'no'} |" for name, value, met in rows]
-
-
-def level_targets(name: str, at: dict, levels: list[int]) -> list[tuple[str, str, bool]]:
-    rows = []
-    for level, least in ((64, 0.8), (256, 1.0)):  # the per-core issue's targets, on 2 cores
-        if level in levels:
-            each = ratios(at[name][level], rollouts_per_s(at["baseline"][level]))
-            rows.append((f"throughput at {level}: at least {least}x the baseline ({name})", spread(each, "x", 2),
-                         statistics.median(each) >= least))
-    if 1024 in levels and 64 in levels:
-        kept = rollouts_per_s(at[name][1024]) / rollouts_per_s(at[name][64])
-        errors = at[name][1024]["errors"]
-        rows.append((f"no collapse: at 1024, 90% of the figure at 64, no errors ({name})",
-                     f"{100 * kept:.0f}%, {errors} errors", kept >= 0.9 and errors == 0))
-    if 1 in levels:
-        over, alone = over_submit(at[name][1]), over_submit(at["baseline"][1])
-        over = {r: v for r, v in over.items() if r in STATEFUL_AT_1}
-        worst = max(over, key=over.get)
-        rows.append((f"latency at 1: a stateful route's p50 within 1 ms of submit_final_result's ({name})",
-                     f"worst {worst} +{over[worst]:.1f} ms (" + ", ".join(f"{r} +{v:.1f}" for r, v in over.items())
-                     + ")", over[worst] <= 1.0))
-        # The same difference in the one process, where there is no hop: what is left is the hop's own share.
-        hop = {r: over[r] - alone[r] for r in over if r in alone}
-        worst = max(hop, key=hop.get)
-        rows.append((f"latency at 1: the same, less what each route costs over submit_final_result in one process "
-                     f"({name})", f"worst {worst} +{hop[worst]:.1f} ms (" + ", ".join(
-                         f"{r} {v:+.1f}" for r, v in hop.items()) + ")", hop[worst] <= 1.0))
-    return rows
 
 
 def plot(results: dict, out: str) -> None:

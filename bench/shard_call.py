@@ -309,7 +309,7 @@ def main() -> None:
         os.environ.setdefault(name, value)
     import ray
 
-    from tests.redis_server import running_redis
+    from harness.redis_server import running_redis
 
     batches = asyncio.run(record_batches(ROLLOUTS))
     if len(batches) < 50 + CALLS:

@@ -336,7 +336,7 @@ def main() -> None:
         return
     from deployments.cpu_policy import batch_scheduled
     from deployments.serve_tuning import SERVE_TUNING
-    from tests.redis_server import running_redis
+    from harness.redis_server import running_redis
 
     recorded: dict[str, list] = {}  # each recorded rollout's operations, in order, by session ID
     for batch in asyncio.run(record_batches(100)):

@@ -160,7 +160,8 @@ def render(r: dict) -> str:
     o = r["outcome"]
     return "\n".join([
         "# Leak soak", "",
-        f"{r['machine']}. {r['episodes']:,} episodes through 2 ingress replicas and 2 shards in {r['run_seconds']:.0f} s "
+        f"{r['machine']}. {r['episodes']:,} episodes through 2 ingress replicas and 2 shards "
+        f"in {r['run_seconds']:.0f} s "
         f"(session TTL {TTL:.0f} s, reaper every 1 s): {o['completed']:,} completed and closed, "
         f"{o['abandoned_before_verify']:,} abandoned before verify, {o['abandoned_before_close']:,} after verify but "
         f"before close; {o['errors']} requests failed, {o.get('verifies_not_rewarded', 0)} verifies masked or not "

@@ -151,7 +151,8 @@ def from_processes(url: str, namespace: str, server_pid: int, start: int, count:
     context = multiprocessing.get_context("fork")
     go, results = context.Event(), context.Queue()
     readies = [context.Event() for _ in range(processes)]
-    workers = [context.Process(target=shard_process, args=(url, namespace, i, processes, start, count, readies[i], go, results))
+    workers = [context.Process(target=shard_process,
+                               args=(url, namespace, i, processes, start, count, readies[i], go, results))
                for i in range(processes)]
     for worker in workers:
         worker.start()
@@ -283,8 +284,8 @@ def run_redis(levels: list[int], process_marks: int) -> tuple[list[dict], list[d
     level's marks (processes 1, 2, 4 in turn, ROUNDS times, so that the machine's drift falls on each alike)."""
     import redis
 
+    from harness.redis_server import running_redis
     from session_store.marks.redis_store import RedisMarkStore
-    from tests.redis_server import running_redis
 
     with running_redis() as server:
         client = redis.Redis.from_url(server.url)
@@ -308,12 +309,17 @@ def processes_table(rounds: list[dict]) -> list[str]:
         return []
     first = rounds[0]
     lines = ["## Mark writes/s into one Redis from several shard processes", "",
-             f"Each process plays {SHARDS} / processes shards (one writer task a shard, group commits of {BATCH}) with its",
+             f"Each process plays {SHARDS} / processes shards (one writer task a shard, group commits of {BATCH}) "
+             "with its",
              f"marks made before the clock starts; {first['marks']:,} new marks a round, into the Redis that already",
-             f"holds {first['held_before']:,} (and every earlier round's); {len(rounds) // len(PROCESSES)} interleaved rounds ({first.get('ran_at', '?')},"
+             f"holds {first['held_before']:,} (and every earlier round's); "
+             f"{len(rounds) // len(PROCESSES)} interleaved rounds ({first.get('ran_at', '?')},"
              f" {first.get('code', '?')}). The writers and Redis share this machine's 2 cores, so the processes'",
-             "CPU is taken from Redis's: Redis's own CPU per write bounds what one Redis core takes from a cluster's shards.",
-             "", "| shard processes | mark writes/s: median (range) | CPU us per write: writers / Redis (median) | CPU stolen by the host (range) |",
+             "CPU is taken from Redis's: Redis's own CPU per write bounds what one Redis core takes from a cluster's "
+             "shards.",
+             "",
+             "| shard processes | mark writes/s: median (range) | CPU us per write: writers / Redis (median) "
+             "| CPU stolen by the host (range) |",
              "|---|---|---|---|"]
     for processes in sorted({r["processes"] for r in rounds}):
         mine = [r for r in rounds if r["processes"] == processes]
@@ -321,18 +327,21 @@ def processes_table(rounds: list[dict]) -> list[str]:
         lines.append(f"| {processes} | {statistics.median(rates):,.0f} ({min(rates):,.0f}-{max(rates):,.0f}) | "
                      f"{statistics.median(r['writer_us_per_write'] for r in mine):.1f} / "
                      f"{statistics.median(r['redis_us_per_write'] for r in mine):.1f} | "
-                     f"{min(r.get('stolen_share', 0) for r in mine):.0%}-{max(r.get('stolen_share', 0) for r in mine):.0%} |")
+                     f"{min(r.get('stolen_share', 0) for r in mine):.0%}-"
+                     f"{max(r.get('stolen_share', 0) for r in mine):.0%} |")
     return [*lines, ""]
 
 
 def report(rows: list[dict], levels: list[int], rounds: list[dict]) -> str:
-    head = ("| store (run at, code) | marks | mark writes/s (one process) | CPU us per write: writers / store | restarted shard "
+    head = ("| store (run at, code) | marks | mark writes/s (one process) | CPU us per write: writers / store "
+            "| restarted shard "
             "serves after | settle (1/16 share) | loaded | worst loop block: settle / sweep / counters | seed p99 "
             "settling / settled | sweep | bytes per fence | CPU stolen by the host while settling |")
     lines = [head, "|" + "---|" * 12]
     for r in rows:
         lines.append(
-            f"| {r['store']} ({r.get('ran_at', '?')}, {r.get('code', '?')}) | {r['marks']:,} | {r['writes_per_s']:,.0f} | {r['client_us_per_write']:.0f} / "
+            f"| {r['store']} ({r.get('ran_at', '?')}, {r.get('code', '?')}) | {r['marks']:,} | "
+            f"{r['writes_per_s']:,.0f} | {r['client_us_per_write']:.0f} / "
             f"{r['server_us_per_write']:.1f} | {r['serves_after_s'] * 1000:.1f} ms | "
             f"{settle(r)} | {r['settle_worst_block_ms']:.1f} / "
             f"{r['sweep_worst_block_ms']:.1f} / {r['counters_worst_block_ms']:.1f} ms | "

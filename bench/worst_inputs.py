@@ -4,12 +4,13 @@ GET /healthz waited meanwhile.
     .venv/bin/python bench/worst_inputs.py          # ~15 s; writes bench/results/worst_inputs.{md,json}
 
 The server is the app in one process (deployments/inprocess.py under uvicorn, marks in memory), started by this
-script as a subprocess over a copy of the embedded corpus with adversarial documents added, at the fetch cap and
-at the most the size limits let in. The client is this process: it seeds sessions, stores the documents, then
-sends each case three times and keeps the least server CPU (read from /proc, all the server's threads). A probe thread sends /healthz every 10 ms during
-each request. The inputs are what audits of the code found costly: repetitive text a policy under RL writes,
-patterns that once went super-linear (each kept at the size that once froze a replica), and everything at its
-cap. Targets (issue: fail closed everywhere): every request under 1 s of CPU, and no /healthz waits behind one.
+script as a subprocess over a copy of the embedded corpus with adversarial documents added, at the fetch cap and at
+the most the size limits let in. The client is this process: it seeds sessions, stores the documents, then sends
+each case three times and keeps the least server CPU (read from /proc, all the server's threads). A probe thread
+sends /healthz every 10 ms during each request. The inputs are what audits of the code found costly: repetitive
+text a policy under RL writes, patterns that once went super-linear (each kept at the size that once froze a
+replica), and everything at its cap. Targets (issue: fail closed everywhere): every request under 1 s of CPU, and
+no /healthz waits behind one.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from finsec.edgar.filing_text import Page, parse_page  # noqa: E402
 from finsec.net.ports import free_port  # noqa: E402
 from finsec.text.size import MAX_TAGS, MAX_TEXT_CHARS, MAX_TEXT_LINES  # noqa: E402
 from finsec.tools.limits import MAX_FINAL_RESULT_CHARS, MAX_PROMPT_CHARS, MAX_QUERY_CHARS  # noqa: E402
-from tests.bodies import episode_seed, new_session_id, verify_body  # noqa: E402
+from harness.bodies import episode_seed, new_session_id, verify_body  # noqa: E402
 
 FETCH_CAP = 20_000_000  # the default fetch_max_bytes: the largest document a session can store
 BODY_CAP = 16_000_000  # the default max_request_bytes

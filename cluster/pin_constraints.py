@@ -1,5 +1,6 @@
 """Writes cluster/constraints.txt: every package the image installs for finsec-serve, pinned to the version in
-this environment (where the tests passed). Run after changing dependencies: `.venv/bin/python cluster/pin_constraints.py`.
+this environment (where the tests passed). Run after changing dependencies:
+`.venv/bin/python cluster/pin_constraints.py`.
 
 The closure of `[project.dependencies]` (with their extras), walked through the installed distributions' own
 requirements; test and bench extras are not in the image.

@@ -2,8 +2,8 @@
 forks inherits (the GCS, the raylet, each worker, so every replica and shard, and HAProxy).
 
 Why: where replicas, HAProxy and shards share cores, every request wakes HAProxy and a shard, and under the
-default policy each wake-up preempts the replica running on that core. At concurrency 64 on two cores the
-replicas were preempted ~2,600 times a second, and each time come back to caches the other process filled. A
+default policy each wake-up preempts the replica running on that core. Under load the replicas are preempted
+over and over, and each time come back to caches the other process filled. A
 SCHED_BATCH task that wakes waits for the running task's slice instead of cutting it short; its share of the CPU
 is the same (nice 0), and a woken task still goes straight to an idle core, so a lone request waits no longer.
 Measured in bench/results/serve_rollouts_batch.md.

@@ -1,10 +1,11 @@
 """Run the application on a private local Ray cluster: for the demo, the CLI, the tests and the benchmarks.
 
-Serve runs behind its HAProxy ingress by default (`RAY_SERVE_ENABLE_HA_PROXY=1`): on this kind of machine it
-adds ~1.5 ms per request where the default Python proxy adds ~7 ms, and the default proxy collapses under
-load (bench/results/serve_rollouts.md as of commit e8e02ae). HAProxy runs as a child process of Serve's proxy
-actor and outlives `ray stop` (ray-notes), so every start here gives it a private folder and private stats ports,
-and every stop kills what runs from that folder. The cluster's processes run under SCHED_BATCH (`cpu_policy`).
+Serve runs behind its HAProxy ingress by default (`RAY_SERVE_ENABLE_HA_PROXY=1`): it adds far less latency per
+request than the default Python proxy, which also collapses under load (bench/serve_rollouts.py's `serve-proxy`
+configuration; Serve's floor behind HAProxy in bench/results/serve_floor.md). HAProxy runs as a child process of
+Serve's proxy actor and outlives `ray stop` (ray-notes), so every start here gives it a private folder and private
+stats ports, and every stop kills what runs from that folder. The cluster's processes run under SCHED_BATCH
+(`cpu_policy`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ LOCAL_RAY_ENV = {
     "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": SERVE_TUNING["RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD"],
 }
 _HAPROXY_FOLDER_ENV = "FINSEC_HAPROXY_DIR"
-# Serve writes an access-log line per request by default: ~2% of a replica's CPU at RL request rates.
+# Serve writes an access-log line per request by default: replica CPU on every request at RL request rates
+# (it shows in the replica profiles of bench/serve_rollouts.py --profile).
 QUIET_LOGS = {"enable_access_log": False, "log_level": "WARNING"}
 
 

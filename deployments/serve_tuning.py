@@ -1,8 +1,8 @@
 """The environment every node of a finsec-serve cluster runs with, which a serve config cannot carry (Serve reads
 it when a node's proxy and replicas start): the one source for `finsec serve` (deployments/local.py), the
 RayService's pod env (cluster/base/rayservice.yaml, compared by tests/unit/test_cluster_manifests.py) and the
-cluster docs; and the scheduling policy every node starts Ray under (POD_START). Measured in
-bench/results/serve_rollouts.md as of commit e8e02ae and serve_rollouts_batch.md."""
+cluster docs; and the scheduling policy every node starts Ray under (POD_START). Measured by the whole-rollout
+benchmark, bench/serve_rollouts.py (bench/results/serve_rollouts*.md; SCHED_BATCH in serve_rollouts_batch.md)."""
 
 from __future__ import annotations
 
@@ -11,18 +11,19 @@ import os
 from deployments.cpu_policy import policy_of
 
 SERVE_TUNING = {
-    # Serve's HAProxy ingress: replicas listen on their own ports behind it (the default Python proxy took ~7 ms
-    # a request and collapsed under load).
+    # Serve's HAProxy ingress: replicas listen on their own ports behind it (the default Python proxy added far
+    # more latency a request and collapsed under load: bench/serve_rollouts.py's `serve-proxy` configuration).
     "RAY_SERVE_ENABLE_HA_PROXY": "1",
     # Requests on the replica's own event loop, not handed to a second loop in another thread: our handlers never
-    # block (CPU-heavy work goes to worker threads), and the hand-off cost ~20% of throughput here.
+    # block (CPU-heavy work goes to worker threads), and the hand-off between the two loops took a large share of
+    # the replica's CPU (the `before` profile in bench/results/serve_rollouts_check1.md).
     "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
     # Serve turns each request's HAProxy log line into its serve_num_http_* metrics in an actor (its CPU is in the
     # report's CPU table). HAProxy's own exporter (per-backend rates, latencies, statuses) stays on.
     "RAY_SERVE_HAPROXY_METRICS_ENABLED": "0",
     # Ray's statistics of its own event loops: every Ray process (replicas and shards too) times each handler its C++
-    # loops run, for debug_state.txt only (their metrics export is off by default). Off: ~25% less idle CPU in
-    # every Ray process, and less CPU a rollout under load (bench/results/serve_rollouts_quiet.md, _quiet2.md).
+    # loops run, for debug_state.txt only (their metrics export is off by default). Off: less idle CPU in every
+    # Ray process, and less CPU a rollout under load (bench/results/serve_rollouts_quiet.md, _quiet2.md).
     "RAY_event_stats": "0",
 }
 
@@ -34,16 +35,18 @@ SERVE_TUNING = {
 ROLLOUT_AFFINITY = {"RAY_SERVE_HAPROXY_BALANCE_ALGORITHM": "uri depth 2"}
 
 
-# What each costs when it is missing, as measured on 2 cores (bench/results/serve_rollouts.md as of commit e8e02ae
-# and the issue's figures, unless an entry names its own report).
+# What goes wrong when each is missing, and the report that measures it (the start-up warning quotes these).
 MISSING_COST = {
-    "RAY_SERVE_ENABLE_HA_PROXY": "Serve's default proxy: 0.07x the one-process baseline's rollouts/s at "
-                                 "concurrency 64, against 0.74x behind HAProxy "
-                                 "(bench/results/serve_rollouts_default.md)",
-    "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "a second event loop per replica: ~20% of throughput",
-    "RAY_SERVE_HAPROXY_METRICS_ENABLED": "Serve parsing a HAProxy log line per request: ~7% of the CPU",
-    "RAY_event_stats": "Ray timing every handler of its event loops in every process: 1.07-1.16x the server CPU a "
-                       "rollout at concurrency 64, 17-40% more idle CPU (bench/results/serve_rollouts_quiet.md, "
+    "RAY_SERVE_ENABLE_HA_PROXY": "Serve's default Python proxy, which collapses under load to a small fraction of "
+                                 "the rollouts/s the app serves behind HAProxy (bench/serve_rollouts.py's "
+                                 "`serve-proxy` configuration; HAProxy's in bench/results/serve_rollouts_default.md)",
+    "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "a second event loop per replica, and every request handed "
+                                                  "between the two loops costs replica CPU and throughput "
+                                                  "(bench/results/serve_rollouts_check1.md)",
+    "RAY_SERVE_HAPROXY_METRICS_ENABLED": "Serve parsing a HAProxy log line per request, CPU taken from the "
+                                         "replicas (bench/results/serve_rollouts_check1.md)",
+    "RAY_event_stats": "Ray timing every handler of its event loops in every process: more server CPU a rollout "
+                       "under load and more idle CPU (bench/results/serve_rollouts_quiet.md, "
                        "serve_rollouts_quiet2.md)",
 }
 
@@ -61,8 +64,8 @@ def missing(env: dict[str, str] | None = None) -> dict[str, str]:
 # first puts itself under SCHED_BATCH; if the kernel refuses, Ray starts as it would have, and says so.
 POD_START = ("ulimit -n 65536; chrt --batch --pid 0 $$ || echo 'finsec-serve: Ray starts under the default "
              "scheduling policy' >&2; eval \"$KUBERAY_GEN_RAY_START_CMD\"")
-BATCH_COST = ("every wake-up of HAProxy or a shard preempts a replica: ~0.9x the rollouts/s at concurrency 64 and "
-              "256 on two cores, 0.87-0.92x (bench/results/serve_rollouts_batch.md)")
+BATCH_COST = ("every wake-up of HAProxy or a shard preempts a replica, which then comes back to cold caches: "
+              "fewer rollouts/s where they share cores (bench/results/serve_rollouts_batch.md)")
 
 
 def preempting() -> bool:

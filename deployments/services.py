@@ -158,7 +158,8 @@ def retrieval_backend(settings: Settings, metrics: Metrics = NO_METRICS) -> Retr
     if settings.retrieval_model is None:
         return PassageBackend(PassageRetriever(settings.retrieval_top_passages, settings.retrieval_reply_chars),
                               index_cache_bytes=settings.replica_index_cache_bytes, metrics=metrics)
-    options = {"system_prompt_fpath": settings.retrieval_system_prompt_fpath} if settings.retrieval_system_prompt_fpath else {}
+    options = ({"system_prompt_fpath": settings.retrieval_system_prompt_fpath}
+               if settings.retrieval_system_prompt_fpath else {})
     return ModelBackend(LlmRetrieval(
         settings.retrieval_model,
         system_prompt=settings.retrieval_system_prompt,
@@ -173,7 +174,8 @@ def retrieval_backend(settings: Settings, metrics: Metrics = NO_METRICS) -> Retr
 def grader(settings: Settings, metrics: Metrics = NO_METRICS) -> Grader:
     if settings.judge_model is None:
         return DeterministicGrader(max_answer_chars=settings.max_answer_chars)
-    options = {"prompt_template_fpath": settings.judge_prompt_template_fpath} if settings.judge_prompt_template_fpath else {}
+    options = ({"prompt_template_fpath": settings.judge_prompt_template_fpath}
+               if settings.judge_prompt_template_fpath else {})
     return LlmJudge(
         settings.judge_model,
         prompt_template=settings.judge_prompt_template,

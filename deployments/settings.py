@@ -1,7 +1,7 @@
 """The one settings model (design principle 6).
 
-`finsec serve configs/<file>.yaml` (or `serve deploy`) hands the config's `args` to the application builder, which builds this
-model. Every field can also be set by an environment variable `FINSEC_<FIELD>` (for example
+`finsec serve configs/<file>.yaml` (or `serve deploy`) hands the config's `args` to the application builder, which
+builds this model. Every field can also be set by an environment variable `FINSEC_<FIELD>` (for example
 `FINSEC_CORPUS_DIR`), and the environment wins over the config file, so a shipped config can be pointed
 at another corpus or endpoint without editing it.
 """
@@ -50,7 +50,8 @@ class Settings(BaseSettings):
     store_call_timeout_seconds: float = Field(10.0, gt=0, description="a shard call slower than this is a 503")
     shard_transport: Literal["direct", "ray"] = Field(
         "direct", description="direct: each replica keeps a TCP connection to each shard's node (on a port the "
-        "shard picks); ray: batches as actor calls, ~25x the CPU, where only Ray's own ports are open")
+        "shard picks); ray: batches as actor calls, which cost far more CPU (bench/results/actor_hop.md), where only "
+        "Ray's own ports are open")
     # where fences, expired marks, episode seeds and the generated cookie secret are kept durably
     mark_store_url: SecretStr | None = Field(
         None, description="redis://[:password@]host:port/db (rediss:// for TLS); unset: the Ray cluster's GCS "
@@ -159,7 +160,8 @@ class Settings(BaseSettings):
         )
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings):
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
         return env_settings, init_settings  # the environment overrides the config file's args
 
     @field_validator("cookie_secret", "admin_token")

@@ -1,16 +1,19 @@
 """The replicas' operator metrics, through Ray's metrics API: each node's metrics-export port (8080 under KubeRay)
 serves them with a `ray_` prefix, counters with `_total`, histograms as `_bucket`, `_sum` and `_count`. The
-shards' session events are the reaper's (session_store/ray_actors.py); these are what a replica sees:
+shards' session events are the reaper's (session_store/ray_actors.py); these are what a replica sees, as
+"exported as: what; labels":
 
-| exported as | what | labels |
-|---|---|---|
-| `ray_finsec_verifies_total` | /verify rows, counted after grading | `outcome` (scored, masked), `failure_kind` |
-| `ray_finsec_sec_fetches_total` | reads of SEC documents and data | `source` (live, mirror), `status` (200, 404, 429, ..., error, refused) |
-| `ray_finsec_retries_total` | requests sent again | `target` (sec, sec_api, web_search, judge), `reason` (a status, or transport) |
-| `ray_finsec_rate_limit_wait_seconds` | the wait for an SEC rate-limit slot | |
-| `ray_finsec_model_call_seconds` | one judge or retrieval-model call | `model` (judge, retrieval), `outcome` (ok, error) |
-| `ray_finsec_cache_lookups_total` | a replica's caches | `cache` (texts, indexes, verdicts), `result` (hit, miss) |
-| `ray_finsec_unavailable_total` | 503s | `cause` (actor_unreachable, store_full, not_durable, marks_unreadable, store_forgot, store_unsafe, judge_busy, internal, ...) |
+- `ray_finsec_verifies_total`: /verify rows, counted after grading; `outcome` (scored, masked), `failure_kind`
+- `ray_finsec_sec_fetches_total`: reads of SEC documents and data; `source` (live, mirror), `status` (200, 404,
+  429, ..., error, refused)
+- `ray_finsec_retries_total`: requests sent again; `target` (sec, sec_api, web_search, judge), `reason` (a status,
+  or transport)
+- `ray_finsec_rate_limit_wait_seconds`: the wait for an SEC rate-limit slot
+- `ray_finsec_model_call_seconds`: one judge or retrieval-model call; `model` (judge, retrieval), `outcome` (ok,
+  error)
+- `ray_finsec_cache_lookups_total`: a replica's caches; `cache` (texts, indexes, verdicts), `result` (hit, miss)
+- `ray_finsec_unavailable_total`: 503s; `cause` (actor_unreachable, store_full, not_durable, marks_unreadable,
+  store_forgot, store_unsafe, judge_busy, internal, ...)
 
 Every metric also has `app`. A replica exports them through Ray (deployments/observability/ray_metrics.py);
 outside a Ray worker (the one-process app, the Ray-free tests) they are counted in memory instead

@@ -1,8 +1,8 @@
 """CPU work on request data runs off the event loop when the data is big, and inline when it is small.
 
-A thread hop costs about 0.1-0.2 ms on a loaded 2-core machine, more than digesting, grading or rendering a
-typical request takes, and thousands of them a second contend for the GIL. Big inputs (a whole trajectory, a
-long answer, several large filings) go to a worker thread, so no request can stall the others.
+A thread hop on a loaded machine costs more than digesting, grading or rendering a typical request takes, and
+thousands of them a second contend for the GIL. Big inputs (a whole trajectory, a long answer, several large
+filings) go to a worker thread, so no request can stall the others.
 """
 
 from __future__ import annotations

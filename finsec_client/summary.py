@@ -8,11 +8,10 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from finsec_client.records import EpisodeRecord
+
 # The phases /session_counters' shard_calls times: (its count, its microseconds)
 _SHARD_PHASES = (("batches", "batch_us"), ("mark_reads", "mark_read_us"), ("mark_writes", "mark_write_us"))
-
-
-from finsec_client.records import EpisodeRecord
 
 KEY_METRICS_SHOWN = ("mean/reward", "mean/judge_rating", "coverage/measured_rollouts", "coverage/masked_rollouts",
                      "coverage/fully_masked_tasks")

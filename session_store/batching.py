@@ -1,9 +1,9 @@
 """Coalescing calls to one shard: one call in flight; what arrives meanwhile goes out together as the next.
 
 At low load a request's operation is sent at once, with no wait to gather a batch. Under load, every operation
-that arrives while the shard is answering rides the next call, so the cost of a hop (~1 ms of Ray overhead
-on each side) is shared by the whole batch instead of paid per request. The same spirit as `@serve.batch`,
-without its fixed wait. Ray-free: the caller supplies `send`.
+that arrives while the shard is answering rides the next call, so the cost of a hop (Ray's overhead on each
+side, bench/results/actor_hop.md) is shared by the whole batch instead of paid per request. The same spirit as
+`@serve.batch`, without its fixed wait. Ray-free: the caller supplies `send`.
 
 Guarantees:
 - operations are sent in arrival order, and a batch is sent only after the previous one answered, so two

@@ -240,7 +240,7 @@ class ShardService:
         if self._complete or not self._marks.lists_marks:
             return 0
         # Marks hold no reference cycles, so the collector has nothing to find in them, but a full collection
-        # walks every object: with 250,000 marks loaded, one blocked the loop for ~0.1-1 s (bench/state_scale.py).
+        # walks every object: with many marks loaded, one blocked the loop for long (bench/state_scale.py).
         # Off while loading; the loaded marks are then frozen out of every later collection.
         gc.disable()
         try:
@@ -251,8 +251,9 @@ class ShardService:
 
     async def _load_marks(self) -> int:
         mine = await self._marks.scan(owned_partitions(*self._place))
-        # The core drops marks in drop order. One sort of 250,000 marks holds the loop ~50 ms (and even listing
-        # them at once ~70 ms), so: sorted runs of a few thousand, merged lazily, the loop let through between.
+        # The core drops marks in drop order. One sort of a large share of marks holds the loop too long (and
+        # even listing them at once does; the settles of bench/results/state_scale.md), so: sorted runs of a
+        # few thousand, merged lazily, the loop let through between.
         items, runs = iter(mine.items()), []
         while run := sorted(islice(items, _RUN), key=_drop_at):
             runs.append(run)

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness.redis_server import RedisServer, running_redis
 from tests.llm_stub import LlmStub, running_stub
-from tests.redis_server import RedisServer, running_redis
 
 
 @pytest.fixture(scope="session")

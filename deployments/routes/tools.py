@@ -34,7 +34,8 @@ from session_store import SessionConflict, SessionLost, StoreUnavailable
 
 log = logging.getLogger(__name__)
 router = APIRouter(route_class=StrictJsonRoute)
-_SESSION_ERRORS = (SessionLost, SessionConflict, StoreUnavailable)  # HTTP statuses by design (deployments/http/error_handlers.py)
+# HTTP statuses by design (deployments/http/error_handlers.py)
+_SESSION_ERRORS = (SessionLost, SessionConflict, StoreUnavailable)
 
 TOOL_NAMES = (
     "sec_filing_search",

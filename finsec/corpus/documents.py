@@ -49,14 +49,16 @@ def _header(filing: Filing, title: str, context: str) -> str:
 <div style="display:none"><ix:header><ix:hidden>
 <ix:nonNumeric name="dei:EntityCentralIndexKey" contextRef="{context}">{issuer.cik:010d}</ix:nonNumeric>
 <ix:nonNumeric name="dei:DocumentType" contextRef="{context}">{filing.form}</ix:nonNumeric>
-<ix:nonNumeric name="dei:AmendmentDescription" contextRef="{context}">Hidden header text that readers never see</ix:nonNumeric>
+<ix:nonNumeric name="dei:AmendmentDescription" contextRef="{context}">\
+Hidden header text that readers never see</ix:nonNumeric>
 </ix:hidden><ix:resources><xbrli:context id="{context}"><xbrli:entity>{issuer.cik}</xbrli:entity></xbrli:context>
 </ix:resources></ix:header></div>
 <div style="text-align:center"><span>UNITED STATES</span><br/><span>SECURITIES AND EXCHANGE COMMISSION</span>
 <br/><span>Washington, D.C. 20549</span></div>
 <div style="text-align:center"><span style="font-weight:700">FORM {filing.form}</span></div>
 <p><span>{title}</span></p>
-<p><span style="font-weight:700">{issuer.name}</span><br/><span>(Exact name of registrant as specified in its charter)</span></p>
+<p><span style="font-weight:700">{issuer.name}</span><br/>\
+<span>(Exact name of registrant as specified in its charter)</span></p>
 <table><tr><td><span>{issuer.state}</span></td><td><span>{issuer.cik:010d}</span></td></tr>
 <tr><td><span>(State of incorporation)</span></td><td><span>(Commission CIK)</span></td></tr></table>
 <p><span>Trading symbol: {issuer.ticker}</span></p>

@@ -250,6 +250,7 @@ class CompanyDirectory:
             raise FilingsUnavailable(f"EDGAR gave no readable submissions pages for CIK {company.cik}")
         if self._cache and filings and complete:
             await self._cache.write_json(
-                self._cache.metadata_file(company.cik), {f.accession_number.replace("-", ""): asdict(f) for f in filings}
+                self._cache.metadata_file(company.cik),
+                {f.accession_number.replace("-", ""): asdict(f) for f in filings},
             )
         return filings, complete

@@ -104,7 +104,8 @@ class FilingTexts:
         if html is None:
             html, where = await self._source.read_archive(filing.archive_path), "source"
         if html is None:
-            raise DocumentUnavailable(f"Failed to download filing from {url}. The SEC server may be temporarily unavailable.")
+            raise DocumentUnavailable(
+                f"Failed to download filing from {url}. The SEC server may be temporarily unavailable.")
         parsed = await _to_text(Page(html))
         if not parsed.text.strip():
             raise DocumentUnavailable("Filing content was empty after parsing.")

@@ -146,7 +146,8 @@ _DIRECTION_BEFORE = re.compile(
     re.I,
 )
 _DIRECTION_AFTER = re.compile(
-    r"^[ \t]*(?:(?P<down>decrease|decline|drop|reduction|lower|less|down)|(?P<up>increase|rise|gain|growth|higher|more|up))\b",
+    r"^[ \t]*(?:(?P<down>decrease|decline|drop|reduction|lower|less|down)"
+    r"|(?P<up>increase|rise|gain|growth|higher|more|up))\b",
     re.I,
 )
 CUE_WINDOW = 60  # characters looked at on either side of a number for a sign word

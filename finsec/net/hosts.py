@@ -85,7 +85,8 @@ def host_name_problem(host: str) -> str | None:
         if not label:
             return f"host {host!r} has an empty label (two dots in a row)."
         if len(label) > MAX_LABEL_CHARS:
-            return f"host {shown(host, 80)!r} has a label of {len(label)} characters; DNS allows at most {MAX_LABEL_CHARS}."
+            return (f"host {shown(host, 80)!r} has a label of {len(label)} characters; DNS allows at most "
+                    f"{MAX_LABEL_CHARS}.")
         if not _LABEL.match(label):
             return (f"host {shown(host, 80)!r} is not a valid host name: labels use letters, digits and inner hyphens "
                     "only.")

@@ -313,7 +313,7 @@ def retry_after(headers) -> float | None:
 
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
-    return httpx.create_ssl_context()  # shared: loading the CA bundle costs ~0.1 s per client
+    return httpx.create_ssl_context()  # shared: loading the CA bundle is slow, and would be paid per client
 
 
 def _quoted(text: str) -> str:

@@ -36,7 +36,8 @@ _JOIN_PREVIOUS = re.compile(r"^[)%]+$|^\)?%$")
 
 _SNIFF_BYTES = 8192
 _FEED_CHARS = 1 << 20
-_BINARY_BYTES = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f]")  # controls no text encoding we read uses (ESC is ISO-2022's)
+# controls no text encoding we read uses (ESC is ISO-2022's)
+_BINARY_BYTES = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 

@@ -172,8 +172,8 @@ class LocalFullTextIndex:
         dates = [f.filing_date for f in index.filings]
         if dates and (request.start > max(dates) or (request.end and request.end < min(dates))):
             raise SearchError(
-                f"No filings are indexed between {request.start} and {request.end or 'today'}. This local corpus covers "
-                f"{min(dates)} through {max(dates)}. Search within that range."
+                f"No filings are indexed between {request.start} and {request.end or 'today'}. "
+                f"This local corpus covers {min(dates)} through {max(dates)}. Search within that range."
             )
         forms, ciks = frozenset(request.form_types or ()), frozenset(request.ciks or ())  # lists can be long
         eligible = [
@@ -215,7 +215,8 @@ class LiveFullTextSearch:
         await self._client.aclose()
 
     async def search(self, request: SearchRequest) -> list[dict]:
-        body: dict = {"query": request.query, "startDate": request.start, "endDate": request.end or date.today().isoformat()}
+        body: dict = {"query": request.query, "startDate": request.start,
+                      "endDate": request.end or date.today().isoformat()}
         if request.page > 1:
             body["page"] = str(request.page)
         if request.form_types:

@@ -209,7 +209,8 @@ def run_rollouts(options: argparse.Namespace) -> int:
 
 def _run(options: argparse.Namespace, plan: RunPlan, url: str) -> int:
     from finsec_client import server_view
-    out = options.resume or options.out or Path("runs") / f"rollouts-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.jsonl"
+    out = (options.resume or options.out
+           or Path("runs") / f"rollouts-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
     notes: list[str] = []
     try:

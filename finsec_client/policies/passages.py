@@ -169,7 +169,8 @@ def _read_sentence(sentence: str, rank: int, years: frozenset[int], reading: Rea
     for clause in _CLAUSE_SPLIT.split(sentence):
         taken: list[tuple[int, int]] = []
         for m in _MONEY.finditer(clause):
-            reading.money.append(Clause(clause[: m.start()], m.group(0).strip(), clause[m.end():], sentence, rank, years))
+            reading.money.append(
+                Clause(clause[: m.start()], m.group(0).strip(), clause[m.end():], sentence, rank, years))
             taken.append(m.span())
         for m in _PERCENT.finditer(clause):
             reading.percents.append(Clause(clause[: m.start()], m.group(0), clause[m.end():], sentence, rank, years))

@@ -2,8 +2,8 @@
 not through a Ray actor call. The shard actor stays what Ray manages (its lifecycle, placement and restarts) and
 what tells a replica where to connect (`endpoint()`, a Ray call made once per connection).
 
-Why: a Ray actor call costs ~0.8 ms of CPU in the caller and ~1 ms in the shard here; the same batch over a
-socket costs ~35 us on each side (bench/results/actor_hop.md). Ray-free; `ray_actors` and `ray_store` wire it.
+Why: a Ray actor call costs the caller and the shard far more CPU than the same batch over a socket does
+(bench/results/actor_hop.md). Ray-free; `ray_actors` and `ray_store` wire it.
 
 - `frames`: the framing and the handshake;
 - `server`: the shard's side, serving `ShardService.run` on a port;

@@ -3,7 +3,8 @@
 One key per ID, `mark:<partition>:<id>` in the application's KV namespace, so a shard that settles lists only the
 prefixes of the partitions it owns. The GCS API has no multi-put and no expiry: a group commit is concurrent
 puts, and lapsed marks are deleted by `sweep`, which the reaper runs (never a serving shard), in small batches.
-Measured here at about 3,500 writes/s: the head's one GCS process serves them, beside Ray's own control plane.
+Its write rate is limited (bench/results/state_scale.md): the head's one GCS process serves them, beside Ray's own
+control plane.
 """
 
 from __future__ import annotations

@@ -4,13 +4,13 @@ for clusters, and the store that outlives the Ray cluster, its head included.
 - A mark is one string key with native expiry at its drop time (`SET ... PXAT`): nothing needs sweeping.
 - Reads are per ID (one MGET), always: a shard over Redis never settles (`lists_marks` is False), so it keeps
   no index to list. An index per partition cost more than the marks themselves: a sorted-set entry took Redis
-  ~12 us of CPU a mark against ~4 us for the SET (`bench/results/state_scale.md`), and a settle of a shard's
-  share at 4M marks blocked its loop for ~60 ms. A read of an ID the shard does not know costs Redis ~1-2 us.
+  several times the CPU of the SET (`bench/results/state_scale.md`), and a settle of a shard's share at the
+  largest scale blocked its loop. A read of an ID the shard does not know is cheap for Redis.
 - A shard batch's changes go out as one command (group commit): a server-side script that sets or deletes each
   mark. One command, not one per mark, because the client's cost is per command (packing it and awaiting its
-  reply: ~30 us each here), where Redis's own is a few us.
+  reply), where Redis's own per mark is small.
 - Reads and writes are packed by hiredis (C), which redis-py's asyncio client does not use: its Python packer
-  cost ~6 us a mark.
+  cost noticeably more CPU a mark.
 - Keys are `finsec:<app namespace>:{<partition>}:m:<id>`: the hash tag keeps a partition's keys in one slot,
   ready for Redis Cluster. The marker (`finsec:<app namespace>:store`, no expiry) is read in the same MGET as
   the marks.

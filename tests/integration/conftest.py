@@ -21,8 +21,8 @@ from deployments.local import (
 )
 from deployments.settings import Settings
 from finsec.corpus.generate import embedded_corpus_dir
+from harness.bodies import close_body, cookie_claims, episode_seed, new_session_id, verify_body  # noqa: F401 (shared)
 from session_store.ray_store import RaySessionStore, SessionActors
-from tests.bodies import close_body, cookie_claims, episode_seed, new_session_id, verify_body  # noqa: F401 (shared)
 
 METRICS_PORT = free_port()  # the node's metrics-export port, scraped by test_metrics_scrape.py
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 import redis
 
-from tests.bodies import close_body, episode_seed, new_session_id, verify_body
+from harness.bodies import close_body, episode_seed, new_session_id, verify_body
 from tests.ray_head import RayHead, free_port
 from tests.serve_configs import one_replica
 

@@ -9,9 +9,9 @@ from contextlib import contextmanager
 
 from finsec.net.ports import free_port
 from finsec_client.cli import main as finsec
+from harness.fault_scenarios import failures, store_forgets
+from harness.redis_server import running_redis
 from session_store import shard_index
-from tests.fault_scenarios import failures, store_forgets
-from tests.redis_server import running_redis
 
 from .conftest import close_body, deployed_app, episode_seed, verify_body
 from .test_shard_failure import FILING_URL, ids_on_shard, incarnation, wait_for_restart

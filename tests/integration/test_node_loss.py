@@ -1,5 +1,5 @@
 """Lose a node (contract promises across a node failure): a three-node local cluster in its own process
-(tests/fault_scenarios.py), state actors only on the two state nodes, rollouts running while one state node
+(harness/fault_scenarios.py), state actors only on the two state nodes, rollouts running while one state node
 holding shards is removed."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import sys
 
 import pytest
 
-from tests.bodies import ROOT
+from harness.bodies import ROOT
 
 
 @pytest.fixture(scope="module")
 def summary() -> dict:
-    run = subprocess.run([sys.executable, "-m", "tests.fault_scenarios", "node-loss", "--seconds", "10"],
+    run = subprocess.run([sys.executable, "-m", "harness.fault_scenarios", "node-loss", "--seconds", "10"],
                          cwd=ROOT, capture_output=True, text=True, timeout=400)
     lines = [line for line in run.stdout.splitlines() if line.startswith("SUMMARY ")]
     assert run.returncode == 0 and lines, run.stderr[-3000:]
@@ -50,7 +50,7 @@ def test_finsec_serve_deployed_it_and_its_stop_removes_the_apps_actors_not_the_c
 
 def test_serve_shutdown_removes_the_apps_detached_actors():
     """They are registered with Serve's controller, which kills registered actors on `serve shutdown`."""
-    run = subprocess.run([sys.executable, "-m", "tests.fault_scenarios", "serve-shutdown"], cwd=ROOT,
+    run = subprocess.run([sys.executable, "-m", "harness.fault_scenarios", "serve-shutdown"], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
     lines = [line for line in run.stdout.splitlines() if line.startswith("SUMMARY ")]
     assert run.returncode == 0 and lines, run.stderr[-3000:]

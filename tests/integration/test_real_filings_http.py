@@ -26,7 +26,8 @@ def test_amazon_operating_cash_flow_end_to_end(app):
     with app.client() as client:
         client.post("/seed_session", json=episode_seed(sid, question=QUESTION, expected_answer=EXPECTED))
         hits = json.loads(client.post("/edgar_search", json={
-            "search_query": "Amazon net cash provided by operating activities", "form_types": ["10-K"]}).json()["results"])
+            "search_query": "Amazon net cash provided by operating activities",
+            "form_types": ["10-K"]}).json()["results"])
         assert hits[0]["ticker"] == "AMZN"
         filings = json.loads(client.post("/sec_filing_search", json={
             "ticker": "AMZN", "form_types": ["10-K"], "start_date": "2025-01-01"}).json()["results"])

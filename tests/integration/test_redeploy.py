@@ -12,7 +12,7 @@ from deployments.ingress import app_actors
 from deployments.local import deploy, undeploy
 from deployments.settings import Settings
 from finsec.corpus.generate import embedded_corpus_dir, questions
-from tests.fault_scenarios import ingress_error_page
+from harness.fault_scenarios import ingress_error_page
 
 from .conftest import close_body, episode_seed, new_session_id, verify_body
 

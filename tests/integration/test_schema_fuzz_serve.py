@@ -12,9 +12,9 @@ import pytest
 
 from tests.unit.test_schema_fuzz_quick import (  # noqa: F401 (the fixture and the tests, run on this app)
     ADMIN,
+    fixture_upstream,
     test_every_operation_answers_fuzzed_requests_below_500,
     test_sequences_on_shared_sessions_answer_below_500,
-    upstream,
 )
 
 from .conftest import deployed_app

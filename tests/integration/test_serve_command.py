@@ -16,7 +16,7 @@ import pytest
 from deployments.cpu_policy import policy_of
 from deployments.ingress import app_actors
 from deployments.settings import Settings
-from tests.bodies import close_body, episode_seed, new_session_id
+from harness.bodies import close_body, episode_seed, new_session_id
 from tests.serve_configs import one_replica
 
 APP = "it-serve-cli"
@@ -69,8 +69,8 @@ def test_serve_joins_a_cluster_and_stops_without_taking_it_down(serve_url, tmp_p
 
 
 def serve_and_stop(tmp_path, port: int, address: str, traffic, *flags: str) -> str:
-    command = [str(Path(sys.executable).parent / "finsec"), "serve", str(one_replica(tmp_path, APP, port)), "--address", address,
-               *flags]
+    command = [str(Path(sys.executable).parent / "finsec"), "serve", str(one_replica(tmp_path, APP, port)),
+               "--address", address, *flags]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
     seen: list[str] = []
@@ -134,7 +134,8 @@ def test_serve_on_its_own_cluster_stops_it_and_its_haproxy(tmp_path):
     from deployments.local import free_port
 
     port = free_port()
-    command = [str(Path(sys.executable).parent / "finsec"), "serve", str(one_replica(tmp_path, APP, 8000)), "--port", str(port)]
+    command = [str(Path(sys.executable).parent / "finsec"), "serve", str(one_replica(tmp_path, APP, 8000)),
+               "--port", str(port)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
     seen: list[str] = []

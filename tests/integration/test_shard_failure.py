@@ -1,6 +1,6 @@
 """Actor processes die (SIGKILL, not ray.kill) while rollouts run: what they held is reported lost, loudly;
 everything else carries on, closed IDs stay fenced, and no fault turns into an unmasked reward. A lost session
-is told by what the episode saw (tests/fault_scenarios.py: the shard life that seeded it, a tool's 404, when
+is told by what the episode saw (harness/fault_scenarios.py: the shard life that seeded it, a tool's 404, when
 its verify was sent), not by its reward: the scripted answers are right, so a lost session scored unmasked
 would look like any clean episode."""
 
@@ -12,8 +12,8 @@ import time
 import pytest
 
 from finsec.corpus.generate import questions
+from harness.fault_scenarios import THINK_SECONDS, Episode, Fault, episode, ingress_error_page, losses, wait_gone
 from session_store import StoreUnavailable, shard_index
-from tests.fault_scenarios import THINK_SECONDS, Episode, Fault, episode, ingress_error_page, losses, wait_gone
 
 from .conftest import close_body, cookie_claims, deployed_app, episode_seed, new_session_id, verify_body
 

@@ -104,7 +104,8 @@ def test_edgar_search_errors(client):
         "search_query is required and cannot be empty")
     later = results(client.post("/edgar_search", json={"search_query": "x", "start_date": "2024-06-01",
                                                        "end_date": "2024-01-01"}))
-    assert later["error"] == "Parameter start_date '2024-06-01' was set to a date that is later than end_date '2024-01-01'"
+    assert later["error"] == ("Parameter start_date '2024-06-01' was set to a date that is later than "
+                              "end_date '2024-01-01'")
     outside = results(client.post("/edgar_search", json={"search_query": "revenue", "start_date": "1990-01-01",
                                                          "end_date": "1991-01-01"}))
     assert outside["error"].startswith("No filings are indexed between 1990-01-01 and 1991-01-01")

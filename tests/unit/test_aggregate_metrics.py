@@ -24,7 +24,8 @@ def groups(result) -> dict[int, dict]:
 
 def test_ordinary_rows_keep_the_usual_statistics() -> None:
     rewards = [1.0, 0.0, 0.5, 0.25]
-    rows = [{"reward": r, "_ng_task_index": i % 2, "_ng_rollout_index": i // 2, "response": {"usage": {"input_tokens": 10 * i}}}
+    rows = [{"reward": r, "_ng_task_index": i % 2, "_ng_rollout_index": i // 2,
+             "response": {"usage": {"input_tokens": 10 * i}}}
             for i, r in enumerate(rewards)]
     result = strict_json(aggregate_metrics(rows))
     agent = result["agent_metrics"]

@@ -31,7 +31,7 @@ from finsec.edgar.companies import CompanyDirectory
 from finsec.edgar.filing_text import DocumentUnavailable, FilingTexts
 from finsec.edgar.source import DEFAULT_MAX_BYTES, MirrorSource
 from finsec.edgar.urls import parse_filing_url
-from tests.bodies import episode_seed, new_session_id
+from harness.bodies import episode_seed, new_session_id
 from tests.inprocess import InProcess
 
 FIRST = next(f for f in filings() if f.form == "10-K")

@@ -1,4 +1,4 @@
-"""bench/ceiling.py, the arithmetic the benchmark reports the per-core targets against: checked on figures whose
+"""harness/ceiling.py, the arithmetic the benchmark reports the per-core targets against: checked on figures whose
 answers are known, and against the serve_floor report it reads."""
 
 from __future__ import annotations
@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import bench_modules
-
-ceiling = bench_modules.load("ceiling")
+from harness import ceiling, rollout_report
 
 
 def test_a_free_floor_idle_and_client_let_two_cores_double_a_baseline_that_fills_its_core():
@@ -53,12 +51,11 @@ def test_serve_floor_is_read_over_uvicorn_per_rollout_for_the_matching_client(tm
 
 def test_a_rendered_report_reads_the_cores_and_floor_its_run_recorded():
     # A run on 4 cores with a floor of 1.0 ms, rendered here (2 cores, another serve_floor.json): its own figures.
-    serve_rollouts = bench_modules.load("serve_rollouts")
     level = {"requests_per_s": 800.0, "client_cpu_share": 0.25}  # 100 rollouts/s
     results = {"levels": [64], "cores": 4, "serve_floor_ms": {"nowatch-haproxy": 1.0}, "configs": {
         "baseline": {"throughput": [level], "cpu_share_at_64": {"the script's server process": 0.5}},
         "nowatch-haproxy": {"throughput": [level], "cpu_share_at_64": {"ingress replicas": 0.75},
                             "idle_cpu_share": 0.05}}}
-    row = serve_rollouts.ceiling_table(results)[-1]
+    row = rollout_report.ceiling_table(results)[-1]
     # 4 cores: the app 20 ms a rollout, the Serve path 30, idle 0.2 cores (2 ms), the client 10: (4 - 0.2) / 31 ms
     assert row.startswith("| nowatch-haproxy | 30.0 | 0.20, 2.0 | 1.0 | 7.0 | 10.0 | 1.23x |"), row

@@ -79,7 +79,8 @@ def test_a_missing_or_invalid_config_is_a_usage_error(tmp_path, capsys):
     bad.write_text("applications:\n  - name: finsec\n    import_path: deployments.builder:build_app\n"
                    "    deployments:\n      - name: FinsecIngress\n        num_replicas: -1\n")
     assert "not a valid serve config" in usage_error(["serve", str(bad)], capsys)
-    bad.write_text("applications:\n  - name: finsec\n    route_prefix: nope\n    import_path: deployments.builder:build_app\n")
+    bad.write_text("applications:\n  - name: finsec\n    route_prefix: nope\n"
+                   "    import_path: deployments.builder:build_app\n")
     assert "must start with '/'" in usage_error(["serve", str(bad)], capsys)
     bad.write_text("applications:\n  - name: finsec\n    import_path: deployments.builder:build_app\n"
                    "    args: {num_shards: 0}\n")

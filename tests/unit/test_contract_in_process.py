@@ -15,7 +15,7 @@ from starlette.routing import Route
 
 from deployments.asgi import ROLLOUT_ROUTES
 from finsec.corpus.generate import questions
-from tests.bodies import close_body, cookie_claims, episode_seed, new_session_id, verify_body
+from harness.bodies import close_body, cookie_claims, episode_seed, new_session_id, verify_body
 from tests.inprocess import InProcess
 
 Q = questions()[0]

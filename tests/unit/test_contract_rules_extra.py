@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from finsec.corpus.generate import questions
-from tests.bodies import close_body, episode_seed, new_session_id, verify_body
+from harness.bodies import close_body, episode_seed, new_session_id, verify_body
 from tests.inprocess import InProcess
 from tests.llm_stub import responses_reply
 

@@ -131,7 +131,8 @@ def test_directory_merges_submission_pages_and_skips_unreadable_ones(corpus, tmp
     older = {k: v[-1:] for k, v in recent.items()}  # the oldest filing moves to a page...
     main["filings"]["recent"] = {k: v[:-1] + v[:1] for k, v in recent.items()}  # ...and one row repeats
     cik10 = f"{FIRST.issuer.cik:010d}"
-    main["filings"]["files"] = [{"name": f"CIK{cik10}-submissions-001.json"}, {"name": f"CIK{cik10}-submissions-002.json"}]
+    main["filings"]["files"] = [{"name": f"CIK{cik10}-submissions-001.json"},
+                                {"name": f"CIK{cik10}-submissions-002.json"}]
     main_file.write_text(json.dumps(main))
     (mirror / f"submissions/CIK{cik10}-submissions-001.json").write_text(json.dumps(older))
     (mirror / f"submissions/CIK{cik10}-submissions-002.json").write_text("{not json")

@@ -1,4 +1,4 @@
-"""The fault scenarios' accounting (tests/fault_scenarios.py, used by bench/faults.py and the Ray fault tests),
+"""The fault scenarios' accounting (harness/fault_scenarios.py, used by bench/faults.py and the Ray fault tests),
 checked without Ray: a lost session scored unmasked is counted as a failure whatever its reward, an app 500 is
 told from HAProxy's page for a dead backend, and what cannot be known is not counted either way."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.fault_scenarios import Call, Episode, Fault, failures, ingress_error_page, lost_at_verify, summarize
+from harness.fault_scenarios import Call, Episode, Fault, failures, ingress_error_page, lost_at_verify, summarize
 
 OLD, NEW = "life-before", "life-after"
 FAULT = Fault(began=10.0, ended=10.01, shards=frozenset({1}))

@@ -192,7 +192,8 @@ def test_edgar_source_uses_the_guard_and_the_trusted_networks_setting(sec) -> No
     assert run(edgar_source(live_settings(sec), CountingLimiter()).read_archive(FIRST.url_path)) is None
     assert len(sec.seen) == 1  # the untrusted one never connected
     size = len(run(trusted.read_archive(FIRST.url_path)))
-    capped = edgar_source(live_settings(sec, fetch_trusted_networks=STAND_IN, fetch_max_bytes=size - 1), CountingLimiter())
+    capped = edgar_source(live_settings(sec, fetch_trusted_networks=STAND_IN, fetch_max_bytes=size - 1),
+                          CountingLimiter())
     assert run(capped.read_archive(FIRST.url_path)) is None
 
 

@@ -26,11 +26,13 @@ BASE = "https://www.sec.gov/Archives/edgar/data"
          FilingDocumentUrl("0000320193", "0000320193-24-300921", "aapl-20241101.htm")),
         ("www.sec.gov/Archives/edgar/data/1/000000000000000001/ex99/ex-99.1.htm?x=1#p2",
          FilingDocumentUrl("0000000001", "0000000000-00-000001", "ex99/ex-99.1.htm")),
-        ("sec.gov/Archives/edgar/data/1/000000000000000001/", FilingDocumentUrl("0000000001", "0000000000-00-000001", "")),
+        ("sec.gov/Archives/edgar/data/1/000000000000000001/",
+         FilingDocumentUrl("0000000001", "0000000000-00-000001", "")),
         ("HTTPS://WWW.SEC.GOV:443/archives/edgar/data/1/000000000000000001/a.htm",
          FilingDocumentUrl("0000000001", "0000000000-00-000001", "a.htm")),
         (f"{BASE}/1/000000000000000001/a%2Db.htm", FilingDocumentUrl("0000000001", "0000000000-00-000001", "a-b.htm")),
-        (f"{BASE}/1/000000000000000001/dir%2Fa.htm", FilingDocumentUrl("0000000001", "0000000000-00-000001", "dir/a.htm")),
+        (f"{BASE}/1/000000000000000001/dir%2Fa.htm",
+         FilingDocumentUrl("0000000001", "0000000000-00-000001", "dir/a.htm")),
         (f"{BASE}/1/000000000000000001", FilingDocumentUrl("0000000001", "0000000000-00-000001", "")),
     ],
 )
@@ -54,7 +56,8 @@ def test_urls_that_do_not_name_the_archive_are_not_filings(url: str) -> None:
 @pytest.mark.parametrize(
     ("url", "why"),
     [
-        (f"{BASE}/1/000000000000000001/" + "a" * 256 + ".htm", f"segment is 260 characters long; the limit is {MAX_SEGMENT_CHARS}"),
+        (f"{BASE}/1/000000000000000001/" + "a" * 256 + ".htm",
+         f"segment is 260 characters long; the limit is {MAX_SEGMENT_CHARS}"),
         (f"{BASE}/1/000000000000000001/" + "a/" * 1100, f"a URL may have at most {MAX_URL_CHARS}"),
         (f"{BASE}/1/000000000000000001/a\x00.htm", "control or space character '\\x00'"),
         (f"{BASE}/1/000000000000000001/a%00.htm", "its path decodes to the control or space character '\\x00'"),
@@ -108,7 +111,8 @@ def test_longest_allowed_segment_passes() -> None:
 @pytest.mark.parametrize(
     "path",
     ["files/company_tickers.json", "submissions/CIK0000320193.json", "submissions/CIK0000320193-submissions-001.json",
-     "Archives/edgar/data/320193/000032019324300921/aapl-20241101.htm", "Archives/edgar/data/1/000000000000000001/a/b.htm"],
+     "Archives/edgar/data/320193/000032019324300921/aapl-20241101.htm",
+     "Archives/edgar/data/1/000000000000000001/a/b.htm"],
 )
 def test_edgar_layout_paths(path: str) -> None:
     assert is_edgar_path(path)

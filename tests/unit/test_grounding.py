@@ -18,7 +18,7 @@ from finsec.grading.grounding import (
     answer_figures,
     ground,
 )
-from tests.bodies import episode_seed, new_session_id
+from harness.bodies import episode_seed, new_session_id
 from tests.inprocess import InProcess
 from tests.llm_stub import responses_reply
 from tests.unit.test_contract_in_process import parsed_then_answered

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.bodies import close_body, episode_seed, new_session_id, verify_body
+from harness.bodies import close_body, episode_seed, new_session_id, verify_body
 from tests.hostile import filing_url
 from tests.inprocess import InProcess
 from tests.llm_stub import closed_port_url, responses_reply
@@ -204,7 +204,8 @@ VERIFY_VARIANTS = {
     "final_result NaN": {"response": {"output": [{"type": "function_call", "name": "submit_final_result",
                                                   "arguments": '{"final_result": NaN}'}]}},
     "final_result deep": {"response": {"output": [{"type": "function_call", "name": "submit_final_result",
-                                                   "arguments": '{"final_result": ' + "[" * 2_000 + "]" * 2_000 + "}"}]}},
+                                                   "arguments": '{"final_result": ' + "[" * 2_000 + "]" * 2_000
+                                                   + "}"}]}},
     "usage of junk": {"response": {"output": [], "usage": {"input_tokens": "many", "total_tokens": [1]}}},
 }
 
@@ -380,8 +381,9 @@ HEAVY = {  # name -> (route, body bytes, the status it must get[, more files who
     # under the cap, over a small document: reading the question is the work (the choice once looked at documents)
     "a 50,000-character repetitive prompt": ("/retrieve_information", json.dumps(
         {"prompt": ("how many of the " * 3_200)[:49_990] + " {{doc}}"}).encode(), 200, QUESTION_SIZED),
-    "200,000 range objects": ("/retrieve_information", json.dumps({"prompt": "revenue {{doc}}", "input_character_ranges": [
-        {"key": "doc", "start": 0, "end": 10}] * 200_000}).encode(), 200),
+    "200,000 range objects": ("/retrieve_information", json.dumps({
+        "prompt": "revenue {{doc}}", "input_character_ranges": [{"key": "doc", "start": 0, "end": 10}] * 200_000,
+    }).encode(), 200),
     "a 60,000-step trajectory to /verify (echoed into the row)": ("/verify", _long_trajectory(60_000), 200),
     "a 5 MB task_data in an episode seed": ("/seed_session", json.dumps(episode_seed(
         new_session_id(), notes=["a long filing excerpt " * 20] * 10_000)).encode(), 200),

@@ -18,7 +18,7 @@ import pytest
 
 from finsec.corpus.generate import write_corpus
 from finsec.edgar.urls import is_edgar_path
-from tests.bodies import episode_seed, new_session_id
+from harness.bodies import episode_seed, new_session_id
 from tests.hostile import filing_url
 from tests.inprocess import InProcess
 from tests.sec_server import SecServer
@@ -63,8 +63,10 @@ HOSTILE_URLS = [
     "../../../../etc/passwd",
     "/etc/passwd",
 ]
-ANSWERS = ("ERROR: url is", "Invalid SEC URL format", "Failed to download filing", "Failed to fetch", "Refused to fetch")
-CACHE_FILES = re.compile(r"tickers\.json|filings_metadata/[0-9]{10}\.json|filings/[0-9]{10}/[0-9]{18}/[A-Za-z0-9_][A-Za-z0-9._-]*\.txt")
+ANSWERS = ("ERROR: url is", "Invalid SEC URL format", "Failed to download filing", "Failed to fetch",
+           "Refused to fetch")
+CACHE_FILES = re.compile(r"tickers\.json|filings_metadata/[0-9]{10}\.json"
+                         r"|filings/[0-9]{10}/[0-9]{18}/[A-Za-z0-9_][A-Za-z0-9._-]*\.txt")
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +75,8 @@ def planted(tmp_path_factory) -> Path:
     top = tmp_path_factory.mktemp("planted")
     mirror = write_corpus(top / "mirror")
     (top / "outside.htm").write_text(f"<html><body>{SECRET} outside the mirror</body></html>")
-    for place in ("secret.htm", "MANIFEST.json", "Archives/edgar/data/secret.htm", f"Archives/edgar/data/{H_CIK}/secret.htm"):
+    for place in ("secret.htm", "MANIFEST.json", "Archives/edgar/data/secret.htm",
+                  f"Archives/edgar/data/{H_CIK}/secret.htm"):
         (mirror / place).write_text(f"<html><body>{SECRET} in {place}</body></html>")
     os.symlink(top / "outside.htm", mirror / "Archives/edgar/data" / H_CIK / H_ACC / "escape.htm")
     os.symlink(mirror / "Archives/edgar/data" / H_CIK / H_ACC / H_DOC,

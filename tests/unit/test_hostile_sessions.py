@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.bodies import close_body, cookie_claims, episode_seed, new_session_id, verify_body
+from harness.bodies import close_body, cookie_claims, episode_seed, new_session_id, verify_body
 from tests.hostile import company_name, cookie_of, filing_url, signed_cookie, with_claims
 from tests.inprocess import InProcess
 
@@ -70,7 +70,7 @@ def _forgeries(app, victim_sid: str, victim_cookie: str) -> dict[str, str]:
         "garbage": "garbage",
         "empty": "",
         "dots": "...",
-        "json": '{"session_id":"%s"}' % victim_sid,
+        "json": f'{{"session_id":"{victim_sid}"}}',
         "long": "A" * 4_000,
     }
 

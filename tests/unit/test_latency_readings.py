@@ -1,14 +1,12 @@
-"""How bench/serve_rollouts.py reads its rounds: latency at concurrency 1 as differences within each round, and the
-scaling table's ratios within each round, so the machine's drift between rounds (2x here at concurrency 1)
-cancels instead of deciding a target."""
+"""How bench/serve_rollouts.py reads its rounds (harness/rollout_report.py): latency at concurrency 1 as differences
+within each round, and the scaling table's ratios within each round, so the machine's drift between rounds (2x here
+at concurrency 1) cancels instead of deciding a target."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests import bench_modules
-
-serve_rollouts = bench_modules.load("serve_rollouts")
+from harness import rollout_report as serve_rollouts
 
 
 def test_a_route_is_read_against_submit_final_result_of_its_own_round():

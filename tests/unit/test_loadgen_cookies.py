@@ -1,11 +1,10 @@
-"""The load generator carries each rollout's session cookie by hand (bench/loadgen.py): what a reply sets is sent
-with the next request, a Max-Age of 0 deletes it, and nothing crosses from one rollout to the next."""
+"""The load generator carries each rollout's session cookie by hand (harness/cookies.py, as bench/loadgen.py uses
+it): what a reply sets is sent with the next request, a Max-Age of 0 deletes it, and nothing crosses from one rollout
+to the next."""
 
 from __future__ import annotations
 
-from tests import bench_modules
-
-loadgen = bench_modules.load("loadgen")
+from harness import cookies as loadgen
 
 
 def test_a_set_cookie_is_sent_back_with_its_value_only():

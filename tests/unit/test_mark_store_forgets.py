@@ -13,14 +13,14 @@ import pytest
 from deployments.builder import begin_mark_store
 from deployments.ingress import durable_records
 from deployments.settings import Settings
+from harness.bodies import episode_seed, new_session_id
+from harness.redis_server import running_redis
 from session_store import Claims, Masked, MemoryMarkStore, Scored, Seeded, ShardConfig, ShardService, Verdict
 from session_store.core import EpisodeSeed
 from session_store.errors import SessionConflict, SessionLost, StoreUnavailable
 from session_store.marks.redis_store import RedisMarkStore
 from session_store.shard import FORGOT
-from tests.bodies import episode_seed, new_session_id
 from tests.inprocess import InProcess
-from tests.redis_server import running_redis
 
 WIN = Verdict(1.0)
 

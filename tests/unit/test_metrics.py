@@ -9,7 +9,7 @@ from pathlib import Path
 
 from finsec.corpus.generate import filings
 from finsec.metrics import exported_names
-from tests.bodies import close_body, episode_seed, new_session_id, verify_body
+from harness.bodies import close_body, episode_seed, new_session_id, verify_body
 from tests.inprocess import InProcess
 
 FIRST = next(f for f in filings() if f.form == "10-K")

@@ -35,7 +35,8 @@ Q = questions()[-1]  # a question the other in-process suites do not ask
 NESTED_KEYS = {"api", "Authorization"}
 # Values for keys the README names without one ("`sec_api_key`"), by the row or example that names them.
 FILL = {
-    "sec_api_key": "sec-api-placeholder", "tavily_api_key": "tvly-placeholder", "admin_token": "operator-token-of-at-least-32-chars",
+    "sec_api_key": "sec-api-placeholder", "tavily_api_key": "tvly-placeholder",
+    "admin_token": "operator-token-of-at-least-32-chars",
     "sec_www_base_url": "http://10.8.0.5:8800", "sec_data_base_url": "http://10.8.0.5:8800",
 }
 

@@ -5,7 +5,8 @@ import session_store
 PUBLIC = {
     "NO_CLAIMS", "BoundedLru", "Cached", "Claims", "Coalescer", "DocumentRef", "DocumentRefused", "DocumentStore",
     "DocumentStoreService", "DocumentsView", "EpisodeSeed", "Limits", "LocalSessionStore", "Masked",
-    "MemoryMarkStore", "Pending", "Reaper", "GradeNow", "Scored", "Seeded", "SessionConflict", "SessionLost", "SessionStore", "ShardConfig", "ShardService",
+    "MemoryMarkStore", "Pending", "Reaper", "GradeNow", "Scored", "Seeded", "SessionConflict", "SessionLost",
+    "SessionStore", "ShardConfig", "ShardService",
     "StoreFull", "StoreUnavailable", "StoredDocument", "Verdict", "VerifyOutcome", "VerifyPlan",
     "canonical_digest", "code_version", "shard_index",
 }

@@ -1,4 +1,4 @@
-"""The Redis mark store against a real redis-server (tests/redis_server.py): native expiry, reads per ID (a shard
+"""The Redis mark store against a real redis-server (harness/redis_server.py): native expiry, reads per ID (a shard
 over it never settles), group commit, a shard's promises when Redis is gone, durable seeds across shard lives, the
 kept cookie secret, and a purge that removes only its own application's records."""
 

@@ -25,7 +25,7 @@ from finsec.retrieval.passages import (
 from finsec.retrieval.prompt import character_ranges, placeholder_keys, substitute
 from finsec.retrieval.tokenize import tokenize
 from finsec.text.html_to_text import html_to_text
-from tests.bodies import ROOT
+from harness.bodies import ROOT
 from tests.real_filings import EDGAR_REAL, manifest, needs_real_filings
 
 

@@ -1,5 +1,6 @@
-"""The reward-hacking suite of bench/reward_hacking.py, graded here the same way: every adversarial answer earns 0
-with an explanation that names its cause, every honest paraphrase earns 1. Ray-free and fast."""
+"""The reward-hacking suite of bench/reward_hacking.py (harness/reward_hacking.py), graded here the same way: every
+adversarial answer earns 0 with an explanation that names its cause, every honest paraphrase earns 1. Ray-free and
+fast."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from collections import Counter
 
 import pytest
 
-from tests import bench_modules
+from harness import reward_hacking
 
 
 @pytest.fixture(scope="module")
 def suite():
-    module = bench_modules.load("reward_hacking")
+    module = reward_hacking
     cases = module.suite()
     return module, cases, module.grade(cases)
 

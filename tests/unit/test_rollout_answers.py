@@ -92,7 +92,8 @@ def test_a_change_not_stated_is_computed_from_both_columns():
 (Consolidated Statements of Operations / in thousands / 2024 | 2023)
 Total net revenues | $1,100 | $1,000
 """
-    question = "By what percentage did Acme Corp. (ACME1)'s total net revenues change in fiscal 2024 compared with 2023?"
+    question = ("By what percentage did Acme Corp. (ACME1)'s total net revenues change in fiscal 2024 "
+                "compared with 2023?")
     assert answer(read_question(question), reply) == "10.0%"
 
 

@@ -73,7 +73,8 @@ def test_every_attempt_asks_serve_not_to_watch_for_a_disconnect():
     flaky = Flaky(1, 503)
     reply, calls = asyncio.run(post(flaky))
     assert reply.status == 200 and len(flaky.headers) == 2
-    assert all(h.get("x-request-disconnect-disabled") == "?1" for h in flaky.headers)  # finsec_client.client.CLIENT_HEADERS
+    # the header of finsec_client.client.CLIENT_HEADERS, on every attempt
+    assert all(h.get("x-request-disconnect-disabled") == "?1" for h in flaky.headers)
 
 
 @pytest.mark.parametrize("status", [400, 404, 409, 422, 429])

@@ -21,7 +21,7 @@ from deployments.http.prefixes import mount_path, route_path, with_route_path
 from deployments.inprocess import in_process_app
 from deployments.settings import Settings
 from finsec.corpus.generate import embedded_corpus_dir, questions
-from tests.bodies import close_body, cookie_claims, episode_seed, new_session_id, verify_body
+from harness.bodies import close_body, cookie_claims, episode_seed, new_session_id, verify_body
 from tests.inprocess import InProcess
 
 MOUNTS = ["/", "/finsec"]

@@ -284,7 +284,8 @@ def test_text_uses_declared_charset_then_utf8_then_latin1(port: int) -> None:
     ("url", "why"),
     [
         ("http://127.0.0.1/x", "127.0.0.1 is a loopback address"),
-        ("http://169.254.169.254/latest/", "169.254.169.254 is a link-local address (where cloud metadata services live)"),
+        ("http://169.254.169.254/latest/",
+         "169.254.169.254 is a link-local address (where cloud metadata services live)"),
         ("http://[::ffff:127.0.0.1]:8080/", "::ffff:127.0.0.1 is a loopback address"),
         ("http://10.1.2.3/", "10.1.2.3 is a private-network address"),
         ("http://100.64.0.1/", "100.64.0.1 is a carrier-grade NAT address"),
@@ -589,5 +590,6 @@ def test_an_unforeseen_exception_becomes_a_fetch_failure() -> None:
     async def broken_resolver(host: str) -> list[str]:
         raise RuntimeError("resolver bug")
 
-    with pytest.raises(FetchFailed, match=r"Failed to fetch http://filings.example/: unexpected RuntimeError \(resolver bug\)"):
+    with pytest.raises(FetchFailed,
+                       match=r"Failed to fetch http://filings.example/: unexpected RuntimeError \(resolver bug\)"):
         fetch(make_fetcher(resolve=broken_resolver), "http://filings.example/")

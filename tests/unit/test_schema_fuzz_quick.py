@@ -32,7 +32,7 @@ from deployments.inprocess import in_process_app
 from deployments.settings import Settings
 from finsec.corpus.generate import embedded_corpus_dir, questions
 from finsec_client.threaded_server import ThreadedServer
-from tests.bodies import cookie_claims, episode_seed
+from harness.bodies import cookie_claims, episode_seed
 from tests.inprocess import InProcess
 
 EXAMPLES = int(os.environ.get("FINSEC_QUICK_FUZZ_EXAMPLES", "60"))  # per operation; sequences get twice that
@@ -83,8 +83,8 @@ class Misbehaving:
         return Response(WRONG_JSON[n % len(WRONG_JSON)], status_code=status, media_type="application/json")
 
 
-@pytest.fixture(scope="module")
-def upstream():
+@pytest.fixture(scope="module", name="upstream")
+def fixture_upstream():  # named apart from the fixture, so a module that imports it can still ask for `upstream`
     misbehaving = Misbehaving()
     with misbehaving.server:
         yield misbehaving

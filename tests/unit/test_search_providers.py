@@ -101,7 +101,8 @@ def test_tavily_search_and_its_retries(stub):
     [
         (("  ", None, None, None), "search_query is required and cannot be empty."),
         (("q", None, "2024/01/01", None), "Invalid end_date format: '2024/01/01'. Expected YYYY-MM-DD."),
-        (("q", "2024-13-01", None, None), "Invalid start_date: '2024-13-01' is not a calendar date. Expected YYYY-MM-DD."),
+        (("q", "2024-13-01", None, None),
+         "Invalid start_date: '2024-13-01' is not a calendar date. Expected YYYY-MM-DD."),
         (("q", "2024-06-01", "2024-01-01", None), "start_date '2024-06-01' is later than end_date '2024-01-01'."),
     ],
 )

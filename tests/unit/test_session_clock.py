@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from harness.bodies import episode_seed, new_session_id
 from session_store import MemoryMarkStore, Reaper, ShardConfig, ShardService
 from session_store.clock import SLEW, SessionClock
 from session_store.core import EpisodeSeed
-from tests.bodies import episode_seed, new_session_id
 from tests.inprocess import InProcess
 
 TTL = 600.0

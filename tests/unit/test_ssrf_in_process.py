@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from finsec.corpus.generate import filings, write_corpus
-from tests.bodies import episode_seed, new_session_id
+from harness.bodies import episode_seed, new_session_id
 from tests.inprocess import InProcess
 from tests.sec_server import SecServer
 

@@ -19,7 +19,7 @@ import pytest
 from finsec.corpus.generate import filings
 from finsec.llm.endpoint import ModelEndpoint
 from finsec.retrieval.llm_retrieval import LlmRetrieval
-from tests.bodies import close_body, episode_seed, new_session_id, verify_body
+from harness.bodies import close_body, episode_seed, new_session_id, verify_body
 from tests.inprocess import InProcess
 from tests.llm_stub import closed_port_url, responses_reply
 from tests.sec_server import SecServer

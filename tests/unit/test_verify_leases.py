@@ -17,8 +17,8 @@ from deployments.asgi import create_api
 from deployments.services import build_services
 from finsec.contract import VerifyRequest
 from finsec.edgar.limiter import LocalRateLimiter
+from harness.bodies import episode_seed, new_session_id, verify_body
 from session_store import NO_CLAIMS, DocumentStoreService, GradeNow
-from tests.bodies import episode_seed, new_session_id, verify_body
 from tests.hostile import IN_PROCESS_SECRET
 from tests.inprocess import InProcess
 from tests.llm_stub import responses_reply

@@ -13,8 +13,8 @@ policy does while it writes its answer, so a kill often lands where only the ver
 HTTP 500s are split by who answered: the app (must be 0) or HAProxy's own page for a backend that died
 mid-request (`ingress_error_page`), which only a killed ingress replica may cause.
 
-    python -m tests.fault_scenarios node-loss [--seconds 12]    # prints the summary as JSON
-    python -m tests.fault_scenarios serve-shutdown
+    python -m harness.fault_scenarios node-loss [--seconds 12]    # prints the summary as JSON
+    python -m harness.fault_scenarios serve-shutdown
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def ingress_error_page(response: httpx.Response) -> bool:
 
 
 def seeded_by(response: httpx.Response) -> str | None:
-    """The shard incarnation named by the session cookie a seed reply sets (tests/bodies.py cookie_claims reads
+    """The shard incarnation named by the session cookie a seed reply sets (harness/bodies.py cookie_claims reads
     one cookie by name; the fault clients do not know the app's cookie name)."""
     for header in response.headers.get_list("set-cookie"):
         payload = header.partition("=")[2].split(";")[0].split(".")[0]
@@ -271,7 +271,7 @@ def store_forgets(base_url: str, seconds: float = 12.0, workers: int = 16, ackno
     from deployments.local import QUIET_LOGS, deploy_application, undeploy_application
     from deployments.settings import Settings
     from finsec.corpus.generate import embedded_corpus_dir
-    from tests.redis_server import running_redis
+    from harness.redis_server import running_redis
 
     port = free_port()
     redis = running_redis(persist=False, port=port)
