@@ -1,12 +1,19 @@
 """The whole application in one process, no Ray: shards, document store and reaper as plain objects.
 
-For the in-process contract tests (through `httpx.ASGITransport`) and the single-process baseline of the
-benchmarks. It runs the same routes, core, batching and document store as the Serve app; only the hops differ.
+`finsec serve --in-process` serves it with uvicorn (`serve_in_process`); the in-process contract tests drive it
+through `httpx.ASGITransport`, and the benchmarks use it as their single-process baseline. It runs the same
+routes, core, batching and document store as the Serve app; only the hops differ. Its marks are in memory: a
+restart of the process forgets every fence, so it suits one machine's runs, not a training job that must outlive
+the process.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import secrets
+import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastapi import FastAPI
@@ -25,6 +32,8 @@ from session_store import (
     ShardConfig,
     ShardService,
 )
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -56,3 +65,37 @@ def in_process_app(settings: Settings, cookie_secret: str | None = None,
                      cookie_secret)
     reaper = Reaper(store.shards, DocumentStoreService(documents), marks=marks)
     return InProcessApp(api, store, documents, marks, reaper, settings)
+
+
+def serve_in_process(settings: Settings, host: str, port: int, *,
+                     on_ready: Callable[[str], None] | None = None) -> None:
+    """Serve the app from this process until SIGINT or SIGTERM, the reaper ticking every reaper_interval_seconds."""
+    import uvicorn
+
+    app = in_process_app(settings)
+    server = uvicorn.Server(uvicorn.Config(app.api, host=host, port=port, log_level="warning", access_log=False))
+
+    async def reap() -> None:
+        while True:
+            await asyncio.sleep(settings.reaper_interval_seconds)
+            try:
+                await app.reaper.tick()
+            except Exception:  # the next tick tries again; a tick never stops the server
+                log.exception("reaper tick failed")
+
+    async def main() -> None:
+        reaper = asyncio.create_task(reap())
+        serving = asyncio.create_task(server.serve())
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.05)
+        if server.started and on_ready is not None:
+            on_ready(f"http://{host}:{port}")
+        try:
+            await serving
+        finally:
+            reaper.cancel()
+
+    # uvicorn stops on SIGINT or SIGTERM, then raises the signal again for the handler it found: a stop, not a crash.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: None)
+    asyncio.run(main())

@@ -9,9 +9,9 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from finsec_client.cli.serve_config import describe_corpus, load_serve_config
+from finsec_client.cli.serve_config import ServeTarget, describe_corpus, load_serve_config
 from finsec_client.cli.server import running_app
-from finsec_client.cli.usage import EXIT_OK
+from finsec_client.cli.usage import EXIT_OK, check_port_free
 
 DEFAULT_CONFIG = Path("configs/serve.yaml")
 
@@ -32,6 +32,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--purge", action="store_true",
                         help="on stop, also delete the app's durable records: fences, episode seeds and the "
                         "generated cookie secret (kept by default, so a restart honours them)")
+    parser.add_argument("--in-process", action="store_true",
+                        help="serve the app from this one process with uvicorn: no Ray, shards in process, marks in "
+                        "memory (lost when it stops); the config's settings and port apply, its replicas do not")
     parser.add_argument("--ingress", choices=("haproxy", "proxy"), default="haproxy",
                         help="a local cluster's ingress: Serve's HAProxy (default, faster) or its Python proxy")
     parser.set_defaults(run=run)
@@ -41,6 +44,8 @@ def run(options: argparse.Namespace) -> int:
     target = load_serve_config(options.config)  # validated before Ray starts
     if options.port is not None:
         target = replace(target, port=options.port)
+    if options.in_process:
+        return _run_in_process(target)
     stop = threading.Event()
 
     def on_signal(*_: object) -> None:
@@ -57,4 +62,19 @@ def run(options: argparse.Namespace) -> int:
         print(f"stop with Ctrl-C, or: kill -TERM {os.getpid()}", flush=True)
         while not stop.wait(0.5):  # a timed wait, so the signal handler runs promptly
             pass
+    return EXIT_OK
+
+
+
+def _run_in_process(target: ServeTarget) -> int:
+    from deployments.inprocess import serve_in_process
+
+    check_port_free(target.host, target.port)
+
+    def ready(url: str) -> None:
+        print(f"finsec-serve is up at {url}  (one process, no Ray; marks in memory)")
+        print(f"corpus: {describe_corpus(target.settings)}")
+        print(f"stop with Ctrl-C, or: kill -TERM {os.getpid()}", flush=True)
+
+    serve_in_process(target.settings, target.host, target.port, on_ready=ready)
     return EXIT_OK

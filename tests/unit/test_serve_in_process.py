@@ -1,0 +1,50 @@
+"""`finsec serve --in-process`: the same app and contract from one uvicorn process, no Ray. Run as a user runs it
+(the command in a subprocess), driven over real HTTP by the project's rollout client with both drivers, and
+stopped by SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from finsec.net.ports import free_port
+from harness.bodies import close_body, episode_seed, new_session_id
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_serve_in_process_plays_episodes_and_stops_on_sigterm(tmp_path):
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "finsec_client.cli", "serve", "configs/serve.yaml",
+                               "--in-process", "--port", str(port)], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    try:
+        first = server.stdout.readline()
+        assert first.startswith(f"finsec-serve is up at http://127.0.0.1:{port}"), first + server.stdout.read()
+        url = f"http://127.0.0.1:{port}"
+        loaded = httpx.get(url + "/status", timeout=10).json()
+        assert loaded["settings"]["num_shards"] == 2  # the config's settings apply
+
+        out = tmp_path / "runs.jsonl"
+        played = subprocess.run([sys.executable, "-m", "finsec_client.cli", "rollouts", "--url", url, "-n", "6",
+                                 "-c", "3", "--driver", "environment-server", "--driver", "legacy-agent",
+                                 "--out", str(out), "--fail-on-masked"], cwd=ROOT, capture_output=True, text=True,
+                                timeout=120)
+        assert played.returncode == 0, played.stdout[-2000:] + played.stderr[-2000:]
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        assert len(rows) == 6 and all(row["reward"] is not None for row in rows), rows
+
+        with httpx.Client(base_url=url, timeout=10) as client:  # a fence after close, as on the Serve path
+            sid = new_session_id()
+            assert client.post("/seed_session", json=episode_seed(sid)).status_code == 200
+            assert client.post("/close_session", json=close_body(sid)).status_code == 200
+            again = client.post("/seed_session", json=episode_seed(sid))
+            assert again.status_code == 409, again.text
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(30) == 0
