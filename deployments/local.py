@@ -3,7 +3,7 @@
 Serve runs behind its HAProxy ingress by default (`RAY_SERVE_ENABLE_HA_PROXY=1`): it adds far less latency per
 request than the default Python proxy, which also collapses under load (bench/serve_rollouts.py's `serve-proxy`
 configuration; Serve's floor behind HAProxy in bench/results/serve_floor.md). HAProxy runs as a child process of
-Serve's proxy actor and outlives `ray stop` (ray-notes), so every start here gives it a private folder and private
+Serve's proxy actor and outlives `ray stop`, so every start here gives it a private folder and private
 stats ports, and every stop kills what runs from that folder. The cluster's processes run under SCHED_BATCH
 (`cpu_policy`).
 """
@@ -30,7 +30,7 @@ from finsec.net.ports import free_port
 
 Ingress = Literal["haproxy", "proxy"]
 
-# A private loopback cluster needs no token auth, usage reporting or uv runtime envs (ray-notes: traps).
+# A private loopback cluster needs no token auth, usage reporting or uv runtime envs.
 LOCAL_RAY_ENV = {
     "RAY_AUTH_MODE": "disabled",
     "RAY_USAGE_STATS_ENABLED": "0",
@@ -120,7 +120,7 @@ def start_ray(*, batch_scheduling: bool = True, **ray_init: Any) -> None:
 
 def stop_ray_and_serve() -> None:
     """Shut the local cluster down and kill its HAProxy. Serve's own shutdown is skipped on purpose: with
-    HAProxy it can wait 30 s for its controller (ray-notes), and the whole cluster is going away anyway."""
+    HAProxy it can wait 30 s for its controller, and the whole cluster is going away anyway."""
     import ray
 
     ray.shutdown()
@@ -163,7 +163,8 @@ def _pids_using(folder: str) -> list[int]:
 
 
 def deploy(settings: Settings, base_url: str, *, replicas: int = 1, timeout: float = 120.0) -> None:
-    """Deploy the app at route prefix "/" and wait until a real route answers (ray-notes: "Path not found")."""
+    """Deploy the app at route prefix "/" and wait until a real route answers (Serve answers "Path not found"
+    until the app is routed)."""
     deploy_application(settings, base_url, name=settings.app_name, timeout=timeout, options={
         "num_replicas": replicas, "ray_actor_options": {"num_cpus": 0}, "logging_config": QUIET_LOGS})
 

@@ -4,7 +4,7 @@ their calls can raise and what those mean, creation, retirement and cleanup.
 - **Names carry versions.** An actor is named `<kind>.<version>`, the version a digest of its constructor
   arguments and of the code it runs. A redeploy with a new TTL, rate limit or shard count, or with new
   session-store code, therefore creates new actors instead of reusing old ones (`get_if_exists` hands the
-  first creator's arguments to everybody, ray-notes). The old ones are retired once no replica uses them
+  first creator's arguments to everybody). The old ones are retired once no replica uses them
   (`retire_stale`); sessions they held are reported lost by the new shards, whose incarnations their
   cookies do not carry.
 - **Cleanup.** Every actor is registered with Serve's controller, which kills registered actors on
