@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from finsec_client.cli.serve_config import describe_corpus, load_serve_config
-from finsec_client.cli.server import default_target, join_cluster, running_app
+from finsec_client.cli.serve_config import describe_corpus, load_serve_config, packaged_config
+from finsec_client.cli.server import join_cluster, running_app
 from finsec_client.cli.usage import EXIT_FAILED, EXIT_OK, UsageError, check_server_up, check_url
 from finsec_client.drivers import DRIVERS
 from finsec_client.policies.llm import ModelSpec
@@ -38,7 +38,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     target = parser.add_argument_group("server")
     target.add_argument("--url", help="a running finsec server (default: start one in process)")
     target.add_argument("--config", type=Path, help="serve config for the in-process server (default: "
-                        "configs/serve.yaml's 2 replicas and 2 shards, the embedded corpus; FINSEC_<FIELD> overrides)")
+                        "the packaged serve.yaml: 2 replicas, 2 shards, the embedded corpus; FINSEC_<FIELD> overrides)")
     target.add_argument("--address", help="a running Ray cluster for the in-process server and the workers")
     target.add_argument("--ingress", choices=("haproxy", "proxy"), default="haproxy",
                         help="the in-process server's ingress (default haproxy)")
@@ -174,9 +174,8 @@ def _server(options: argparse.Namespace) -> Iterator[str]:
         return
     from finsec.net.ports import free_port
 
-    target = load_serve_config(options.config) if options.config else default_target(free_port())
-    if options.config:  # the config's port may be taken (a `finsec serve` running): any free one will do
-        target = replace(target, port=free_port())
+    # the config's port may be taken (a `finsec serve` running): any free one will do
+    target = replace(load_serve_config(options.config or packaged_config()), port=free_port())
     began = time.monotonic()
     print(f"starting {'on ' + options.address if options.address else 'a local Ray cluster'} and the app "
           f"on {describe_corpus(target.settings)} ...", file=sys.stderr, flush=True)

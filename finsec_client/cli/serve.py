@@ -9,11 +9,9 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from finsec_client.cli.serve_config import ServeTarget, describe_corpus, load_serve_config
+from finsec_client.cli.serve_config import ServeTarget, describe_corpus, load_serve_config, packaged_config
 from finsec_client.cli.server import running_app
 from finsec_client.cli.usage import EXIT_OK, check_port_free
-
-DEFAULT_CONFIG = Path("configs/serve.yaml")
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -24,8 +22,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "its FinsecIngress options set replicas or autoscaling, max_ongoing_requests and ray_actor_options, and "
         "http_options.port is the port. Ctrl-C or SIGTERM removes the app and its actors, and stops a cluster "
         "it started; the app's fences, episode seeds and cookie secret stay (see --purge).")
-    parser.add_argument("config", nargs="?", type=Path, default=DEFAULT_CONFIG,
-                        help=f"serve config YAML (default {DEFAULT_CONFIG})")
+    parser.add_argument("config", nargs="?", type=Path,
+                        help="serve config YAML (default: the packaged serve.yaml; configs/serve.yaml here)")
     parser.add_argument("--port", type=int, help="HTTP port (default: the config's http_options.port)")
     parser.add_argument("--address", help="join this running Ray cluster (e.g. ray://head:10001 or head:6379) "
                         "instead of starting a local one; stopping leaves the cluster up")
@@ -41,7 +39,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(options: argparse.Namespace) -> int:
-    target = load_serve_config(options.config)  # validated before Ray starts
+    target = load_serve_config(options.config or packaged_config())  # validated before Ray starts
     if options.port is not None:
         target = replace(target, port=options.port)
     if options.in_process:

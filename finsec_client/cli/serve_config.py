@@ -19,6 +19,13 @@ if TYPE_CHECKING:  # the server's settings are loaded when a config is read, nev
 INGRESS_DEPLOYMENT = "FinsecIngress"
 
 
+def packaged_config(name: str = "serve.yaml") -> Path:
+    """A serve config the package ships (`configs/` in the repository): `finsec serve` works from any folder."""
+    from importlib.resources import files
+
+    return Path(str(files("deployments") / "configs" / name))
+
+
 @dataclass(frozen=True)
 class ServeTarget:
     settings: Settings

@@ -17,18 +17,6 @@ from finsec_client.cli.usage import UsageError, check_port_free, one_line
 if TYPE_CHECKING:  # the server is loaded when a command starts it, never by the command line itself
     from deployments.local import Ingress
 
-# Like configs/serve.yaml: two ingress replicas, two shards, sized for a 2-core machine.
-DEFAULT_OPTIONS = {"num_replicas": 2, "max_ongoing_requests": 256, "ray_actor_options": {"num_cpus": 0.5}}
-
-
-def default_target(port: int) -> ServeTarget:
-    from deployments.local import QUIET_LOGS
-    from deployments.settings import Settings
-
-    return ServeTarget(Settings(app_name="finsec", num_shards=2), "finsec", "/",
-                       {**DEFAULT_OPTIONS, "logging_config": QUIET_LOGS}, "127.0.0.1", port)
-
-
 def join_cluster(address: str) -> None:
     import ray
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from pathlib import Path
 
-from finsec_client.cli.serve import DEFAULT_CONFIG
 from finsec_client.cli.usage import EXIT_FAILED, EXIT_OK, UsageError, one_line
 
 
@@ -23,16 +23,16 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("action", choices=("check", "acknowledge-loss"),
                         help="check: is the marker there, and can the store forget? acknowledge-loss: accept a "
                         "loss the app reported, so that it seeds new sessions again")
-    parser.add_argument("config", nargs="?", default=DEFAULT_CONFIG, help=f"serve config (default {DEFAULT_CONFIG})")
+    parser.add_argument("config", nargs="?", type=Path, help="serve config (default: the packaged serve.yaml)")
     parser.add_argument("--address", default="auto", help="the Ray cluster whose GCS keeps the marks, when "
                         "mark_store_url is unset (default: the cluster this machine is part of)")
     parser.set_defaults(run=run_store)
 
 
 def run_store(options: argparse.Namespace) -> int:
-    from finsec_client.cli.serve_config import load_serve_config
+    from finsec_client.cli.serve_config import load_serve_config, packaged_config
 
-    settings = load_serve_config(options.config).settings
+    settings = load_serve_config(options.config or packaged_config()).settings
     store, where = _open(settings, options.address), _where(settings)
     try:
         if options.action == "acknowledge-loss":

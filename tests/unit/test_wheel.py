@@ -1,0 +1,71 @@
+"""The built wheel works outside the checkout: installed (not editable) into a fresh virtualenv, run from another
+folder, `finsec --help`, `finsec serve --in-process` (its packaged default config) and `finsec rollouts` work.
+
+The new virtualenv takes the dependencies from this one's site-packages (a path in a .pth file, whose own .pth
+files, this project's editable install among them, are not read), so only the wheel provides the project."""
+
+from __future__ import annotations
+
+import signal
+import site
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from finsec.net.ports import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory) -> Path:
+    where = tmp_path_factory.mktemp("wheel")
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(where / "dist"),
+                            str(ROOT)], capture_output=True, text=True, timeout=600)
+    if built.returncode != 0 and "No matching distribution" in built.stderr:
+        pytest.skip("no package index to build the wheel with: " + built.stderr[-300:])
+    assert built.returncode == 0, built.stderr[-2000:]
+    wheel = next((where / "dist").glob("finsec_serve-*.whl"))
+    env = where / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=120)
+    purelib = Path(sysconfig.get_path("purelib", vars={"base": str(env), "platbase": str(env)}))
+    (purelib / "dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(env / "bin" / "python"), "install",
+                                "--no-deps", "-q", str(wheel)], capture_output=True, text=True, timeout=600)
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    return env
+
+
+def run(venv: Path, *argv: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([str(venv / "bin" / argv[0]), *argv[1:]], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_the_wheel_provides_every_package_and_none_from_the_checkout(venv, tmp_path):
+    where = run(venv, "python", "-c", "import deployments, finsec, finsec_client, session_store as s; "
+                "print(finsec.__file__, finsec_client.__file__, deployments.__file__, s.__file__)", cwd=tmp_path)
+    assert where.returncode == 0, where.stderr
+    assert all(path.startswith(str(venv)) for path in where.stdout.split()), where.stdout
+    harness = run(venv, "python", "-c", "import harness", cwd=tmp_path)
+    assert harness.returncode != 0  # what tests and benchmarks share is not shipped
+
+
+def test_the_commands_work_from_another_folder(venv, tmp_path):
+    helped = run(venv, "finsec", "--help", cwd=tmp_path)
+    assert helped.returncode == 0 and "rollouts" in helped.stdout, helped.stderr
+    port = free_port()
+    server = subprocess.Popen([str(venv / "bin" / "finsec"), "serve", "--in-process", "--port", str(port)],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        first = server.stdout.readline()
+        assert first.startswith(f"finsec-serve is up at http://127.0.0.1:{port}"), first + server.stdout.read()
+        played = run(venv, "finsec", "rollouts", "--url", f"http://127.0.0.1:{port}", "-n", "4", "-c", "2",
+                     "--out", "runs.jsonl", "--fail-on-masked", cwd=tmp_path)
+        assert played.returncode == 0, played.stdout[-2000:] + played.stderr[-2000:]
+        assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 4
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(30) == 0
