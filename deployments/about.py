@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from deployments.settings import Settings
-from session_store.app_actors import AppActors
+from session_store.marks import app_namespace
 
 
 @functools.cache  # the code does not change under a running process; hashing it reads every source file
@@ -71,7 +71,7 @@ def _listing(settings: Settings) -> list[dict[str, str]]:
 
         if not ray.is_initialized():
             return []
-        namespace = AppActors(settings.app_name).namespace
+        namespace = app_namespace(settings.app_name)
         named = ray.util.list_named_actors(all_namespaces=True)
     except Exception as error:  # the GCS is away: say so, the rest of the status still stands
         return [{"error": f"could not list actors ({type(error).__name__})"}]

@@ -13,7 +13,6 @@ from deployments.settings import Settings
 from finsec.edgar import limiter as schedule
 from session_store import code_version
 from session_store.app_actors import AppActors
-from session_store.marks import open_mark_store
 from session_store.ray_actors import ActorClient
 from session_store.ray_store import RaySessionStore, SessionActors, SessionActorsSpec
 from session_store.shard import ShardConfig
@@ -39,11 +38,6 @@ def session_actors_spec(settings: Settings) -> SessionActorsSpec:
 
 def destroy_app_actors(settings: Settings) -> int:
     return app_actors(settings).destroy()
-
-
-def durable_records(settings: Settings):
-    """The app's durable mark store (fences, seeds, the cookie secret), as the settings name it."""
-    return open_mark_store(settings.mark_store(), app_actors(settings).namespace)
 
 
 # Requests spend most of their time awaiting shards and upstream I/O, so one replica takes many at once: with

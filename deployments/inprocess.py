@@ -2,9 +2,9 @@
 
 `finsec serve --in-process` serves it with uvicorn (`serve_in_process`); the in-process contract tests drive it
 through `httpx.ASGITransport`, and the benchmarks use it as their single-process baseline. It runs the same
-routes, core, batching and document store as the Serve app; only the hops differ. Its marks are in memory: a
-restart of the process forgets every fence, so it suits one machine's runs, not a training job that must outlive
-the process.
+routes, core, batching and document store as the Serve app; only the hops differ. Its marks are in memory, where
+a restart of the process forgets every fence, or in the Redis that `mark_store_url` names, begun and checked as a
+deploy of the Serve app does: fences, episode seeds and the cookie secret then outlive the process.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from fastapi import FastAPI
 
 from deployments.asgi import create_api
+from deployments.mark_store import begin_mark_store, durable_records
+from deployments.mark_store import cookie_secret as kept_cookie_secret
 from deployments.services import build_services
 from deployments.settings import Settings
 from finsec.edgar.limiter import LocalRateLimiter
@@ -32,6 +34,7 @@ from session_store import (
     ShardConfig,
     ShardService,
 )
+from session_store.marks import MarkStore
 
 log = logging.getLogger(__name__)
 
@@ -41,19 +44,25 @@ class InProcessApp:
     api: FastAPI
     store: LocalSessionStore
     documents: DocumentStore
-    marks: MemoryMarkStore
+    marks: MarkStore
     reaper: Reaper
     settings: Settings
 
 
 def in_process_app(settings: Settings, cookie_secret: str | None = None,
-                   marks: MemoryMarkStore | None = None, clock=None) -> InProcessApp:
-    """The app; its cookie secret is the settings', else `cookie_secret`, else one generated for this process."""
+                   marks: MarkStore | None = None, clock=None) -> InProcessApp:
+    """The app; its marks are `marks`, else the Redis the settings name, else in memory. Its cookie secret is the
+    settings', else `cookie_secret`, else the one kept in that Redis, else one generated for this process."""
+    if marks is None and settings.mark_store():
+        begin_mark_store(settings)  # refuses a Redis that may forget, as a deploy does
+        marks = durable_records(settings)
+        cookie_secret = cookie_secret or kept_cookie_secret(settings)
     if settings.cookie_secret is not None:
         cookie_secret = settings.cookie_secret.get_secret_value()
     cookie_secret = cookie_secret or secrets.token_urlsafe(32)
     marks = marks if marks is not None else MemoryMarkStore()
-    config = ShardConfig(settings.session_ttl_seconds, settings.fence_ttl_seconds, settings.limits())
+    config = ShardConfig(settings.session_ttl_seconds, settings.fence_ttl_seconds, settings.limits(),
+                         settings.mark_store_durability_check)
     store = LocalSessionStore([ShardService(config, marks, clock) for _ in range(settings.num_shards)],
                               **({"monotonic": clock} if clock else {}))
     documents = DocumentStore(max_bytes=settings.document_store_bytes, grace_seconds=settings.document_grace_seconds,

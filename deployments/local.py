@@ -209,7 +209,8 @@ def undeploy_application(settings: Settings, name: str, *, purge: bool = False) 
 
     from ray import serve
 
-    from deployments.ingress import destroy_app_actors, durable_records
+    from deployments.ingress import destroy_app_actors
+    from deployments.mark_store import durable_records
 
     serve.delete(name)
     destroy_app_actors(settings)

@@ -267,8 +267,9 @@ def store_forgets(base_url: str, seconds: float = 12.0, workers: int = 16, ackno
     hold their sessions in memory and serve them."""
     import ray
 
-    from deployments.ingress import app_actors, durable_records
+    from deployments.ingress import app_actors
     from deployments.local import QUIET_LOGS, deploy_application, undeploy_application
+    from deployments.mark_store import durable_records
     from deployments.settings import Settings
     from finsec.corpus.generate import embedded_corpus_dir
     from harness.redis_server import running_redis

@@ -20,7 +20,6 @@ import asyncio
 import hashlib
 import logging
 import pickle
-import re
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +28,7 @@ import ray
 from ray.exceptions import RayError, RayTaskError
 
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreUnavailable
+from .marks import app_namespace
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class AppActors:
 
     @property
     def namespace(self) -> str:
-        return "finsec-serve." + re.sub(r"[^A-Za-z0-9_.-]", "_", self.app_name)
+        return app_namespace(self.app_name)
 
     @property
     def kv_namespace(self) -> bytes:

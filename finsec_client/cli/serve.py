@@ -65,12 +65,14 @@ def run(options: argparse.Namespace) -> int:
 
 
 def _run_in_process(target: ServeTarget) -> int:
+    from deployments.about import mark_store
     from deployments.inprocess import serve_in_process
 
     check_port_free(target.host, target.port)
 
     def ready(url: str) -> None:
-        print(f"finsec-serve is up at {url}  (one process, no Ray; marks in memory)")
+        marks = mark_store(target.settings) if target.settings.mark_store() else "memory"
+        print(f"finsec-serve is up at {url}  (one process, no Ray; marks in {marks})")
         print(f"corpus: {describe_corpus(target.settings)}")
         print(f"stop with Ctrl-C, or: kill -TERM {os.getpid()}", flush=True)
 

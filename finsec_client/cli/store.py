@@ -56,7 +56,7 @@ def _where(settings) -> str:
 
 
 def _open(settings, address: str):
-    from deployments.ingress import durable_records
+    from deployments.mark_store import durable_records
 
     if settings.mark_store() is None:
         import ray

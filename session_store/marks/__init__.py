@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -183,6 +184,11 @@ class MemoryMarkStore:
         return None  # it lives as long as the process that reads it
 
 
+def app_namespace(app_name: str) -> str:
+    """The namespace of an application's actors and durable records."""
+    return "finsec-serve." + re.sub(r"[^A-Za-z0-9_.-]", "_", app_name)
+
+
 def open_mark_store(url: str | None, namespace: str) -> MarkStore:
     """The store the settings name: Redis for a `redis://` or `rediss://` URL, else the cluster's GCS."""
     if url:
@@ -194,5 +200,5 @@ def open_mark_store(url: str | None, namespace: str) -> MarkStore:
     return GcsMarkStore(namespace.encode())
 
 
-__all__ = ["Beginning", "MarkStore", "MemoryMarkStore", "StoreForgot", "StoreHealth", "decode", "encode", "marker",
-           "open_mark_store"]
+__all__ = ["Beginning", "MarkStore", "MemoryMarkStore", "StoreForgot", "StoreHealth", "app_namespace", "decode",
+           "encode", "marker", "open_mark_store"]

@@ -10,8 +10,7 @@ import uuid
 
 import pytest
 
-from deployments.builder import begin_mark_store
-from deployments.ingress import durable_records
+from deployments.mark_store import begin_mark_store, durable_records
 from deployments.settings import Settings
 from harness.bodies import episode_seed, new_session_id
 from harness.redis_server import running_redis

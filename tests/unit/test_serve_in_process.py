@@ -5,6 +5,7 @@ stopped by SIGTERM."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -13,7 +14,8 @@ from pathlib import Path
 import httpx
 
 from finsec.net.ports import free_port
-from harness.bodies import close_body, episode_seed, new_session_id
+from harness.bodies import close_body, episode_seed, new_session_id, verify_body
+from harness.redis_server import running_redis
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,3 +50,51 @@ def test_serve_in_process_plays_episodes_and_stops_on_sigterm(tmp_path):
     finally:
         server.send_signal(signal.SIGTERM)
         assert server.wait(30) == 0
+
+
+def serving(port: int, env: dict[str, str]) -> subprocess.Popen:
+    """`finsec serve --in-process` on `port`, once it says it is up."""
+    server = subprocess.Popen([sys.executable, "-m", "finsec_client.cli", "serve", "--in-process", "--port",
+                               str(port)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env={**os.environ, **env})
+    said = []
+    while not (line := server.stdout.readline()).startswith("finsec-serve is up at"):  # log lines come first
+        said.append(line)
+        assert line, "".join(said)
+    assert line.startswith(f"finsec-serve is up at http://127.0.0.1:{port}"), line
+    return server
+
+
+def stopped(server: subprocess.Popen) -> None:
+    server.send_signal(signal.SIGTERM)
+    assert server.wait(30) == 0
+
+
+def test_over_redis_fences_and_lost_sessions_outlive_the_process():
+    """With mark_store_url, a restart of the one process keeps its fences, reports the sessions it held as lost
+    (masked, never scored) and keeps the cookie secret, as a Serve deploy over Redis does."""
+    port = free_port()
+    with running_redis() as redis:
+        env = {"FINSEC_MARK_STORE_URL": redis.url}
+        closed, held = new_session_id(), new_session_id()
+        server = serving(port, env)
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+                assert client.post("/seed_session", json=episode_seed(closed)).status_code == 200
+                assert client.post("/close_session", json=close_body(closed)).status_code == 200
+                assert client.post("/seed_session", json=episode_seed(held)).status_code == 200
+                cookies = dict(client.cookies)
+        finally:
+            stopped(server)
+        server = serving(port, env)
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+                late = client.post("/seed_session", json=episode_seed(closed))
+                assert late.status_code == 409, late.text  # the fence outlived the process
+                client.cookies.update(cookies)
+                verify = client.post("/verify", json=verify_body("42"))
+                assert verify.status_code == 200, verify.text
+                row = verify.json()
+                assert (row["mask_sample"], row["failure_kind"]) == (True, "session_lost"), row  # lost, not scored
+        finally:
+            stopped(server)
