@@ -6,6 +6,7 @@ files, this project's editable install among them, are not read), so only the wh
 
 from __future__ import annotations
 
+import os
 import signal
 import site
 import subprocess
@@ -18,30 +19,32 @@ import pytest
 from finsec.net.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+CLEAN = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the wheel, not a checkout on the path
 
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory) -> Path:
     where = tmp_path_factory.mktemp("wheel")
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(where / "dist"),
-                            str(ROOT)], capture_output=True, text=True, timeout=600)
+                            str(ROOT)], capture_output=True, text=True, timeout=600, env=CLEAN)
     if built.returncode != 0 and "No matching distribution" in built.stderr:
         pytest.skip("no package index to build the wheel with: " + built.stderr[-300:])
     assert built.returncode == 0, built.stderr[-2000:]
     wheel = next((where / "dist").glob("finsec_serve-*.whl"))
     env = where / "env"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=120, env=CLEAN)
     purelib = Path(sysconfig.get_path("purelib", vars={"base": str(env), "platbase": str(env)}))
     (purelib / "dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(env / "bin" / "python"), "install",
-                                "--no-deps", "-q", str(wheel)], capture_output=True, text=True, timeout=600)
+                                "--no-deps", "-q", str(wheel)], capture_output=True, text=True, timeout=600,
+                               env=CLEAN)
     assert installed.returncode == 0, installed.stderr[-2000:]
     return env
 
 
 def run(venv: Path, *argv: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([str(venv / "bin" / argv[0]), *argv[1:]], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=CLEAN)
 
 
 def test_the_wheel_provides_every_package_and_none_from_the_checkout(venv, tmp_path):
@@ -58,7 +61,7 @@ def test_the_commands_work_from_another_folder(venv, tmp_path):
     assert helped.returncode == 0 and "rollouts" in helped.stdout, helped.stderr
     port = free_port()
     server = subprocess.Popen([str(venv / "bin" / "finsec"), "serve", "--in-process", "--port", str(port)],
-                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=CLEAN)
     try:
         first = server.stdout.readline()
         assert first.startswith(f"finsec-serve is up at http://127.0.0.1:{port}"), first + server.stdout.read()
