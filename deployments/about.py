@@ -38,11 +38,11 @@ def mark_store(settings: Settings) -> str:
     return f"{parts.scheme}://{parts.hostname or ''}{':' + str(parts.port) if parts.port else ''}{parts.path}"
 
 
-def shape(settings: Settings) -> dict[str, Any]:
+def shape(settings: Settings, marks_kept_in: str | None = None) -> dict[str, Any]:
     judge = settings.judge_model
     retrieval = settings.retrieval_model
     return {
-        "num_shards": settings.num_shards, "mark_store": mark_store(settings),
+        "num_shards": settings.num_shards, "mark_store": marks_kept_in or mark_store(settings),
         "edgar_source": settings.edgar_source, "edgar_search_mode": settings.edgar_search_mode,
         "grader": f"judge {judge.model or judge.base_url}" if judge else "deterministic",
         "retrieval": f"model {retrieval.model or retrieval.base_url}" if retrieval else "bm25 passages",

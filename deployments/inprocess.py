@@ -69,8 +69,10 @@ def in_process_app(settings: Settings, cookie_secret: str | None = None,
                               **({"clock": clock} if clock else {}))
     limiter = LocalRateLimiter(settings.requests_per_second, settings.rate_limit_window_seconds)
     metrics = Metrics(settings.app_name)  # this process's own, even beside a Ray cluster
+    kept_in = "memory" if isinstance(marks, MemoryMarkStore) else None
     api = create_api(settings, lambda: build_services(settings, store, limiter, DocumentStoreService(documents),
-                                                      **({"clock": clock} if clock else {}), metrics=metrics),
+                                                      **({"clock": clock} if clock else {}), metrics=metrics,
+                                                      marks_kept_in=kept_in),
                      cookie_secret)
     reaper = Reaper(store.shards, DocumentStoreService(documents), marks=marks)
     return InProcessApp(api, store, documents, marks, reaper, settings)

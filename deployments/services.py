@@ -49,6 +49,7 @@ class Services:
     metrics: Metrics = NO_METRICS
     closing: list[Any] = field(default_factory=list)  # clients with aclose(), closed when the replica stops
     clock: Callable[[], float] = time.time  # this node's wall clock: a budget uses it only when no shard answers
+    marks_kept_in: str | None = None  # where the marks are when not where the settings say (the one process's memory)
 
     async def aclose(self) -> None:
         for client in self.closing:
@@ -87,7 +88,7 @@ def edgar_source(settings: Settings, limiter: RateLimiter, metrics: Metrics = NO
 
 async def build_services(
     settings: Settings, store: SessionStore, limiter: RateLimiter, document_store: DocumentStoreClient,
-    clock: Callable[[], float] = time.time, metrics: Metrics | None = None,
+    clock: Callable[[], float] = time.time, metrics: Metrics | None = None, marks_kept_in: str | None = None,
 ) -> Services:
     """Everything a replica needs; fails (and so the replica does) when the ticker registry cannot be loaded."""
     metrics = metrics or Metrics(settings.app_name, exporter=ray_metrics)
@@ -136,6 +137,7 @@ async def build_services(
         closing=[c for c in (source, full_text, web, getattr(retrieval, "model", None), judge)
                  if hasattr(c, "aclose")],
         clock=clock,
+        marks_kept_in=marks_kept_in,
     )
 
 

@@ -46,7 +46,7 @@ async def status(request: Request) -> dict:
     app = services(request)
     stats = await app.store.stats()
     version = await asyncio.to_thread(about.version)  # hashes the sources once per process: off the loop
-    return {"app": app.settings.app_name, "version": version, "settings": about.shape(app.settings),
+    return {"app": app.settings.app_name, "version": version, "settings": about.shape(app.settings, app.marks_kept_in),
             "held": {k: stats[k] for k in ("sessions", "documents", "fences", "expired_marks")},
             # ok unless a shard decides nothing from absent marks: the store forgot records, or may forget them
             "mark_store": {"ok": stats["store_problem"] is None, "problem": stats["store_problem"]},

@@ -31,6 +31,7 @@ def test_serve_in_process_plays_episodes_and_stops_on_sigterm(tmp_path):
         url = f"http://127.0.0.1:{port}"
         loaded = httpx.get(url + "/status", timeout=10).json()
         assert loaded["settings"]["num_shards"] == 2  # the config's settings apply
+        assert loaded["settings"]["mark_store"] == "memory"  # where its marks are, not the settings' default
 
         out = tmp_path / "runs.jsonl"
         played = subprocess.run([sys.executable, "-m", "finsec_client.cli", "rollouts", "--url", url, "-n", "6",
@@ -89,6 +90,8 @@ def test_over_redis_fences_and_lost_sessions_outlive_the_process():
         server = serving(port, env)
         try:
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+                where = client.get("/status").json()["settings"]["mark_store"]
+                assert where == f"redis://127.0.0.1:{redis.port}/0", where
                 late = client.post("/seed_session", json=episode_seed(closed))
                 assert late.status_code == 409, late.text  # the fence outlived the process
                 client.cookies.update(cookies)
