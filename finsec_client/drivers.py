@@ -71,6 +71,27 @@ def new_record(episode: Episode, policy: str, worker: int | None) -> EpisodeReco
                          started_at=time.time())
 
 
+def new_resources_session_id() -> str:
+    return f"resources-session-{uuid.uuid4().hex}"
+
+
+def episode_seed(task: Task, rollout_id: str, resources_session_id: str) -> dict[str, Any]:
+    """The environment server's seed of an episode (contract §A.1)."""
+    return {"resources_session_id": resources_session_id, "episode_id": {"rollout_id": rollout_id, "attempt": 0},
+            "task_id": {"taskset": task.taskset, "task_id": task.task_id}, "task_data": task.data}
+
+
+def verify_request(task: Task, trajectory: Trajectory) -> dict[str, Any]:
+    """What both callers send to /verify (§A.3): the task's data with the trajectory, the question and the
+    expected answer."""
+    return {**task.data, "responses_create_params": {"input": trajectory.input}, "response": trajectory.response(),
+            "question": task.question, "expected_answer": task.expected_answer}
+
+
+def close_request(resources_session_id: str, rollout_id: str) -> dict[str, Any]:
+    return {"resources_session_id": resources_session_id, "episode_id": {"rollout_id": rollout_id, "attempt": 0}}
+
+
 class Driver:
     name = ""
     follow_cookies = False
@@ -119,11 +140,7 @@ class Driver:
             state.record.usage = state.trajectory.usage
 
     async def verify(self, state: EpisodeState) -> Reply:
-        task = state.episode.task
-        # What both callers send (§A.3): the task's data with the trajectory, the question and the expected answer.
-        state.verify_body = {**task.data, "responses_create_params": {"input": state.trajectory.input},
-                             "response": state.trajectory.response(), "question": task.question,
-                             "expected_answer": task.expected_answer}
+        state.verify_body = verify_request(state.episode.task, state.trajectory)
         reply = await state.client.post("verify", state.verify_body, state.cookies, state.calls)
         row = reply.json_or_none()
         if reply.status != 200:
@@ -144,13 +161,9 @@ class EnvironmentServerDriver(Driver):
     name = "environment-server"
 
     def seed_body(self, state: EpisodeState) -> dict[str, Any]:
-        episode = state.episode
-        sid = f"resources-session-{uuid.uuid4().hex}"
+        sid = new_resources_session_id()
         state.record.resources_session_id = sid
-        return {"resources_session_id": sid,
-                "episode_id": {"rollout_id": episode.rollout_id, "attempt": 0},
-                "task_id": {"taskset": episode.task.taskset, "task_id": episode.task.task_id},
-                "task_data": episode.task.data}
+        return episode_seed(state.episode.task, state.episode.rollout_id, sid)
 
     async def seed(self, state: EpisodeState) -> None:
         body = self.seed_body(state)
@@ -168,9 +181,9 @@ class EnvironmentServerDriver(Driver):
         sid = state.record.resources_session_id
         if sid is None:
             return
-        body = {"resources_session_id": sid, "episode_id": {"rollout_id": state.episode.rollout_id, "attempt": 0}}
         try:
-            reply = await state.client.post("close_session", body, state.cookies, state.calls)
+            reply = await state.client.post("close_session", close_request(sid, state.episode.rollout_id),
+                                            state.cookies, state.calls)
         except TransportFailure as failed:
             state.record.closed = False
             if state.record.failure is None:

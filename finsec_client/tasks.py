@@ -59,6 +59,11 @@ def load_tasks(path: Path) -> list[Task]:
     return tasks
 
 
+def task_of(row: dict[str, Any], taskset: str = "task") -> Task:
+    """One task row given whole (by an environment's reset, say); raises TaskFileError naming what it lacks."""
+    return _task(row, 0, taskset)
+
+
 def _task(row: dict[str, Any], index: int, taskset: str, where: str = "task") -> Task:
     question = row.get("question") or _last_user_message(row.get("responses_create_params"))
     expected = row.get("expected_answer")

@@ -43,6 +43,13 @@ class Trajectory:
     def response(self) -> dict[str, Any]:
         return {"output": self.output, **({"usage": self.usage} if self.usage else {})}
 
+    def called(self, name: str, arguments: dict[str, Any], call_id: str) -> None:
+        self.output.append({"type": "function_call", "name": name, "arguments": json.dumps(arguments),
+                            "call_id": call_id})
+
+    def answered(self, call_id: str, text: str) -> None:
+        self.output.append({"type": "function_call_output", "call_id": call_id, "output": text})
+
 
 class Toolbox:
     def __init__(self, client: ServerClient, cookies: Cookies, calls: list[Call], trajectory: Trajectory):
@@ -58,9 +65,7 @@ class Toolbox:
         if call_id is None:
             self._next_id += 1
             call_id = f"call_{self._next_id}"
-        encoded = json.dumps(arguments)
-        self.trajectory.output.append(
-            {"type": "function_call", "name": name, "arguments": encoded, "call_id": call_id})
+        self.trajectory.called(name, arguments, call_id)
         self.tools_called.append(name)
         reply = await self._client.post(name, arguments, self._cookies, self._calls)
         body = reply.json_or_none()
@@ -68,7 +73,7 @@ class Toolbox:
             text = body["results"]
         else:
             text = reply.text  # a 404 session_lost body, say: the legacy agent shows it to the model unchanged
-        self.trajectory.output.append({"type": "function_call_output", "call_id": call_id, "output": text})
+        self.trajectory.answered(call_id, text)
         return ToolReply(reply.status, text)
 
     def say(self, text: str) -> None:
