@@ -1,6 +1,7 @@
 """The `finsec` command: serve the app, drive rollouts against it, and handle the embedded corpus.
 
-    finsec serve [CONFIG]           the app from a serve config until Ctrl-C (local cluster, or --address)
+    finsec serve [CONFIG]           the app from a serve config until Ctrl-C (local cluster, --address, or
+                                    --in-process: one process, no Ray); CONFIG defaults to the packaged one
     finsec rollouts [...]           N episodes at concurrency C against --url or an in-process server
     finsec status --url URL         what a running server is: version, settings, actors, sessions, fences
     finsec store check|acknowledge-loss [CONFIG]   the durable mark store: can it forget; accept a loss

@@ -21,7 +21,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "config: its application's args are the Settings (FINSEC_<FIELD> in the environment overrides them), "
         "its FinsecIngress options set replicas or autoscaling, max_ongoing_requests and ray_actor_options, and "
         "http_options.port is the port. Ctrl-C or SIGTERM removes the app and its actors, and stops a cluster "
-        "it started; the app's fences, episode seeds and cookie secret stay (see --purge).")
+        "it started; the app's fences, episode seeds and cookie secret stay (see --purge). With --in-process, "
+        "the same app runs in this one process instead, without Ray.")
     parser.add_argument("config", nargs="?", type=Path,
                         help="serve config YAML (default: the packaged serve.yaml; configs/serve.yaml here)")
     parser.add_argument("--port", type=int, help="HTTP port (default: the config's http_options.port)")

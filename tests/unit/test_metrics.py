@@ -96,6 +96,6 @@ def test_status_says_what_the_deployment_is_without_its_secrets(redis_server):
         app.post("/seed_session", json=episode_seed(sid))
         status = app.run(app.client.get("/status")).json()
     assert status["app"] == "in-process" and "code " in status["version"]
-    assert status["settings"]["mark_store"] == "gcs" and status["settings"]["grader"] == "deterministic"
+    assert status["settings"]["mark_store"] == "memory" and status["settings"]["grader"] == "deterministic"
     assert status["held"]["sessions"] == 1 and [s["shard"] for s in status["shards"]] == [0, 1]
     assert sum(s["sessions"] for s in status["shards"]) == 1 and status["actors"] == []
