@@ -80,7 +80,7 @@ class FinsecEnvironment(Environment[FinsecAction, FinsecObservation, FinsecState
         self._max_steps = max_steps
         self._task: Task | None = None
         self._trajectory = Trajectory([])
-        self._cookies: dict[str, str] = {}  # the seed reply's, sent with every later request
+        self._cookie = ""  # the seed reply's cookies, sent with every later request (and no other reply's)
         self._rollout_id = ""
         self._open = False  # seeded and not closed
         self._state = FinsecState()
@@ -96,12 +96,14 @@ class FinsecEnvironment(Environment[FinsecAction, FinsecObservation, FinsecState
             tasks = self._tasks if self._tasks is not None else embedded_tasks()
             self._task = tasks[(seed or 0) % len(tasks)]
         self._trajectory = Trajectory([{"role": "user", "content": self._task.question}])
+        self._cookie = ""
         self._rollout_id = f"openenv_{uuid.uuid4().hex}"  # never ends in -a<N> (contract §A.1)
         sid = new_resources_session_id()
         reply = self._http.post("/seed_session", json=episode_seed(self._task, self._rollout_id, sid))
         if reply.status_code != 200 or not reply.cookies:
             raise RuntimeError(f"finsec-serve refused the episode seed ({reply.status_code}): {reply.text[:300]}")
-        self._cookies, self._open = dict(reply.cookies), True
+        self._cookie, self._open = "; ".join(f"{k}={v}" for k, v in reply.cookies.items()), True
+        self._http.cookies.clear()
         self._state = FinsecState(episode_id=episode_id or self._rollout_id, step_count=0,
                                   resources_session_id=sid, question=self._task.question)
         return FinsecObservation(question=self._task.question)
@@ -152,7 +154,10 @@ class FinsecEnvironment(Environment[FinsecAction, FinsecObservation, FinsecState
         return reply.status_code == 200
 
     def _post(self, route: str, body: dict[str, Any]) -> httpx.Response:
-        return self._http.post(route, json=body, cookies=self._cookies)
+        try:
+            return self._http.post(route, json=body, headers={"cookie": self._cookie} if self._cookie else None)
+        finally:
+            self._http.cookies.clear()  # what a reply sets is not sent on: the seed's cookies are the episode's
 
 
 class FinsecEnv(EnvClient[FinsecAction, FinsecObservation, FinsecState]):
