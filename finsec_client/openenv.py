@@ -93,8 +93,9 @@ class FinsecEnvironment(Environment[FinsecAction, FinsecObservation, FinsecState
         if task is not None:
             self._task = task_of(task)
         else:
-            tasks = self._tasks if self._tasks is not None else embedded_tasks()
-            self._task = tasks[(seed or 0) % len(tasks)]
+            if self._tasks is None:  # built once per environment, not on every reset
+                self._tasks = embedded_tasks()
+            self._task = self._tasks[(seed or 0) % len(self._tasks)]
         self._trajectory = Trajectory([{"role": "user", "content": self._task.question}])
         self._cookie = ""
         self._rollout_id = f"openenv_{uuid.uuid4().hex}"  # never ends in -a<N> (contract §A.1)

@@ -1,10 +1,10 @@
 """How big a document this server reads: a page's markup and its text, each bounded by what its reading costs.
 
 A document is read once (parsed, then indexed on its first question) and that work runs in one request. Its cost
-follows the page's tags and the text's characters and lines, not its bytes: a filing holds about 17,000 tags and
-150,000 characters of text in 200 lines a megabyte, while a page built to cost can hold 200,000 tags or a line
-every 30 characters. The limits sit well above any filing the fetch cap lets in, and bound the worst page's work;
-past them a document is refused whole, with its size named (bench/worst_inputs.py measures both sides).
+follows the page's tags and the text's characters and lines, not its bytes, and a page built to cost holds many
+times the tags and lines a filing of its size does. The limits sit above any filing the fetch cap lets in
+(tests/unit/test_document_size.py scales the real filings to the cap) and bound the worst page's work
+(bench/results/worst_inputs.md); past them a document is refused whole, with its size named.
 """
 
 from __future__ import annotations
