@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[test,bench,openenv]"
+	$(BIN)/pip install --quiet -e ".[test,bench,openenv,mcp]"
 	touch $@
 
 DEMO_EPISODES ?= 300

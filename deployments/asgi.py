@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 
 from fastapi import FastAPI
-from starlette.routing import BaseRoute
+from fastapi.responses import JSONResponse
+from starlette.requests import Request
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from deployments.http.error_handlers import install_error_handlers
@@ -30,11 +33,14 @@ def create_api(
     if len(cookie_secret) < MIN_SECRET_CHARS:  # the settings refuse these; a caller that bypasses them must not sign
         raise ValueError(f"the cookie secret needs at least {MIN_SECRET_CHARS} characters")
 
+    mcp_route, mcp_running = _mcp(settings)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.services = await build_services()
         try:
-            yield
+            async with mcp_running():  # inside the services: ending MCP sessions releases what they seeded
+                yield
         finally:
             await app.state.services.aclose()
 
@@ -51,9 +57,9 @@ def create_api(
     # and per request, and Serve's replica matches each request once more to label its metrics, so the list is
     # walked twice a request. A rollout's routes come first; FastAPI's docs after them; the catch-all last, so named
     # routes win (§A.12). bench/results/routing.md measures it.
-    app.router.routes[:] = [*sorted(named_routes, key=_rollout_rank), *app.router.routes,
+    app.router.routes[:] = [*sorted(named_routes, key=_rollout_rank), *app.router.routes, mcp_route,
                             *tools.unknown_tool_router.routes]
-    named = {route.path for route in named_routes}
+    named = {route.path for route in named_routes} | {MCP_PATH}
     app.add_middleware(StrictJsonMiddleware, max_bytes=settings.max_request_bytes, max_depth=settings.max_body_depth,
                        checks=named.__contains__, repairs={"/verify", "/aggregate_metrics"}.__contains__)
     app.add_middleware(
@@ -66,6 +72,26 @@ def create_api(
     if served_by:
         app.add_middleware(ServedByMiddleware, replica=served_by)
     return app
+
+
+MCP_PATH = "/mcp"
+_MCP_METHODS = ["GET", "POST", "DELETE"]
+
+
+def _mcp(settings: Settings) -> tuple[Route, Callable[[], AbstractAsyncContextManager[None]]]:
+    """The /mcp route and what runs it for the app's life; without the mcp extra, a 501 naming the fix."""
+    if importlib.util.find_spec("mcp") is None:
+        return Route(MCP_PATH, _mcp_not_installed, methods=_MCP_METHODS), nullcontext
+    from deployments.routes.mcp import McpEndpoint
+
+    endpoint = McpEndpoint(settings)
+    return Route(MCP_PATH, endpoint, methods=_MCP_METHODS), endpoint.run
+
+
+async def _mcp_not_installed(request: Request) -> JSONResponse:
+    return JSONResponse({"detail": "The mcp package is not installed where this server runs: install "
+                                   "finsec-serve[mcp] there, or call the tools over REST (POST /<tool>)."},
+                        status_code=501)
 
 
 # The routes a rollout calls, in the order it first calls them (contract §A): the first a request's match tries.

@@ -70,6 +70,11 @@ class Settings(BaseSettings):
         None, description=f"signs session cookies; at least {MIN_SECRET_CHARS} characters. Unset (or empty): "
         "generated at start, kept with the marks and shared by replicas")
     cookie_max_age_seconds: int = 14 * 24 * 3600
+    # the tools over MCP at /mcp (the mcp extra; docs/recipes/mcp.md)
+    mcp_session_idle_seconds: float = Field(
+        1800.0, gt=0, le=6 * 24 * 3600, description="an MCP session idle this long ends, releasing the agent-run "
+        "session it seeded")
+    mcp_max_sessions: int = Field(10_000, ge=1, description="MCP sessions a replica holds; past it a new one gets 503")
     # where EDGAR data comes from (contract §F): the embedded corpus, a mirror folder, or live SEC
     edgar_source: Literal["embedded", "mirror", "live"] = "embedded"
     corpus_dir: Path | None = Field(None, description="a folder in the sec.gov URL layout; implies edgar_source=mirror")

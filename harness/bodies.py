@@ -48,6 +48,11 @@ def cookie_claims(response: httpx.Response, name: str) -> dict[str, Any]:
     for header in response.headers.get_list("set-cookie"):
         cookie_name, _, rest = header.partition("=")
         if cookie_name == name:
-            payload = rest.split(";")[0].split(".")[0]
-            return json.loads(base64.b64decode(payload + "=" * (-len(payload) % 4)))
+            return claims_of(rest.split(";")[0])
     raise AssertionError(f"response {response.status_code} set no {name} cookie")
+
+
+def claims_of(cookie: str) -> dict[str, Any]:
+    """The claims a session cookie's value carries."""
+    payload = cookie.split(".")[0]
+    return json.loads(base64.b64decode(payload + "=" * (-len(payload) % 4)))

@@ -79,10 +79,13 @@ class InProcess:
         return self.run(self.app.reaper.tick())
 
     def restart_shards(self) -> None:
-        """What a SIGKILL and a restart do to every shard: sessions gone, new incarnations, marks kept."""
-        from session_store import ShardConfig, ShardService
+        restart_shards(self.app, self.clock)
 
-        config = ShardConfig(self.settings.session_ttl_seconds, self.settings.fence_ttl_seconds,
-                             self.settings.limits())
-        for k in range(len(self.app.store.shards)):
-            self.app.store.shards[k] = ShardService(config, self.app.marks, self.clock)
+
+def restart_shards(app: InProcessApp, clock: Clock | None = None) -> None:
+    """What a SIGKILL and a restart do to every shard: sessions gone, new incarnations, marks kept."""
+    from session_store import ShardConfig, ShardService
+
+    config = ShardConfig(app.settings.session_ttl_seconds, app.settings.fence_ttl_seconds, app.settings.limits())
+    for k in range(len(app.store.shards)):
+        app.store.shards[k] = ShardService(config, app.marks, clock)

@@ -26,6 +26,7 @@ from finsec.contract import (
     WebSearchRequest,
 )
 from finsec.tool_error import ToolError
+from finsec.tools.catalog import TOOLS
 from finsec.tools.edgar_search import edgar_search as run_edgar_search
 from finsec.tools.filing_search import sec_filing_search as run_filing_search
 from finsec.tools.limits import MAX_FINAL_RESULT_CHARS, MAX_PROMPT_CHARS, MAX_QUERY_CHARS, budget_exhausted, too_long
@@ -37,14 +38,7 @@ router = APIRouter(route_class=StrictJsonRoute)
 # HTTP statuses by design (deployments/http/error_handlers.py)
 _SESSION_ERRORS = (SessionLost, SessionConflict, StoreUnavailable)
 
-TOOL_NAMES = (
-    "sec_filing_search",
-    "edgar_search",
-    "parse_html_page",
-    "retrieve_information",
-    "submit_final_result",
-    "web_search",
-)
+TOOL_NAMES = tuple(TOOLS)
 
 
 async def _budget_spent(request: Request) -> str | None:
@@ -159,5 +153,9 @@ unknown_tool_router = APIRouter()
 @unknown_tool_router.post("/{tool_name}")
 async def unknown_tool(tool_name: str) -> ToolResult:
     """Registered after every named route, so those always win (§A.12)."""
+    return ToolResult(results=unknown_tool_result(tool_name))
+
+
+def unknown_tool_result(tool_name: str) -> str:
     message = f"Tool '{tool_name}' does not exist. Available tools: {', '.join(TOOL_NAMES)}"
-    return ToolResult(results=json.dumps({"error": message[:2_000]}))
+    return json.dumps({"error": message[:2_000]})
