@@ -5,6 +5,12 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test test-unit soak bench serve clean redis-server mutations
 
+# The trainers' client libraries that cannot share .venv, each in its own: verifiers pins mcp 2.0 (the mcp extra is
+# 2.3); nemo-gym 0.7.0 needs Python 3.13 and declares >=3.13.14, so it is installed past that check on any 3.13
+# (pyenv's, or python3.13 on PATH). Without a 3.13 the NeMo Gym recipe's test skips.
+RECIPE_ENVS := .venv-verifiers/.installed .venv-nemo-gym/.installed
+NEMO_GYM_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python) $(shell command -v python3.13))
+
 $(BIN)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
@@ -16,9 +22,23 @@ demo: $(BIN)/.installed  ## the main job on the embedded default: local Ray + Se
 	$(BIN)/finsec rollouts -n $(DEMO_EPISODES) -c 32 --driver environment-server --driver legacy-agent \
 		--out runs/demo.jsonl --plot runs/demo-plots --fail-on-masked
 
-test: $(BIN)/.installed redis-server  ## lint, unit tests (no Ray) and integration tests (local Ray + Serve over HTTP)
+test: $(BIN)/.installed $(RECIPE_ENVS) redis-server  ## lint, unit tests (no Ray), the recipes' tests, integration tests (local Ray + Serve over HTTP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -m "not soak"
+
+.venv-verifiers/.installed: pyproject.toml
+	$(PYTHON) -m venv .venv-verifiers
+	.venv-verifiers/bin/pip install --quiet --upgrade pip
+	.venv-verifiers/bin/pip install --quiet -e ".[verifiers]"
+	touch $@
+
+.venv-nemo-gym/.installed:
+	@if [ -z "$(NEMO_GYM_PYTHON)" ]; then echo "no Python 3.13: the NeMo Gym recipe's test will skip"; exit 0; fi; \
+	  set -e; $(NEMO_GYM_PYTHON) -m venv .venv-nemo-gym; \
+	  .venv-nemo-gym/bin/pip install --quiet --upgrade pip; \
+	  .venv-nemo-gym/bin/pip download --quiet --no-deps --ignore-requires-python nemo-gym==0.7.0 -d .venv-nemo-gym/dl; \
+	  .venv-nemo-gym/bin/pip install --quiet --ignore-requires-python .venv-nemo-gym/dl/nemo_gym-0.7.0-py3-none-any.whl; \
+	  touch $@
 
 # The mark-store tests run a real redis-server (Debian's package) on a free loopback port: install it if missing.
 redis-server:
@@ -51,4 +71,4 @@ serve: $(BIN)/.installed  ## serve the app from its config until Ctrl-C (which r
 	$(BIN)/finsec serve configs/serve.yaml
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-verifiers .venv-nemo-gym .pytest_cache .hypothesis

@@ -6,7 +6,8 @@ Tests script the replies (`stub.reply(...)`, served in order) and read back ever
 
 For a model that plays many episodes at once, where no fixed order of replies fits, `stub.respond_with(fn)` sets
 a function from the request body to the reply body, used when the queue is empty; `tool_calls_reply(...)` is a
-chat completion that calls tools, as an agent model's reply does.
+chat completion that calls tools, as an agent model's reply does. A chat completion asked for with `stream: true`
+is sent as server-sent events.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 import json
 import socket
 import threading
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from finsec_client.threaded_server import ThreadedServer
 
@@ -63,7 +65,7 @@ def chat_reply(text: str | None, finish_reason: str = "stop") -> dict[str, Any]:
 
 def tool_calls_reply(*calls: tuple[str, dict[str, Any]], text: str | None = None) -> dict[str, Any]:
     """A chat completion whose assistant message calls these tools: (name, arguments) pairs."""
-    tool_calls = [{"id": f"call_{i}", "type": "function",
+    tool_calls = [{"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
                    "function": {"name": name, "arguments": json.dumps(arguments)}}
                   for i, (name, arguments) in enumerate(calls)]
     return {
@@ -72,6 +74,22 @@ def tool_calls_reply(*calls: tuple[str, dict[str, Any]], text: str | None = None
                      "finish_reason": "tool_calls"}],
         "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
     }
+
+
+def _chunks(reply: dict[str, Any], request: dict[str, Any]) -> Iterator[str]:
+    """A chat completion as the server-sent events of a streamed one (`stream: true`): one delta with the whole
+    message, the finish reason, the usage when `stream_options.include_usage` asks for it, then [DONE]."""
+    choice = reply["choices"][0]
+    message = {**choice["message"], "tool_calls": [{**call, "index": i} for i, call in
+                                                   enumerate(choice["message"].get("tool_calls") or [])] or None}
+    base = {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 0, "model": "stub"}
+    events = [{**base, "choices": [{"index": 0, "delta": message, "finish_reason": None}]},
+              {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]}]
+    if (request.get("stream_options") or {}).get("include_usage"):
+        events.append({**base, "choices": [], "usage": reply["usage"]})
+    for event in events:
+        yield f"data: {json.dumps(event)}\n\n"
+    yield "data: [DONE]\n\n"
 
 
 def _part(text: str) -> dict[str, Any]:
@@ -127,9 +145,12 @@ class LlmStub:
             responder = self._responder
         if scripted is None and responder is not None:
             try:
-                return JSONResponse(responder(body))
+                reply = responder(body)
             except Exception as error:  # a bug in the test's model: say so, as a failed model call
                 return JSONResponse({"error": {"message": f"llm_stub responder: {error!r}"}}, status_code=500)
+            if isinstance(body, dict) and body.get("stream") and reply.get("object") == "chat.completion":
+                return StreamingResponse(_chunks(reply, body), media_type="text/event-stream")
+            return JSONResponse(reply)
         if scripted is None:
             return JSONResponse({"error": {"message": "llm_stub: no scripted reply left"}}, status_code=500)
         if scripted.delay:

@@ -31,6 +31,13 @@ TOOLS: dict[str, tuple[type[BaseModel], str]] = {
         "Submit your final answer, with figures and units. Call it exactly once, when you are done.")),
     "web_search": (WebSearchRequest, "Search the web (only when the server has web search configured)."),
 }
+# What an agent is told, with the tools, before the question.
+INSTRUCTIONS = (
+    "You are a financial analyst answering questions from SEC filings. Use the tools: find the company's filings "
+    "with sec_filing_search, store the right one with parse_html_page, read it with retrieve_information "
+    "(name the stored key as {{key}} in the prompt), and give your answer, with its figures and units, by "
+    "calling submit_final_result once."
+)
 # What an agent is offered unless web search is configured.
 DEFAULT_TOOLS = ("sec_filing_search", "edgar_search", "parse_html_page", "retrieve_information",
                  "submit_final_result")

@@ -6,6 +6,7 @@
     finsec status --url URL         what a running server is: version, settings, actors, sessions, fences
     finsec store check|acknowledge-loss [CONFIG]   the durable mark store: can it forget; accept a loss
     finsec corpus write|serve|questions
+    finsec tasks nemo-gym [--tasks FILE] [--episode]   a task file as NeMo Gym's (and verifiers') rows
 
 A usage error (bad URL, no server, bad config, port in use) is one line on stderr and exit status 2."""
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from finsec_client.cli import corpus, rollouts, serve, status, store
+from finsec_client.cli import corpus, rollouts, serve, status, store, tasks
 from finsec_client.cli.usage import EXIT_USAGE, UsageError
 
 
@@ -29,6 +30,7 @@ def parser() -> argparse.ArgumentParser:
     status.add_parser(commands)
     store.add_parser(commands)
     corpus.add_parser(commands)
+    tasks.add_parser(commands)
     return top
 
 

@@ -7,7 +7,6 @@ import argparse
 import ipaddress
 import json
 import signal
-import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,7 +90,7 @@ def client_settings(server: MirrorServer) -> dict[str, Any]:
 
 def run_questions(options: argparse.Namespace) -> int:
     from finsec.corpus.generate import questions
+    from finsec_client.cli.tasks import write_jsonl
 
-    for row in questions():
-        sys.stdout.write(json.dumps(row) + "\n")
+    write_jsonl(questions())
     return EXIT_OK

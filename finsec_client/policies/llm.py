@@ -15,16 +15,11 @@ import aiohttp
 
 from finsec.net.retry import RetryPolicy, TryAgain, with_retries
 from finsec.net.safe_fetch import retry_after
+from finsec.tools.catalog import INSTRUCTIONS
 from finsec_client.tasks import Task
 from finsec_client.tool_schemas import DEFAULT_TOOLS, tool_schemas
 from finsec_client.toolbox import Toolbox
 
-SYSTEM_PROMPT = (
-    "You are a financial analyst answering questions from SEC filings. Use the tools: find the company's filings "
-    "with sec_filing_search, store the right one with parse_html_page, read it with retrieve_information "
-    "(name the stored key as {{key}} in the prompt), and give your answer, with its figures and units, by "
-    "calling submit_final_result once."
-)
 NUDGE = "Call submit_final_result with your final answer."
 
 
@@ -62,7 +57,7 @@ class LlmPolicy:
             await self._session.close()
 
     async def play(self, task: Task, tools: Toolbox) -> None:
-        messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
+        messages: list[dict[str, Any]] = [{"role": "system", "content": INSTRUCTIONS},
                                           {"role": "user", "content": task.question}]
         usage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
         for _ in range(self.spec.max_turns):
