@@ -30,7 +30,7 @@ from finsec.tools.catalog import DEFAULT_TOOLS, parameters  # noqa: E402
 from finsec_client.tasks import embedded_tasks  # noqa: E402
 from finsec_client.threaded_server import ThreadedServer  # noqa: E402
 from harness.bodies import close_body, episode_seed, new_session_id, verify_body  # noqa: E402
-from tests.inprocess import restart_shards  # noqa: E402
+from tests.inprocess import Clock, restart_shards  # noqa: E402
 
 TASK = next(t for t in embedded_tasks() if t.hint("ticker") and t.hint("form") == "10-K")
 COOKIE = "finsec_session"
@@ -54,8 +54,8 @@ class Server:
 
 
 @contextmanager
-def serving(**settings: Any) -> Iterator[Server]:
-    app = in_process_app(Settings(app_name="mcp", corpus_dir=embedded_corpus_dir(), **settings))
+def serving(clock: Clock | None = None, **settings: Any) -> Iterator[Server]:
+    app = in_process_app(Settings(app_name="mcp", corpus_dir=embedded_corpus_dir(), **settings), clock=clock)
     with ThreadedServer(app.api, lifespan="on") as running:
         yield Server(app, running.url)
 
@@ -297,6 +297,20 @@ def test_the_caps_and_argument_checks_are_the_routes(server):
 def test_the_rollout_prefix_reaches_it(server):
     answered = rpc(server, "sec_filing_search", '{"ticker": "HLXR1"}', path="/ng-rollout/r1/mcp")
     assert answered.status_code == 200 and "HLXR1" in answered.json()["result"]["content"][0]["text"]
+
+
+def test_the_time_budget_holds_on_this_path():
+    clock = Clock()
+    with serving(clock, num_shards=1, max_rollout_time_seconds=60) as budgeted:
+        async def calls():
+            async with handshake(budgeted) as session:
+                found = await session.call_tool("sec_filing_search", {"ticker": TASK.hint("ticker")})
+                clock.advance(61)  # the session clock of its shard: a minute past the seed
+                return found, await session.call_tool("sec_filing_search", {"ticker": TASK.hint("ticker")})
+
+        found, spent = asyncio.run(calls())
+    assert TASK.hint("ticker") in text(found)
+    assert "Time budget exhausted" in text(spent) and not spent.is_error  # a tool result, as over REST (§A.15)
 
 
 def test_an_idle_mcp_session_ends_and_releases_its_session():

@@ -1,5 +1,6 @@
 """The built wheel works outside the checkout: installed (not editable) into a fresh virtualenv, run from another
-folder, `finsec --help`, `finsec serve --in-process` (its packaged default config) and `finsec rollouts` work.
+folder, `finsec --help`, `finsec serve --in-process` (its packaged default config), `finsec rollouts`, the MCP
+recipe's client and `finsec tasks nemo-gym` work.
 
 The new virtualenv takes the dependencies from this one's site-packages (a path in a .pth file, whose own .pth
 files, this project's editable install among them, are not read), so only the wheel provides the project."""
@@ -42,6 +43,25 @@ def venv(tmp_path_factory) -> Path:
     return env
 
 
+# docs/recipes/mcp.md's client, as a user runs it
+MCP_CLIENT = """
+import asyncio, sys
+import httpx2
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+async def main():
+    http = httpx2.AsyncClient()
+    async with http, streamable_http_client(sys.argv[1], http_client=http) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool("sec_filing_search", {"ticker": "HLXR1", "form_types": ["10-K"]})
+            print(result.content[0].text)
+
+asyncio.run(main())
+"""
+
+
 def run(venv: Path, *argv: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([str(venv / "bin" / argv[0]), *argv[1:]], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=CLEAN)
@@ -69,6 +89,10 @@ def test_the_commands_work_from_another_folder(venv, tmp_path):
                      "--out", "runs.jsonl", "--fail-on-masked", cwd=tmp_path)
         assert played.returncode == 0, played.stdout[-2000:] + played.stderr[-2000:]
         assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 4
+        spoke = run(venv, "python", "-c", MCP_CLIENT, f"http://127.0.0.1:{port}/mcp", cwd=tmp_path)
+        assert spoke.returncode == 0 and "HLXR1" in spoke.stdout, spoke.stdout[-2000:] + spoke.stderr[-2000:]
+        converted = run(venv, "finsec", "tasks", "nemo-gym", "--out", "rows.jsonl", cwd=tmp_path)
+        assert converted.returncode == 0 and (tmp_path / "rows.jsonl").stat().st_size, converted.stderr
     finally:
         server.send_signal(signal.SIGTERM)
         assert server.wait(30) == 0
