@@ -35,17 +35,21 @@ class Settings(BaseSettings):
     # sessions (contract §C, §H)
     num_shards: int = Field(8, ge=1, le=4096,
                             description="session-store shard actors; fixed for the application's life")
-    session_ttl_seconds: float = Field(21600.0, gt=0)
+    session_ttl_seconds: float = Field(21600.0, gt=0, description="a session is evicted this long after its seed "
+                                       "(§C.9); its verify is then masked session_expired")
     fence_ttl_seconds: float | None = Field(None, gt=0, description="default: session_ttl_seconds (Decision 2)")
-    reaper_interval_seconds: float = Field(30.0, gt=0)
+    reaper_interval_seconds: float = Field(30.0, gt=0, description="how often the reaper evicts what is past its TTL "
+                                           "and sweeps unreferenced texts")
     max_rollout_time_seconds: float | None = Field(None, ge=0, description="per-session tool time budget (§A.15)")
     # bounds on what sessions, shards and requests may hold; each breach is a clear error, never a crash
     max_request_bytes: int = Field(16_000_000, ge=1024, description="larger request bodies get 413")
     max_body_depth: int = Field(64, ge=8, description="deeper JSON nesting gets 422")
-    max_documents_per_session: int = Field(64, ge=1)
+    max_documents_per_session: int = Field(64, ge=1, description="documents one session may store; past it "
+                                           "parse_html_page says so")
     max_session_chars: int = Field(200_000_000, ge=1, description="characters of text one session may store")
     max_verdicts_per_session: int = Field(16, ge=1, description="verdicts kept for identical re-sends")
-    max_sessions_per_shard: int = Field(1_000_000, ge=1)
+    max_sessions_per_shard: int = Field(1_000_000, ge=1, description="open sessions one shard may hold; past it a "
+                                        "seed gets 503 store_full")
     max_marks_per_shard: int = Field(4_000_000, ge=1, description="fences and expired marks one shard may hold")
     store_call_timeout_seconds: float = Field(10.0, gt=0, description="a shard call slower than this is a 503")
     shard_transport: Literal["direct", "ray"] = Field(
@@ -65,21 +69,24 @@ class Settings(BaseSettings):
     admin_token: SecretStr | None = Field(
         None, description=f"enables POST /admin/retire_session_state (Bearer); at least {MIN_SECRET_CHARS} characters")
     # the session cookie (Decision 14)
-    cookie_name: str = "finsec_session"
+    cookie_name: str = Field("finsec_session", description="the session cookie's name (§B.1)")
     cookie_secret: SecretStr | None = Field(
         None, description=f"signs session cookies; at least {MIN_SECRET_CHARS} characters. Unset (or empty): "
         "generated at start, kept with the marks and shared by replicas")
-    cookie_max_age_seconds: int = 14 * 24 * 3600
+    cookie_max_age_seconds: int = Field(14 * 24 * 3600, description="an older cookie is unreadable: its tools get a "
+                                        "fresh session and its verify is masked")
     # the tools over MCP at /mcp (the mcp extra; docs/recipes/mcp.md)
     mcp_session_idle_seconds: float = Field(
         1800.0, gt=0, le=6 * 24 * 3600, description="an MCP session idle this long ends, releasing the agent-run "
         "session it seeded")
     mcp_max_sessions: int = Field(10_000, ge=1, description="MCP sessions a replica holds; past it a new one gets 503")
     # where EDGAR data comes from (contract §F): the embedded corpus, a mirror folder, or live SEC
-    edgar_source: Literal["embedded", "mirror", "live"] = "embedded"
+    edgar_source: Literal["embedded", "mirror", "live"] = Field(
+        "embedded", description="where filings come from: the embedded corpus (offline), a sec.gov-layout folder "
+        "(corpus_dir), or live EDGAR at the two base URLs")
     corpus_dir: Path | None = Field(None, description="a folder in the sec.gov URL layout; implies edgar_source=mirror")
-    sec_www_base_url: str = "https://www.sec.gov"
-    sec_data_base_url: str = "https://data.sec.gov"
+    sec_www_base_url: str = Field("https://www.sec.gov", description="live EDGAR's filings and tickers (or a mirror)")
+    sec_data_base_url: str = Field("https://data.sec.gov", description="live EDGAR's submissions API (or a mirror)")
     user_agent: str = Field(
         "finsec-serve/0.1 (set user_agent to your name and contact email)",
         description="SEC refuses requests without a descriptive User-Agent with contact details",
@@ -88,23 +95,28 @@ class Settings(BaseSettings):
     rate_limit_window_seconds: float = Field(
         1.25, gt=0, description="requests_per_second are spread over this; over 1 s absorbs arrival jitter"
     )
-    request_timeout: float = Field(30.0, gt=0)
+    request_timeout: float = Field(30.0, gt=0, description="seconds one EDGAR or page request may take")
     max_retries: int = Field(3, ge=1, description="attempts per EDGAR request (403/429/503 and transport errors)")
     retry_backoff_seconds: float = Field(1.0, ge=0, description="retries sleep this times 2^attempt")
-    max_connections_per_host: int = Field(10, ge=1)
-    use_cache: bool = False
-    cache_dir: Path = Path("~/.cache/finsec-serve/sec")
-    sec_dump_path: Path | None = None
-    supplementary_tickers_fpath: Path | None = None
-    max_filing_results: int = Field(200, ge=1)
+    max_connections_per_host: int = Field(10, ge=1, description="connections each replica opens to one EDGAR host")
+    use_cache: bool = Field(False, description="keep fetched filings and metadata in cache_dir (§F.4)")
+    cache_dir: Path = Field(Path("~/.cache/finsec-serve/sec"), description="the disk cache, when use_cache is on")
+    sec_dump_path: Path | None = Field(None, description="a folder of filings' primary documents, read before "
+                                       "fetching (§F.5 b)")
+    supplementary_tickers_fpath: Path | None = Field(
+        None, description="a JSON file of extra tickers (company_tickers.json's shape) beside the registry's")
+    max_filing_results: int = Field(200, ge=1, description="sec_filing_search lists at most this many filings")
     max_end_date: date | None = Field(None, description="clamps every date-filtered tool (Decision 9)")
     # edgar_search (contract §A.7)
-    edgar_search_mode: Literal["local", "live"] | None = "local"
-    sec_api_key: SecretStr | None = None
-    sec_api_base_url: str = "https://api.sec-api.io"
+    edgar_search_mode: Literal["local", "live"] | None = Field(
+        "local", description="edgar_search over the corpus folder (local), through sec-api.io (live, needs "
+        "sec_api_key), or off (null, or \"off\" in a variable)")
+    sec_api_key: SecretStr | None = Field(None, description="sec-api.io's key, for edgar_search_mode live")
+    sec_api_base_url: str = Field("https://api.sec-api.io", description="sec-api.io's full-text search API")
     # parse_html_page on non-SEC URLs: only these hosts, and never a private address
-    fetch_allowed_hosts: list[str] = Field(default_factory=list)
-    fetch_max_bytes: int = Field(20_000_000, ge=1)
+    fetch_allowed_hosts: list[str] = Field(default_factory=list, description="hosts parse_html_page may fetch "
+                                           "besides SEC's (exact names, or *.example.com)")
+    fetch_max_bytes: int = Field(20_000_000, ge=1, description="a page or filing larger than this is refused")
     fetch_trusted_networks: list[str] = Field(
         default_factory=list,
         description="CIDRs (e.g. 10.8.0.5/32) that the SEC and page fetchers may contact although they are "
@@ -112,30 +124,35 @@ class Settings(BaseSettings):
         "and for tests' loopback servers. Empty in production. Hosts must still be allowed; keep it narrow.",
     )
     # web_search (contract §A.11)
-    tavily_api_key: SecretStr | None = None
-    tavily_base_url: str = "https://api.tavily.com"
+    tavily_api_key: SecretStr | None = Field(None, description="enables web_search (Tavily); unset, it is not offered")
+    tavily_base_url: str = Field("https://api.tavily.com", description="Tavily's search API")
     # documents and retrieve_information: a model endpoint, or (unset) the embedded BM25 passages (§E)
-    large_doc_threshold_chars: int = Field(100_000, ge=1)
+    large_doc_threshold_chars: int = Field(100_000, ge=1, description="a retrieval model reads a longer document in "
+                                           "chunks (Decision 12)")
     document_store_bytes: int = Field(4_000_000_000, ge=1_000_000, description="the app-wide store of texts")
     document_grace_seconds: float = Field(60.0, gt=0, description="an unreferenced text is kept this long")
     replica_text_cache_bytes: int = Field(256_000_000, ge=0, description="texts each replica keeps, by digest")
     replica_index_cache_bytes: int = Field(512_000_000, ge=0, description="BM25 indexes kept per replica")
     retrieval_top_passages: int = Field(24, ge=1, le=100, description="embedded backend: most passages in a reply")
     retrieval_reply_chars: int = Field(7_600, ge=500, description="embedded backend: passages fill this budget")
-    retrieval_model: ModelEndpoint | None = None
-    retrieval_responses_create_params: dict | None = None
-    retrieval_system_prompt: str | None = None
-    retrieval_system_prompt_fpath: Path | None = None
-    retrieval_max_output_tokens: int | None = None
+    retrieval_model: ModelEndpoint | None = Field(
+        None, description="the model retrieve_information asks (base_url, api, model, api_key; JSON in a variable); "
+        "unset: the embedded BM25 passages")
+    retrieval_responses_create_params: dict | None = Field(None, description="extra create params of its calls")
+    retrieval_system_prompt: str | None = Field(None, description="its system prompt (default: the stock one, §E.2)")
+    retrieval_system_prompt_fpath: Path | None = Field(None, description="its system prompt, from a file")
+    retrieval_max_output_tokens: int | None = Field(None, description="caps each retrieval reply's tokens")
     retrieval_call_timeout: float | None = Field(300.0, gt=0, description="bounds one retrieval model call")
     # grading in /verify: an LLM judge, or (unset) the embedded deterministic grader (§D)
-    judge_model: ModelEndpoint | None = None
-    judge_responses_create_params: dict | None = None
-    judge_prompt_template: str | None = None
-    judge_prompt_template_fpath: Path | None = None
-    judge_call_timeout: float | None = Field(60.0, gt=0)
+    judge_model: ModelEndpoint | None = Field(
+        None, description="the LLM judge /verify asks (JSON in a variable); unset: the deterministic grader (§D.3)")
+    judge_responses_create_params: dict | None = Field(None, description="extra create params of its calls")
+    judge_prompt_template: str | None = Field(None, description="its prompt template (default: the stock one, §D.4)")
+    judge_prompt_template_fpath: Path | None = Field(None, description="its prompt template, from a file")
+    judge_call_timeout: float | None = Field(60.0, gt=0, description="bounds one judge call; needed with judge_model")
     judge_retry_delays: list[float] = Field([1.0, 2.0], description="sleeps between the judge's attempts")
-    reward_mode: Literal["binary", "scaled"] = "binary"
+    reward_mode: Literal["binary", "scaled"] = Field("binary", description="the judge's rating 0, 1, 2 as a reward: "
+                                                   "binary 0, 0, 1; scaled 0, 0.5, 1")
     max_answer_chars: int = Field(4_000, ge=100, description="deterministic grader: a longer answer gets 0 with "
                                   "failure_kind answer_too_long, unread (an answer is a statement, not a document)")
     # grounding in /verify: do the answer's figures appear in the documents the session stored (grading/grounding.py)

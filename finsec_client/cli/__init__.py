@@ -2,6 +2,7 @@
 
     finsec serve [CONFIG]           the app from a serve config until Ctrl-C (local cluster, --address, or
                                     --in-process: one process, no Ray); CONFIG defaults to the packaged one
+    finsec check [CONFIG]           every mistake in a serve config and the FINSEC_ environment at once
     finsec rollouts [...]           N episodes at concurrency C against --url or an in-process server
     finsec status --url URL         what a running server is: version, settings, actors, sessions, fences
     finsec store check|acknowledge-loss [CONFIG]   the durable mark store: can it forget; accept a loss
@@ -15,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from finsec_client.cli import corpus, rollouts, serve, status, store, tasks
+from finsec_client.cli import check, corpus, rollouts, serve, status, store, tasks
 from finsec_client.cli.usage import EXIT_USAGE, UsageError
 
 
@@ -26,6 +27,7 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action=_Version, nargs=0, help="show the version and the code's digest, then exit")
     commands = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
     serve.add_parser(commands)
+    check.add_parser(commands)
     rollouts.add_parser(commands)
     status.add_parser(commands)
     store.add_parser(commands)
@@ -48,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return options.run(options)
     except UsageError as error:
-        print(f"finsec: error: {error}", file=sys.stderr)
+        for line in str(error).splitlines() or [type(error).__name__]:  # several mistakes: one line each
+            print(f"finsec: error: {line}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("finsec: interrupted", file=sys.stderr)

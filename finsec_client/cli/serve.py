@@ -40,7 +40,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(options: argparse.Namespace) -> int:
-    target = load_serve_config(options.config or packaged_config())  # validated before Ray starts
+    target = load_serve_config(options.config or packaged_config(), reach=True)  # `finsec check`, before Ray starts
     if options.port is not None:
         target = replace(target, port=options.port)
     if options.in_process:

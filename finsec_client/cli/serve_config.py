@@ -1,9 +1,11 @@
 """A serve config (configs/serve.yaml) read the way `finsec serve` deploys it, and checked before Ray starts:
-the file must validate as Serve's own ServeDeploySchema, and its application's `args` as Settings (with
-FINSEC_<FIELD> in the environment overriding them, as Settings does)."""
+the file must validate as Serve's own ServeDeploySchema with no key it would drop, and its application's `args`,
+with FINSEC_<FIELD> in the environment overriding them, as Settings (finsec_client/cli/settings_check.py). Every
+mistake is reported at once."""
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,10 +38,20 @@ class ServeTarget:
     port: int
 
 
-def load_serve_config(path: Path) -> ServeTarget:
+class ConfigErrors(UsageError):
+    """Every mistake found in a serve config and the environment, one line each."""
+
+    def __init__(self, path: Path, problems: list[str]):
+        super().__init__("\n".join(one_line(f"config {path}: {problem}") for problem in problems))
+        self.problems = problems
+
+
+def load_serve_config(path: Path, *, reach: bool = False) -> ServeTarget:
+    """The config's target, or ConfigErrors naming every mistake at once. With `reach`, the stores and endpoints
+    the settings name must also answer (a short timeout each)."""
     from ray.serve.schema import ServeDeploySchema
 
-    from deployments.settings import Settings
+    from finsec_client.cli.settings_check import checked_settings, reach_problems
 
     path = Path(path)
     if not path.is_file():
@@ -50,39 +62,80 @@ def load_serve_config(path: Path) -> ServeTarget:
         raise UsageError(f"config {path} is not YAML: {one_line(str(error))}") from None
     if not isinstance(raw, dict):
         raise UsageError(f"config {path} is not a serve config (a mapping with `applications:`)")
+    problems = _unknown_keys(raw)
     try:
         config = ServeDeploySchema.model_validate(raw)
     except ValidationError as error:
-        raise UsageError(f"config {path} is not a valid serve config: {_first_error(error)}") from None
+        raise ConfigErrors(path, problems + _located(error.errors(include_url=False))) from None
     if len(config.applications) != 1:
-        raise UsageError(f"config {path} must hold one application, not {len(config.applications)}")
+        raise ConfigErrors(path, [*problems, f"must hold one application, not {len(config.applications)}"])
     app = config.applications[0]
     if app.route_prefix is not None and not app.route_prefix.startswith("/"):
-        raise UsageError(f"config {path}: route_prefix {app.route_prefix!r} must start with '/'")
+        problems.append(f"route_prefix {app.route_prefix!r} must start with '/'")
     if not app.import_path.startswith("deployments.builder:"):
-        raise UsageError(f"config {path}: import_path {app.import_path!r} is not finsec-serve's "
-                         "(deployments.builder:build_app)")
-    try:
-        settings = Settings(**(app.args or {}))
-    except ValidationError as error:
-        raise UsageError(f"config {path}: args are not valid settings: {_first_error(error)}") from None
+        problems.append(f"import_path {app.import_path!r} is not finsec-serve's (deployments.builder:build_app)")
     options: dict[str, Any] = {}
     for deployment in app.deployments:
         if deployment.name != INGRESS_DEPLOYMENT:
-            raise UsageError(f"config {path}: unknown deployment {deployment.name!r} (only {INGRESS_DEPLOYMENT})")
+            problems.append(f"unknown deployment {deployment.name!r} (only {INGRESS_DEPLOYMENT})")
         options = {k: v for k, v in deployment.model_dump(exclude_unset=True).items() if k != "name"}
     if app.logging_config is not None and "logging_config" not in options:  # the application's, for its replicas
         options["logging_config"] = app.logging_config.model_dump(exclude_unset=True)
+    settings, sources, settings_problems = checked_settings(app.args or {})
+    problems += settings_problems
+    if settings is not None and reach:
+        problems += reach_problems(settings, sources)
+    if problems or settings is None:
+        raise ConfigErrors(path, problems)
     http = config.http_options
     return ServeTarget(settings, app.name, app.route_prefix or "/", options, http.host or "127.0.0.1",
                        http.port or 8000)
 
 
-def _first_error(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(p) for p in first.get("loc", ())) or "config"
-    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
-    return one_line(f"{where}: {first.get('msg', '')}{more}")
+def _unknown_keys(raw: dict[str, Any]) -> list[str]:
+    """Keys Serve's schema would drop without a word (it ignores what it does not know): a misspelt
+    `num_replica: 2` deploys one replica."""
+    from ray.serve.schema import DeploymentSchema, HTTPOptionsSchema, ServeApplicationSchema, ServeDeploySchema
+
+    found = _unknown(raw, ServeDeploySchema, "")
+    if isinstance(raw.get("http_options"), dict):
+        found += _unknown(raw["http_options"], HTTPOptionsSchema, "http_options.")
+    for i, app in enumerate(raw.get("applications") or []):
+        if not isinstance(app, dict):
+            continue
+        found += _unknown(app, ServeApplicationSchema, f"applications[{i}].")
+        for j, deployment in enumerate(app.get("deployments") or []):
+            if isinstance(deployment, dict):
+                found += _unknown(deployment, DeploymentSchema, f"applications[{i}].deployments[{j}].")
+    return found
+
+
+def _unknown(section: dict[str, Any], schema: Any, where: str) -> list[str]:
+    known = set(schema.model_fields) | {f.alias for f in schema.model_fields.values() if f.alias}
+    problems = []
+    for key in section:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.75)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            problems.append(f"{where}{key} is not a {schema.__name__.removesuffix('Schema')} key{hint}")
+    return problems
+
+
+def _located(errors: list[dict[str, Any]]) -> list[str]:
+    """Serve's schema errors, one line per value: a union's alternatives (num_replicas: an int, or "auto") come
+    as one error each, with the alternative last in their location."""
+    by_value: dict[tuple[str, ...], list[str]] = {}
+    for error in errors:
+        loc = tuple(str(p) for p in error.get("loc", ()))
+        key = loc[:-1] if len(loc) > 1 and _union_tag(loc[-1]) else loc
+        by_value.setdefault(key, []).append(str(error.get("msg", "")))
+    return [f"{'.'.join(loc) or 'config'}: {', or '.join(dict.fromkeys(messages))}"
+            for loc, messages in by_value.items()]
+
+
+def _union_tag(part: str) -> bool:
+    """A union alternative's name in a location ("int", "constrained-int", "literal['auto']"), not a key."""
+    return not part.isidentifier() and not part.isdigit() or part in ("int", "str", "float", "bool", "none")
 
 
 def describe_corpus(settings: Settings) -> str:

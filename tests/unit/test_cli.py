@@ -1,4 +1,4 @@
-"""The `finsec` command's surface: --help everywhere, and usage errors said in one line with exit status 2 (no
+"""The `finsec` command's surface: --help everywhere, and usage errors said in one line each with exit status 2 (no
 traceback), before any cluster starts."""
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from finsec_client.cli.usage import UsageError, check_port_free
 from tests.llm_stub import closed_port_url
 
 ROOT = Path(__file__).resolve().parents[2]
-SUBCOMMANDS = (["serve"], ["rollouts"], ["corpus"], ["corpus", "write"], ["corpus", "serve"], ["corpus", "questions"])
+SUBCOMMANDS = (["serve"], ["check"], ["rollouts"], ["corpus"], ["corpus", "write"], ["corpus", "serve"],
+               ["corpus", "questions"], ["tasks"], ["tasks", "nemo-gym"])
 
 
 def test_the_installed_command_prints_its_help():
@@ -46,9 +47,9 @@ def usage_error(argv: list[str], capsys) -> str:
     assert ray.is_initialized() == connected  # said before any cluster started
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("finsec: error: "), captured.err
+    assert lines and all(line.startswith("finsec: error: ") for line in lines), captured.err  # one line a mistake
     assert "Traceback" not in captured.err
-    return lines[0]
+    return "\n".join(lines)
 
 
 @pytest.fixture
@@ -78,13 +79,13 @@ def test_a_missing_or_invalid_config_is_a_usage_error(tmp_path, capsys):
     assert "is not YAML" in usage_error(["serve", str(bad)], capsys)
     bad.write_text("applications:\n  - name: finsec\n    import_path: deployments.builder:build_app\n"
                    "    deployments:\n      - name: FinsecIngress\n        num_replicas: -1\n")
-    assert "not a valid serve config" in usage_error(["serve", str(bad)], capsys)
+    assert "applications.0.deployments.0.num_replicas: " in usage_error(["serve", str(bad)], capsys)
     bad.write_text("applications:\n  - name: finsec\n    route_prefix: nope\n"
                    "    import_path: deployments.builder:build_app\n")
     assert "must start with '/'" in usage_error(["serve", str(bad)], capsys)
     bad.write_text("applications:\n  - name: finsec\n    import_path: deployments.builder:build_app\n"
                    "    args: {num_shards: 0}\n")
-    assert "args are not valid settings: num_shards" in usage_error(["serve", str(bad)], capsys)
+    assert "args.num_shards: Input should be greater than or equal to 1" in usage_error(["serve", str(bad)], capsys)
     bad.write_text("applications:\n  - name: finsec\n    import_path: deployments.builder:build_app\n"
                    "    args: {no_such_setting: 1}\n")
     assert "no_such_setting" in usage_error(["serve", str(bad)], capsys)
