@@ -21,6 +21,8 @@ from typing import Any
 import aiohttp
 import stamina
 
+import finsec.net.retry  # noqa: F401  (quiets stamina's own retry log)
+
 # Headers a client may send with every request: Serve's replica then does not watch the client for a disconnect
 # (a receive task and a request task per request, raced), which saves replica CPU on every request
 # (bench/results/serve_floor.md). A request whose client went away then runs to its end instead of being cancelled

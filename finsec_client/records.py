@@ -1,5 +1,6 @@
-"""One episode as one JSONL row: what was sent (every request with its status and latency), what the policy
-answered, what /verify said (reward; masked and why), and, for an episode that did not complete, why not.
+"""A run's JSONL: a first line with the run's options (`{"run": {...}}`), then one episode a row: what was sent
+(every request with its status and latency), what the policy answered, what /verify said (reward; masked and
+why), and, for an episode that did not complete, why not.
 
 `outcome` is "scored" (verify graded it), "masked" (verify answered with mask_sample: the reward is no
 measurement, `failure_kind` says why) or "failed" (no verdict: `failure.kind` is "transport" when the server
@@ -87,11 +88,19 @@ class EpisodeRecord:
         return row
 
 
+RUN = "run"  # the key of a file's first line: the options of the run that wrote it
+
+
 class RecordWriter:
     """Appends each record as it arrives, flushed, so a run cut short keeps what it did."""
 
     def __init__(self, stream: TextIO):
         self._stream = stream
+
+    def write_run(self, options: dict[str, Any]) -> None:
+        """The file's first line: what `finsec rollouts --resume FILE` needs to go on with the run."""
+        self._stream.write(json.dumps({RUN: options}, ensure_ascii=False) + "\n")
+        self._stream.flush()
 
     def write(self, record: EpisodeRecord) -> None:
         self._stream.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
@@ -99,4 +108,14 @@ class RecordWriter:
 
 
 def read_records(stream: TextIO) -> list[EpisodeRecord]:
-    return [EpisodeRecord.from_json(json.loads(line)) for line in stream if line.strip()]
+    return [EpisodeRecord.from_json(row) for row in _rows(stream) if RUN not in row]
+
+
+def read_run(stream: TextIO) -> dict[str, Any] | None:
+    """The options the file's run was played with, when its first line records them."""
+    first = next(_rows(stream), None)
+    return first[RUN] if first is not None and RUN in first else None
+
+
+def _rows(stream: TextIO):
+    return (json.loads(line) for line in stream if line.strip())

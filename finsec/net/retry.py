@@ -11,6 +11,7 @@ turns it into its own answer ("no data", a tool's error text, a failed judgement
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -21,6 +22,10 @@ import stamina
 from finsec.metrics import NO_METRICS, Metrics
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+# stamina's default hook logs a bare "stamina.retry_scheduled" for every retry, of every caller; the retries here
+# say what is retried and why (below), and the rollout client records its own per call.
+stamina.instrumentation.set_on_retry_hooks([])
 
 
 class TryAgain(Exception):
@@ -67,6 +72,9 @@ async def with_retries(policy: RetryPolicy, target: str, attempt: Callable[[], A
             wait = True  # stamina's jittered exponential backoff
         retries += 1
         metrics.retry(target, error.reason)
+        after = "after a backoff" if wait is True else f"in {float(wait):.1f} s"
+        log.warning("%s: attempt %d of %d failed (%s); trying again %s", target, retries, policy.attempts,
+                    error.detail, after)
         return wait
 
     async for trying in stamina.retry_context(

@@ -14,14 +14,38 @@ A usage error (bad URL, no server, bad config, port in use) is one line on stder
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
+from typing import NoReturn
 
 from finsec_client.cli import check, corpus, rollouts, serve, status, store, tasks
 from finsec_client.cli.usage import EXIT_USAGE, UsageError
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser (its subcommands' too), which also suggests the flag a misspelt one was meant to be."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments: "):
+            flags = _flags(self)
+            for given in message.removeprefix("unrecognized arguments: ").split():
+                close = difflib.get_close_matches(given.split("=")[0], flags, n=1, cutoff=0.7)
+                if given.startswith("--") and close:
+                    message += f" (did you mean {close[0]}?)"
+        super().error(message)
+
+
+def _flags(parser: argparse.ArgumentParser) -> list[str]:
+    """Every long flag of the parser and its subcommands."""
+    flags = [flag for action in parser._actions for flag in action.option_strings if flag.startswith("--")]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            flags += [flag for sub in action.choices.values() for flag in _flags(sub)]
+    return sorted(set(flags))
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
+    top = _Parser(
         prog="finsec", description="finsec-serve: NeMo Gym's finance_sec_search resources server on Ray Serve, "
         "and the rollout drivers that exercise it.")
     top.add_argument("--version", action=_Version, nargs=0, help="show the version and the code's digest, then exit")

@@ -14,14 +14,23 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from finsec_client.cli.serve_config import describe_corpus, load_serve_config, packaged_config
 from finsec_client.cli.server import join_cluster, running_app
-from finsec_client.cli.usage import EXIT_FAILED, EXIT_OK, UsageError, check_server_up, check_url
+from finsec_client.cli.usage import (
+    EXIT_FAILED,
+    EXIT_OK,
+    UsageError,
+    check_model_up,
+    check_server_up,
+    check_url,
+    default_url,
+)
 from finsec_client.drivers import DRIVERS
 from finsec_client.policies.llm import ModelSpec
 from finsec_client.progress import Progress
-from finsec_client.records import EpisodeRecord, RecordWriter, read_records
+from finsec_client.records import EpisodeRecord, RecordWriter, read_records, read_run
 from finsec_client.runner import RunPlan, new_run_id, run_episodes
 from finsec_client.summary import render, summarize
 from finsec_client.tasks import TaskFileError, embedded_tasks, load_tasks
@@ -36,7 +45,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "corpus, and stops them at the end. Writes every episode to JSONL and prints a summary beside the "
         "server's own counters. Exit status: 0 every episode completed, 1 some did not, 2 usage error.")
     target = parser.add_argument_group("server")
-    target.add_argument("--url", help="a running finsec server (default: start one in process)")
+    target.add_argument("--url", default=default_url(), help="a running finsec server (default: $FINSEC_URL, else "
+                        "start one in process)")
     target.add_argument("--config", type=Path, help="serve config for the in-process server (default: "
                         "the packaged serve.yaml: 2 replicas, 2 shards, the embedded corpus; FINSEC_<FIELD> overrides)")
     target.add_argument("--address", help="a running Ray cluster for the in-process server and the workers")
@@ -49,7 +59,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                      "side as one group (a GRPO group); the records carry `group` and `group_size` (default 1)")
     run.add_argument("--resume", type=Path, metavar="FILE", help="go on with the run recorded in FILE (its "
                      "episodes JSONL): episodes it holds as scored or masked are not played again, failed ones "
-                     "are; new records are appended to FILE. Give the run's own options again")
+                     "are; new records are appended to FILE. The run's options come from FILE's first line; "
+                     "-n may grow the run")
     run.add_argument("-c", "--concurrency", type=int, default=16, help="episodes in flight (default 16)")
     run.add_argument("--driver", action="append", choices=DRIVERS,
                      help="environment-server (default) or legacy-agent; give both to alternate them")
@@ -80,7 +91,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     output.add_argument("--quiet", action="store_true", help="no progress line")
     output.add_argument("--fail-on-masked", action="store_true",
                         help="exit status 1 also when some verify was masked (the demo's check)")
-    parser.set_defaults(run=run_rollouts)
+    parser.set_defaults(run=run_rollouts, default_of=parser.get_default)
 
 
 def _plan_from(options: argparse.Namespace, url: str) -> RunPlan:
@@ -99,26 +110,30 @@ def _plan_from(options: argparse.Namespace, url: str) -> RunPlan:
 
 
 def _check(options: argparse.Namespace) -> None:
-    """Everything that can be checked before a cluster starts or an episode runs."""
+    """Everything that can be checked before a cluster starts or an episode runs: every mistake at once."""
+    run = _run_options(options)  # --resume FILE: the options FILE's run was played with, where none are given
+    problems = [f"{flag} must be at least {least}, not {value}" for flag, value, least in (
+        ("--episodes", options.episodes, 1), ("--concurrency", options.concurrency, 1),
+        ("--repeats", options.repeats, 1), ("--max-turns", options.max_turns, 1), ("--workers", options.workers, 0),
+        ("--max-tokens", options.max_tokens, 1), ("--give-up-after", options.give_up_after, 0))
+        if value is not None and value < least]
+    if options.temperature is not None and not 0 <= options.temperature <= 2:
+        problems.append(f"--temperature must be between 0 and 2, not {options.temperature:g}")
+    if options.request_timeout <= 0:
+        problems.append(f"--request-timeout must be positive, not {options.request_timeout:g}")
+    if options.policy == "llm" and not (options.model_url and options.model):
+        problems.append("--policy llm needs --model-url and --model")
+    if problems:
+        raise UsageError("\n".join(problems))
     if options.url:
         options.url = check_url(options.url)
-    if (options.episodes is not None and options.episodes < 1) or min(
-            options.concurrency, options.max_turns, options.repeats) < 1 or options.workers < 0:
-        raise UsageError("--episodes, --concurrency, --repeats and --max-turns must be at least 1, --workers at "
-                         "least 0")
-    if options.max_tokens is not None and options.max_tokens < 1:
-        raise UsageError("--max-tokens must be at least 1")
-    if options.temperature is not None and not 0 <= options.temperature <= 2:
-        raise UsageError("--temperature must be between 0 and 2")
     options.resumed = _resumed(options)
     if options.resumed:
-        _check_resumed(_plan_from(options, "http://127.0.0.1"), options.resumed)
-    if options.request_timeout <= 0 or options.give_up_after < 0:
-        raise UsageError("--request-timeout must be positive and --give-up-after at least 0")
+        _check_resumed(_plan_from(options, "http://127.0.0.1"), options.resumed, from_file=run is not None)
     if options.policy == "llm":
-        if not options.model_url or not options.model:
-            raise UsageError("--policy llm needs --model-url and --model")
         options.model_url = check_url(options.model_url, "--model-url")
+        check_model_up(options.model_url, os.environ.get(options.model_api_key_env) or None,
+                       options.model_api_key_env)
     if options.plot:
         from finsec_client.plots import PlottingUnavailable, require_matplotlib
 
@@ -133,6 +148,32 @@ def _check(options: argparse.Namespace) -> None:
             raise UsageError(str(error)) from None
     if options.config:
         load_serve_config(options.config)
+
+
+# What a run's file records of its options: what decides its episodes and where they are played.
+RUN_OPTIONS = ("url", "config", "episodes", "repeats", "driver", "agent_run_seed", "tasks", "policy", "model_url",
+               "model", "model_api_key_env", "max_turns", "temperature", "max_tokens")
+
+
+def run_options(options: argparse.Namespace) -> dict[str, Any]:
+    """The run's options as its file's first line keeps them (paths made absolute: a resume may run elsewhere)."""
+    return {name: str(Path(value).resolve()) if isinstance(value, Path) else value
+            for name in RUN_OPTIONS if (value := getattr(options, name)) is not None}
+
+
+def _run_options(options: argparse.Namespace) -> dict[str, Any] | None:
+    """With --resume FILE, the options FILE's run recorded, for each one not given here."""
+    if options.resume is None or not options.resume.is_file():
+        return None
+    try:
+        with options.resume.open() as stream:
+            run = read_run(stream)
+    except (ValueError, TypeError):
+        return None  # said by _resumed, which reads the whole file
+    for name, value in (run or {}).items():
+        if name in RUN_OPTIONS and getattr(options, name) == options.default_of(name):
+            setattr(options, name, Path(value) if name in ("config", "tasks") else value)
+    return run
 
 
 def _resumed(options: argparse.Namespace) -> list[EpisodeRecord]:
@@ -153,17 +194,17 @@ def _resumed(options: argparse.Namespace) -> list[EpisodeRecord]:
     return [r for r in records if r.outcome != "failed"]
 
 
-def _check_resumed(plan: RunPlan, resumed: list[EpisodeRecord]) -> None:
+def _check_resumed(plan: RunPlan, resumed: list[EpisodeRecord], *, from_file: bool) -> None:
     """A resumed file must be the same run: each recorded episode the task and driver this plan gives it."""
+    fix = ("leave out --episodes, --repeats, --tasks and --driver: the file says them" if from_file else
+           "give the run's own --episodes, --repeats, --tasks and --driver")
     for record in resumed:
         if record.episode >= plan.episodes:
-            raise UsageError(f"--resume: episode {record.episode} is beyond this run's {plan.episodes} episodes: "
-                             "give the run's own --episodes, --repeats, --tasks and --driver")
+            raise UsageError(f"--resume: episode {record.episode} is beyond this run's {plan.episodes} episodes: {fix}")
         episode = plan.episode(record.episode)
         if (record.task_id, record.driver, record.group) != (episode.task.task_id, episode.driver, episode.group):
             raise UsageError(f"--resume: episode {record.episode} was task {record.task_id} ({record.driver}) "
-                             f"there, task {episode.task.task_id} ({episode.driver}) here: give the run's own "
-                             "--episodes, --repeats, --tasks and --driver")
+                             f"there, task {episode.task.task_id} ({episode.driver}) here: {fix}")
 
 
 @contextlib.contextmanager
@@ -228,6 +269,8 @@ def _run(options: argparse.Namespace, plan: RunPlan, url: str) -> int:
           f"{groups}) at concurrency {plan.concurrency} {where} against {url}", file=sys.stderr, flush=True)
     with out.open("a" if options.resume else "w") as stream:
         writer = RecordWriter(stream)
+        if not options.resume:
+            writer.write_run(run_options(options))
 
         def on_record(record: EpisodeRecord) -> None:
             records.append(record)

@@ -1,6 +1,6 @@
-"""`finsec status --url URL`: what a running server is (its version and shape, no secrets), the Ray actors it
-runs on, the sessions and fences its shards hold, and where the marks are kept. Exit status 0, or 2 when the
-server cannot be asked."""
+"""`finsec status [--url URL]` (default $FINSEC_URL): what a running server is (its version and shape, no
+secrets), the Ray actors it runs on, the sessions and fences its shards hold, and where the marks are kept. Exit
+status 0, or 2 when the server cannot be asked."""
 
 from __future__ import annotations
 
@@ -9,19 +9,22 @@ import json
 
 import httpx
 
-from finsec_client.cli.usage import EXIT_OK, UsageError, check_url
+from finsec_client.cli.usage import EXIT_OK, UsageError, check_url, default_url
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("status", help="what a running server is and holds",
                                  description="Ask a running finsec server (GET /status) for its version, settings, "
                                  "actors, sessions and fences, and print them.")
-    parser.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
+    parser.add_argument("--url", default=default_url(), help="the server, e.g. http://127.0.0.1:8000 (default: "
+                        "$FINSEC_URL)")
     parser.add_argument("--json", action="store_true", help="print the server's answer as JSON")
     parser.set_defaults(run=run_status)
 
 
 def run_status(options: argparse.Namespace) -> int:
+    if not options.url:
+        raise UsageError("which server? give --url (e.g. http://127.0.0.1:8000), or set FINSEC_URL")
     url = check_url(options.url).rstrip("/")
     try:
         response = httpx.get(url + "/status", timeout=30)

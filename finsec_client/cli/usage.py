@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from urllib.parse import urlsplit
 
@@ -42,6 +43,25 @@ def check_server_up(url: str, timeout: float = 5.0) -> None:
                          "`finsec serve`, or leave out --url to start one in process") from None
     if response.status_code != 200:
         raise UsageError(f"the server at {url} is not ready: GET /healthz answered {response.status_code}")
+
+
+def check_model_up(url: str, api_key: str | None, key_variable: str, timeout: float = 5.0) -> None:
+    """An OpenAI-compatible endpoint answers at `url` and takes the key (GET /models): checked before the first
+    episode, so a dead endpoint is one line instead of a run of failed episodes."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        response = httpx.get(url + "/models", headers=headers, timeout=timeout)
+    except httpx.HTTPError as error:
+        raise UsageError(f"--model-url: nothing answers at {url} ({one_line(error)}); start the model server "
+                         "or fix the URL") from None
+    if response.status_code in (401, 403):
+        raise UsageError(f"--model-url: {url} refuses the key (HTTP {response.status_code}): put the endpoint's key "
+                         f"in ${key_variable}, or name another variable with --model-api-key-env")
+
+
+def default_url() -> str | None:
+    """$FINSEC_URL: the server the commands talk to when --url is left out."""
+    return os.environ.get("FINSEC_URL") or None
 
 
 def check_port_free(host: str, port: int) -> None:

@@ -28,7 +28,8 @@ def app(serve_url):
 def rollouts(tmp_path, app, *args: str, name: str = "run") -> tuple[int, list[dict], dict]:
     out = tmp_path / f"{name}.jsonl"
     status = main(["rollouts", "--url", app.base_url, "--out", str(out), "--quiet", *args])
-    records = [json.loads(line) for line in out.read_text().splitlines()]
+    run, *records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert run["run"]["url"] == app.base_url  # the file opens with the run's options
     return status, records, json.loads(out.with_suffix(".summary.json").read_text())
 
 
@@ -123,6 +124,24 @@ def test_resume_plays_only_what_the_file_lacks(app, tmp_path):
     assert summary["episodes"] == 8 and summary["scored"] == 8
     # the same file with other options is another run: refused before anything is played
     assert main(["rollouts", "--url", app.base_url, "--resume", str(out), "-n", "8", "-r", "2", "--quiet"]) == 2
+
+
+def test_resume_with_the_file_alone_goes_on_with_its_run(app, tmp_path):
+    """The file's first line keeps the run's options: `--resume FILE` needs nothing else, and refuses options
+    that would make it another run."""
+    status, records, _ = rollouts(tmp_path, app, "-n", "6", "-c", "3", "--driver", "legacy-agent",
+                                  "--agent-run-seed", "empty", name="alone")
+    assert status == 0
+    out = tmp_path / "alone.jsonl"
+    run, *rows = out.read_text().splitlines()
+    out.write_text("\n".join([run, *rows[:3]]) + "\n")  # the run cut short after three episodes
+    before = counters(app)
+    assert main(["rollouts", "--resume", str(out), "--quiet"]) == 0
+    assert delta(before, counters(app))["seeds.agent_run"] == 3  # the legacy-agent driver, as the run had it
+    episodes = [json.loads(line) for line in out.read_text().splitlines()[1:]]
+    assert sorted(r["episode"] for r in episodes) == list(range(6))
+    assert {r["driver"] for r in episodes} == {"legacy-agent"}
+    assert main(["rollouts", "--resume", str(out), "--driver", "environment-server", "--quiet"]) == 2
 
 
 def test_status_names_the_apps_actors_and_what_its_shards_hold(app, capsys):

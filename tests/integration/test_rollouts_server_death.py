@@ -24,7 +24,8 @@ def run_against_dying_server(tmp_path, failure: str, *extra: str) -> tuple[int, 
     finally:
         process.kill()
         process.wait(10)
-    records = [json.loads(line) for line in out.read_text().splitlines()]
+    run, *records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert "run" in run  # the file opens with the run's options
     return status, records, json.loads(out.with_suffix(".summary.json").read_text())
 
 

@@ -171,6 +171,52 @@ def test_other_usage_errors(tmp_path, capsys, monkeypatch):
     assert "needs matplotlib" in message and 'pip install -e ".[bench]"' in message
 
 
+def test_each_bad_number_is_named_on_its_own_line(capsys):
+    said = usage_error(["rollouts", "-n", "0", "-c", "0", "--workers", "-1", "-T", "3"], capsys).splitlines()
+    assert said == ["finsec: error: --episodes must be at least 1, not 0",
+                    "finsec: error: --concurrency must be at least 1, not 0",
+                    "finsec: error: --workers must be at least 0, not -1",
+                    "finsec: error: --temperature must be between 0 and 2, not 3"]
+
+
+def test_a_misspelt_flag_gets_a_suggestion(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["rollouts", "--concurency", "3"])
+    assert exit_.value.code == 2
+    assert "unrecognized arguments: --concurency 3 (did you mean --concurrency?)" in capsys.readouterr().err
+
+
+def test_finsec_url_stands_for_url(capsys, monkeypatch):
+    url = closed_port_url().removesuffix("/v1")
+    monkeypatch.setenv("FINSEC_URL", url)
+    assert f"{url}/status could not be read" in usage_error(["status"], capsys)
+    assert f"no server answers at {url}" in usage_error(["rollouts", "-n", "1"], capsys)
+    monkeypatch.delenv("FINSEC_URL")
+    assert "give --url" in usage_error(["status"], capsys)
+
+
+class _RefusingModel(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802
+        self.send_response(401)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_model_endpoint_that_cannot_be_used_is_one_line_before_any_episode(capsys):
+    llm = ["rollouts", "--url", "http://127.0.0.1:9", "--policy", "llm", "--model", "m", "--model-url"]
+    assert "nothing answers at" in usage_error([*llm, closed_port_url()], capsys)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RefusingModel)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        said = usage_error([*llm, f"http://127.0.0.1:{server.server_port}/v1"], capsys)
+    finally:
+        server.shutdown()
+    assert "refuses the key (HTTP 401)" in said and "$OPENAI_API_KEY" in said
+
+
 def test_corpus_questions_is_a_task_file_and_corpus_write_writes_the_layout(tmp_path, capsys):
     from finsec_client.tasks import embedded_tasks, load_tasks
 

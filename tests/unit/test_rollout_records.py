@@ -9,7 +9,7 @@ import pytest
 
 from finsec_client.client import Call
 from finsec_client.progress import Progress
-from finsec_client.records import EpisodeRecord, Failure, RecordWriter, read_records
+from finsec_client.records import EpisodeRecord, Failure, RecordWriter, read_records, read_run
 from finsec_client.summary import counter_delta, percentile, render, shard_time, summarize
 from finsec_client.tasks import TaskFileError, embedded_tasks, load_tasks
 
@@ -36,6 +36,16 @@ def test_a_record_round_trips_through_jsonl_with_its_outcome():
                                  {"route": "verify", "status": 200, "ms": 20.0}]
     assert lines[2]["calls"][1]["status"] is None
     assert read_records(io.StringIO(stream.getvalue())) == rows
+    assert read_run(io.StringIO(stream.getvalue())) is None  # a file of records only (an older run's)
+
+
+def test_a_run_file_opens_with_its_options_and_its_records_skip_them():
+    stream = io.StringIO()
+    writer = RecordWriter(stream)
+    writer.write_run({"episodes": 2, "driver": ["legacy-agent"]})
+    writer.write(record(0))
+    assert read_run(io.StringIO(stream.getvalue())) == {"episodes": 2, "driver": ["legacy-agent"]}
+    assert read_records(io.StringIO(stream.getvalue())) == [record(0)]
 
 
 def test_the_verify_row_is_what_aggregate_metrics_reads():

@@ -88,7 +88,7 @@ def test_the_commands_work_from_another_folder(venv, tmp_path):
         played = run(venv, "finsec", "rollouts", "--url", f"http://127.0.0.1:{port}", "-n", "4", "-c", "2",
                      "--out", "runs.jsonl", "--fail-on-masked", cwd=tmp_path)
         assert played.returncode == 0, played.stdout[-2000:] + played.stderr[-2000:]
-        assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 4
+        assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 1 + 4  # the run's options, 4 episodes
         spoke = run(venv, "python", "-c", MCP_CLIENT, f"http://127.0.0.1:{port}/mcp", cwd=tmp_path)
         assert spoke.returncode == 0 and "HLXR1" in spoke.stdout, spoke.stdout[-2000:] + spoke.stderr[-2000:]
         converted = run(venv, "finsec", "tasks", "nemo-gym", "--out", "rows.jsonl", cwd=tmp_path)
