@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
-from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -79,19 +77,23 @@ _MCP_METHODS = ["GET", "POST", "DELETE"]
 
 
 def _mcp(settings: Settings) -> tuple[Route, Callable[[], AbstractAsyncContextManager[None]]]:
-    """The /mcp route and what runs it for the app's life; without the mcp extra, a 501 naming the fix."""
-    if importlib.util.find_spec("mcp") is None:
-        return Route(MCP_PATH, _mcp_not_installed, methods=_MCP_METHODS), nullcontext
-    from deployments.routes.mcp import McpEndpoint
-
+    """The /mcp route and what runs it for the app's life; without the mcp extra's SDK, a 501 naming the fix."""
+    try:
+        from deployments.routes.mcp import McpEndpoint
+    except ImportError as error:  # no mcp, or another major version than the extra pins (nemo-gym brings 1.x)
+        return Route(MCP_PATH, _McpUnavailable(error), methods=_MCP_METHODS), nullcontext
     endpoint = McpEndpoint(settings)
     return Route(MCP_PATH, endpoint, methods=_MCP_METHODS), endpoint.run
 
 
-async def _mcp_not_installed(request: Request) -> JSONResponse:
-    return JSONResponse({"detail": "The mcp package is not installed where this server runs: install "
-                                   "finsec-serve[mcp] there, or call the tools over REST (POST /<tool>)."},
-                        status_code=501)
+class _McpUnavailable:
+    def __init__(self, error: ImportError):
+        self._detail = ("The MCP endpoint needs the mcp SDK that finsec-serve[mcp] pins, where this server runs "
+                        f"({type(error).__name__}: {error}). Install finsec-serve[mcp] there, or call the tools "
+                        "over REST (POST /<tool>).")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await JSONResponse({"detail": self._detail}, status_code=501)(scope, receive, send)
 
 
 # The routes a rollout calls, in the order it first calls them (contract §A): the first a request's match tries.

@@ -8,6 +8,7 @@
     finsec store check|acknowledge-loss [CONFIG]   the durable mark store: can it forget; accept a loss
     finsec corpus write|serve|questions
     finsec tasks nemo-gym [--tasks FILE] [--episode]   a task file as NeMo Gym's (and verifiers') rows
+    finsec recipe nemo-gym DIR --finsec-url URL --model-url URL --model NAME   a NeMo Gym folder for a running server
 
 A usage error (bad URL, no server, bad config, port in use) is one line on stderr and exit status 2."""
 
@@ -18,7 +19,7 @@ import difflib
 import sys
 from typing import NoReturn
 
-from finsec_client.cli import check, corpus, rollouts, serve, status, store, tasks
+from finsec_client.cli import check, corpus, recipe, rollouts, serve, status, store, tasks
 from finsec_client.cli.usage import EXIT_USAGE, UsageError
 
 
@@ -57,6 +58,7 @@ def parser() -> argparse.ArgumentParser:
     store.add_parser(commands)
     corpus.add_parser(commands)
     tasks.add_parser(commands)
+    recipe.add_parser(commands)
     return top
 
 

@@ -328,10 +328,13 @@ def test_an_idle_mcp_session_ends_and_releases_its_session():
 
 
 def test_without_the_mcp_package_the_endpoint_names_the_fix(monkeypatch):
-    import importlib.util
+    """No mcp, or another major version than the extra pins (nemo-gym's environment brings mcp 1.x): the app
+    still starts, and /mcp is a 501 that says what to install."""
+    import sys
 
-    find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else find_spec(name, *a))
+    monkeypatch.setitem(sys.modules, "mcp", None)  # `import mcp` raises ImportError
+    monkeypatch.delitem(sys.modules, "deployments.routes.mcp", raising=False)
     with serving(num_shards=1) as bare:
         refused = httpx.post(bare.mcp, json={}, timeout=10)
+        assert httpx.get(bare.url + "/healthz", timeout=10).status_code == 200
     assert refused.status_code == 501 and "finsec-serve[mcp]" in refused.json()["detail"]
