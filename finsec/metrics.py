@@ -4,6 +4,9 @@ shards' session events are the reaper's (session_store/ray_actors.py); these are
 "exported as: what; labels":
 
 - `ray_finsec_verifies_total`: /verify rows, counted after grading; `outcome` (scored, masked), `failure_kind`
+- `ray_finsec_rewards_total`: the rewards of scored /verify rows, summed: over `ray_finsec_verifies_total` with
+  `outcome="scored"`, the mean reward (a histogram's `_sum` would not do: Ray exports bucket midpoints)
+- `ray_finsec_verify_reward`: the reward of each scored /verify row, by bucket: the rewards' distribution
 - `ray_finsec_sec_fetches_total`: reads of SEC documents and data; `source` (live, mirror), `status` (200, 404,
   429, ..., error, refused)
 - `ray_finsec_retries_total`: requests sent again; `target` (sec, sec_api, web_search, judge), `reason` (a status,
@@ -32,11 +35,15 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 SECONDS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
+REWARDS = [0.25, 0.5, 0.75, 1.0]  # a reward is in [0, 1]; binary ones fall in the first and last buckets
 
 # name -> (kind, description, labels besides app)
 DEFINITIONS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "finsec_verifies": ("counter", "/verify rows by outcome and failure_kind, counted after grading",
                         ("outcome", "failure_kind")),
+    "finsec_rewards": ("counter", "The rewards of scored /verify rows, summed: over "
+                       "ray_finsec_verifies_total{outcome=\"scored\"}, the mean reward", ()),
+    "finsec_verify_reward": ("histogram", "The reward of each scored /verify row, by bucket", ()),
     "finsec_sec_fetches": ("counter", "Reads of SEC documents and data, by source and HTTP status",
                            ("source", "status")),
     "finsec_retries": ("counter", "Requests sent again after a retryable failure", ("target", "reason")),
@@ -67,8 +74,12 @@ class Metrics:
 
     # ----- what the code records --------------------------------------------------------------------------
 
-    def verify(self, outcome: str, failure_kind: str | None) -> None:
+    def verify(self, outcome: str, failure_kind: str | None, reward: float | None = None) -> None:
         self._add("finsec_verifies", outcome=outcome, failure_kind=failure_kind or "none")
+        if outcome == "scored" and isinstance(reward, (int, float)):
+            self._observe("finsec_verify_reward", float(reward))
+            if reward > 0:  # a Ray counter refuses an increment of 0
+                self._add("finsec_rewards", amount=float(reward))
 
     def sec_fetch(self, source: str, status: int | str) -> None:
         self._add("finsec_sec_fetches", source=source, status=str(status))
@@ -90,18 +101,18 @@ class Metrics:
 
     # ----- where it goes ----------------------------------------------------------------------------------
 
-    def count(self, name: str, **labels: str) -> int:
+    def count(self, name: str, **labels: str) -> float:
         """What was recorded in memory (outside Ray) under these labels, summed over the others."""
         wanted = set(labels.items())
         return sum(n for (metric, tags), n in self.counted.items() if metric == name and wanted <= set(tags))
 
-    def _add(self, name: str, **labels: str) -> None:
+    def _add(self, name: str, amount: float = 1, **labels: str) -> None:
         metric = self._metric(name)
         if metric is None:
             with self._lock:
-                self.counted[(name, tuple(sorted(labels.items())))] += 1
+                self.counted[(name, tuple(sorted(labels.items())))] += amount
         else:
-            metric.inc(1, tags={"app": self._app, **labels})
+            metric.inc(amount, tags={"app": self._app, **labels})
 
     def _observe(self, name: str, value: float, **labels: str) -> None:
         metric = self._metric(name)

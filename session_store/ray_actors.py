@@ -130,6 +130,8 @@ class _SessionMetrics:
         self._clock_step = Gauge("finsec_clock_step_seconds", "The largest gap between a node's wall clock and the "
                                  "session clock of its shard (a step being absorbed at 1%); over 1 s is alarmed",
                                  tag_keys=("app",))
+        self._unreachable = Gauge("finsec_shards_unreachable", "Session shards that did not answer the reaper's "
+                                  "last tick", tag_keys=("app",))
         self._store_ok = Gauge("finsec_mark_store_ok", "1 while the durable mark store holds its marker and cannot "
                                "forget (noeviction, append-only file); 0 while new sessions are refused for it",
                                tag_keys=("app",))
@@ -155,6 +157,7 @@ class _SessionMetrics:
         if status.documents is not None:
             self._documents.set(status.documents.bytes, tags=self._tags)
         self._clock_step.set(status.clock_step, tags=self._tags)
+        self._unreachable.set(status.shards_unreachable, tags=self._tags)
         if status.store is not None:
             healthy = not status.store.forgot and status.store.durability_problem is None
             self._store_ok.set(int(healthy), tags=self._tags)

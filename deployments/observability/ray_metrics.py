@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from finsec.metrics import DEFINITIONS, SECONDS
+from finsec.metrics import DEFINITIONS, REWARDS, SECONDS
+
+_BOUNDARIES = {"finsec_verify_reward": REWARDS}
 
 
 def ray_metrics() -> dict[str, Any]:
@@ -22,5 +24,5 @@ def ray_metrics() -> dict[str, Any]:
     for name, (kind, description, labels) in DEFINITIONS.items():
         keys = ("app", *labels)
         made[name] = (RayCounter(name, description, tag_keys=keys) if kind == "counter"
-                      else Histogram(name, description, boundaries=SECONDS, tag_keys=keys))
+                      else Histogram(name, description, boundaries=_BOUNDARIES.get(name, SECONDS), tag_keys=keys))
     return made

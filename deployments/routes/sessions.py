@@ -75,7 +75,7 @@ async def verify(request: Request, body: VerifyRequest) -> Response:
         row, released = await offload.run(size, masked_row, body, "session_lost", UNREADABLE_COOKIE), False
     else:
         row, released = await app.verifier.verify(sid, identity.claims(request), body, size)
-    app.metrics.verify("masked" if row.get("mask_sample") else "scored", row.get("failure_kind"))
+    app.metrics.verify("masked" if row.get("mask_sample") else "scored", row.get("failure_kind"), row.get("reward"))
     if released:
         identity.released(request, sid)
     return await json_response(row, size)

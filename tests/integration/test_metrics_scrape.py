@@ -94,6 +94,9 @@ def test_every_metric_the_readme_names_is_exported_with_its_labels(app, sec, stu
     mine = {"app": "it-metrics"}
     assert sample(text, "ray_finsec_verifies_total", **mine, outcome="masked", failure_kind="judge_failed") == 1
     assert sample(text, "ray_finsec_verifies_total", **mine, outcome="scored") == 1
+    # the mean reward's parts: the scored row's reward, and none of the masked one's
+    assert sample(text, "ray_finsec_rewards_total", **mine) == 1.0
+    assert sample(text, "ray_finsec_verify_reward_count", **mine) == 1
     assert sample(text, "ray_finsec_sec_fetches_total", **mine, source="live", status="503") >= 1
     assert sample(text, "ray_finsec_sec_fetches_total", **mine, source="live", status="429") >= 1
     assert sample(text, "ray_finsec_retries_total", **mine, target="sec") >= 2

@@ -26,6 +26,8 @@ from session_store.marks.redis_store import RedisMarkStore
 ROOT = Path(__file__).parents[2]
 CLUSTER = ROOT / "cluster"
 KUSTOMIZATIONS = sorted(p.parent for p in CLUSTER.rglob("kustomization.yaml") if "deploy" not in p.parts)
+MONITORING = CLUSTER / "monitoring"  # the dashboard's ConfigMap and the PodMonitor: tests/unit/test_dashboard.py
+DEPLOYABLE = [folder for folder in KUSTOMIZATIONS if folder != MONITORING]  # each renders the RayService
 
 
 def kubectl() -> str:
@@ -59,10 +61,11 @@ SCHEMA = yaml.safe_load((CLUSTER / "schema/rayservice.schema.yaml").read_text())
 
 
 def test_there_is_a_base_and_a_production_overlay():
-    assert {p.relative_to(CLUSTER).as_posix() for p in KUSTOMIZATIONS} >= {"base", "overlays/redis"}
+    assert {p.relative_to(CLUSTER).as_posix() for p in KUSTOMIZATIONS} >= {
+        "base", "overlays/redis", "overlays/redis-split", "monitoring"}
 
 
-@pytest.mark.parametrize("folder", KUSTOMIZATIONS, ids=lambda p: p.relative_to(CLUSTER).as_posix())
+@pytest.mark.parametrize("folder", DEPLOYABLE, ids=lambda p: p.relative_to(CLUSTER).as_posix())
 def test_every_kustomization_renders_a_rayservice_the_schema_accepts(folder):
     service = rayservice(render(folder))
     jsonschema.validate(service, SCHEMA)
@@ -132,10 +135,17 @@ def test_the_redis_overlay_gives_the_gcs_and_the_marks_the_same_redis():
         assert url["valueFrom"]["secretKeyRef"]["name"] == "finsec-serve", container["name"]
 
 
-def test_the_overlays_redis_is_one_the_app_accepts_and_refuses_writes_before_its_pod_limit():
+REDISES = [("overlays/redis", "finsec-redis"), ("overlays/redis-split", "finsec-redis"),
+           ("overlays/redis-split", "finsec-marks")]
+
+
+@pytest.mark.parametrize(("overlay", "name"), REDISES, ids=[f"{o}:{n}" for o, n in REDISES])
+def test_the_overlays_redis_is_one_the_app_accepts_and_refuses_writes_before_its_pod_limit(overlay, name):
     """Started with the overlay's own arguments: the app's durability check passes, and maxmemory sits below the
-    memory limit, so at the limit Redis refuses writes (503s) instead of the kernel killing it."""
-    (statefulset,) = [d for d in render(CLUSTER / "overlays/redis") if d["kind"] == "StatefulSet"]
+    memory limit, so at the limit Redis refuses writes (503s) instead of the kernel killing it. The split overlay's
+    GCS Redis is held to the same: Ray's GCS must not lose what it wrote either."""
+    (statefulset,) = [d for d in render(CLUSTER / overlay) if d["kind"] == "StatefulSet" and
+                      d["metadata"]["name"] == name]
     (redis,) = statefulset["spec"]["template"]["spec"]["containers"]
     args = [a.replace("$(REDIS_PASSWORD)", "overlay-password") for a in redis["args"]]
     maxmemory = args[args.index("--maxmemory") + 1]
@@ -143,6 +153,149 @@ def test_the_overlays_redis_is_one_the_app_accepts_and_refuses_writes_before_its
     with running_redis(persist=False, options=tuple(args)) as server:
         url = f"redis://:overlay-password@127.0.0.1:{server.port}/1"
         assert RedisMarkStore(url, "overlay").durability_problem() is None
+
+
+def test_the_split_overlay_gives_the_marks_a_redis_of_their_own():
+    """The GCS's fault tolerance on `finsec-redis`, the marks' URL (from the Secret) meant for `finsec-marks`: two
+    Services, each selecting only its own StatefulSet's pod, the GCS's Redis sized for Ray's tables alone."""
+    docs = render(CLUSTER / "overlays/redis-split")
+    services = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Service"}
+    statefulsets = {d["metadata"]["name"]: d for d in docs if d["kind"] == "StatefulSet"}
+    assert set(services) == set(statefulsets) == {"finsec-redis", "finsec-marks"}
+    for name, service in services.items():
+        for other, statefulset in statefulsets.items():
+            labels = statefulset["spec"]["template"]["metadata"]["labels"]
+            selected = service["spec"]["selector"].items() <= labels.items()
+            assert selected == (name == other), f"Service {name} {'misses' if name == other else 'selects'} {other}"
+    options = rayservice(docs)["spec"]["rayClusterConfig"]["gcsFaultToleranceOptions"]
+    assert options["redisAddress"] == f"finsec-redis:{services['finsec-redis']['spec']['ports'][0]['port']}"
+    for container in containers(rayservice(docs)):
+        (url,) = [e for e in container["env"] if e["name"] == "FINSEC_MARK_STORE_URL"]
+        assert url["valueFrom"]["secretKeyRef"] == {"name": "finsec-serve", "key": "mark-store-url"}
+    memory = {name: parse_quantity(s["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"])
+              for name, s in statefulsets.items()}
+    assert memory["finsec-redis"] < memory["finsec-marks"]
+    readme = (CLUSTER / "README.md").read_text()
+    assert "redis://:$P@finsec-marks:6379/0" in readme, "cluster/README.md shows the split overlay's mark-store-url"
+
+
+# ----- the state pods: a disruption budget, anti-affinity, and a small share of the shards each ------------------
+
+def state_group(service: dict) -> dict:
+    """The worker group that offers the state actors' custom resource (serveConfigV2's state_actor_resources)."""
+    args = yaml.safe_load(service["spec"]["serveConfigV2"])["applications"][0]["args"]
+    (resource,) = args["state_actor_resources"]
+    (state,) = [g for g in service["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+                if resource in g["rayStartParams"].get("resources", "")]
+    return state
+
+
+def selects(selector: dict, labels: dict) -> bool:
+    """A label selector of matchLabels only (the manifests use no matchExpressions) against a pod's labels."""
+    assert set(selector) == {"matchLabels"}, selector
+    return selector["matchLabels"].items() <= labels.items()
+
+
+# Kubernetes' own API (policy/v1 PodDisruptionBudget, core/v1 Affinity, meta/v1 LabelSelector) as of 1.31, the
+# fields these manifests may use; unknown ones are errors, as kubectl's strict validation makes them.
+LABEL_SELECTOR = {"type": "object", "additionalProperties": False, "minProperties": 1, "properties": {
+    "matchLabels": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "string"}},
+    "matchExpressions": {"type": "array"}}}
+POD_AFFINITY_TERM = {"type": "object", "additionalProperties": False, "required": ["topologyKey"], "properties": {
+    "labelSelector": LABEL_SELECTOR, "namespaceSelector": LABEL_SELECTOR,
+    "namespaces": {"type": "array", "items": {"type": "string"}},
+    "topologyKey": {"type": "string", "minLength": 1},
+    "matchLabelKeys": {"type": "array", "items": {"type": "string"}},
+    "mismatchLabelKeys": {"type": "array", "items": {"type": "string"}}}}
+ANTI_AFFINITY = {"type": "object", "additionalProperties": False, "minProperties": 1, "properties": {
+    "requiredDuringSchedulingIgnoredDuringExecution": {"type": "array", "items": POD_AFFINITY_TERM},
+    "preferredDuringSchedulingIgnoredDuringExecution": {"type": "array", "items": {
+        "type": "object", "additionalProperties": False, "required": ["weight", "podAffinityTerm"], "properties": {
+            "weight": {"type": "integer", "minimum": 1, "maximum": 100}, "podAffinityTerm": POD_AFFINITY_TERM}}}}}
+AFFINITY = {"type": "object", "additionalProperties": False, "required": ["podAntiAffinity"],
+            "properties": {"podAntiAffinity": ANTI_AFFINITY, "podAffinity": {"type": "object"},
+                           "nodeAffinity": {"type": "object"}}}
+PDB = {"type": "object", "additionalProperties": False, "required": ["apiVersion", "kind", "metadata", "spec"],
+       "properties": {
+           "apiVersion": {"const": "policy/v1"}, "kind": {"const": "PodDisruptionBudget"},
+           "metadata": {"type": "object", "required": ["name"]},
+           "spec": {"type": "object", "additionalProperties": False, "required": ["selector"], "properties": {
+               "minAvailable": {"type": ["integer", "string"]}, "maxUnavailable": {"type": ["integer", "string"]},
+               "selector": LABEL_SELECTOR,
+               "unhealthyPodEvictionPolicy": {"enum": ["IfHealthyBudget", "AlwaysAllow"]}}}}}
+
+
+@pytest.mark.parametrize("folder", DEPLOYABLE, ids=lambda p: p.relative_to(CLUSTER).as_posix())
+def test_a_drain_takes_one_state_pod_at_a_time(folder):
+    """A PodDisruptionBudget selecting the state pods and no other pod of the RayService, with an integer
+    minAvailable of the group's size less one: KubeRay's pods belong to a RayCluster, which has no scale
+    subresource, so Kubernetes honours neither maxUnavailable nor a percentage for them."""
+    docs = render(folder)
+    (pdb,) = [d for d in docs if d["kind"] == "PodDisruptionBudget"]
+    jsonschema.validate(pdb, PDB)
+    service = rayservice(docs)
+    state = state_group(service)
+    selector = pdb["spec"]["selector"]
+    assert selects(selector, state["template"]["metadata"]["labels"]), "the budget does not select the state pods"
+    for group in groups(service):
+        if group is not state:
+            assert not selects(selector, group["template"]["metadata"].get("labels", {})), group.get("groupName")
+    assert "maxUnavailable" not in pdb["spec"]
+    replicas = state["replicas"]
+    assert state["minReplicas"] == replicas == state["maxReplicas"], "the state group's size is fixed"
+    assert pdb["spec"]["minAvailable"] == replicas - 1 >= 1, "one state pod at a time, and never the last"
+    assert pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+
+
+@pytest.mark.parametrize("folder", DEPLOYABLE, ids=lambda p: p.relative_to(CLUSTER).as_posix())
+def test_state_pods_spread_over_nodes(folder):
+    """Required anti-affinity: no two state pods of one RayCluster on a node (matchLabelKeys ray.io/cluster, the
+    label KubeRay gives each pod, so an upgrade's second cluster may share nodes); preferred across zones."""
+    service = rayservice(render(folder))
+    state = state_group(service)
+    labels = state["template"]["metadata"]["labels"]
+    affinity = state["template"]["spec"]["affinity"]
+    jsonschema.validate(affinity, AFFINITY)
+    anti = affinity["podAntiAffinity"]
+    (required,) = anti["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert required["topologyKey"] == "kubernetes.io/hostname"
+    assert selects(required["labelSelector"], labels), "the anti-affinity must select the state pods themselves"
+    assert required["matchLabelKeys"] == ["ray.io/cluster"]
+    zones = [t["podAffinityTerm"] for t in anti["preferredDuringSchedulingIgnoredDuringExecution"]]
+    assert any(t["topologyKey"] == "topology.kubernetes.io/zone" and selects(t["labelSelector"], labels)
+               for t in zones)
+    for group in groups(service):
+        if group is not state:
+            assert not selects(required["labelSelector"], group["template"]["metadata"].get("labels", {}))
+
+
+def test_each_state_pod_holds_a_small_share_of_the_shards():
+    """16 shards over the state pods, spread by Ray (SPREAD): with one pod per node, losing a node or a pod costs
+    at most 1/8 of the open sessions, and the shards divide evenly."""
+    service = rayservice(render(CLUSTER / "base"))
+    shards = yaml.safe_load(service["spec"]["serveConfigV2"])["applications"][0]["args"]["num_shards"]
+    pods = state_group(service)["replicas"]
+    assert shards % pods == 0, f"{shards} shards do not divide over {pods} state pods"
+    assert shards // pods / shards <= 1 / 8, f"one state pod holds {shards // pods} of {shards} shards"
+
+
+def test_the_readme_footprint_is_the_manifests():
+    """The totals cluster/README.md gives for the production overlay are what its pods request."""
+    docs = render(CLUSTER / "overlays/redis")
+    service = rayservice(docs)
+    cpus = memory = 0.0
+    cluster = service["spec"]["rayClusterConfig"]
+    for group, count in [(cluster["headGroupSpec"], 1), *((g, g["replicas"]) for g in cluster["workerGroupSpecs"])]:
+        for container in group["template"]["spec"]["containers"]:
+            cpus += count * float(container["resources"]["requests"]["cpu"])
+            memory += count * parse_quantity(container["resources"]["requests"]["memory"])
+    for statefulset in (d for d in docs if d["kind"] == "StatefulSet"):
+        for container in statefulset["spec"]["template"]["spec"]["containers"]:
+            cpus += statefulset["spec"]["replicas"] * float(container["resources"]["requests"]["cpu"])
+            memory += statefulset["spec"]["replicas"] * parse_quantity(container["resources"]["requests"]["memory"])
+    stated = re.search(r"In all (\d+) CPUs and (\d+) Gi requested", (CLUSTER / "README.md").read_text())
+    assert stated, "cluster/README.md lost its footprint's totals"
+    assert (int(stated.group(1)), int(stated.group(2))) == (cpus, memory / 2**30)
 
 
 def parse_quantity(text: str) -> int:

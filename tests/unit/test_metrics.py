@@ -29,6 +29,8 @@ def test_verifies_are_counted_by_outcome_and_failure_kind_and_a_resend_hits_the_
         metrics = app.metrics
         assert metrics.count("finsec_verifies", outcome="scored") == 3
         assert metrics.count("finsec_verifies", outcome="masked", failure_kind="session_lost") == 1
+        # the rewards of the scored rows, and none of the masked one's: 1 + 1 + 0 over 3
+        assert (metrics.count("finsec_rewards"), metrics.count("finsec_verify_reward")) == (2.0, 3)
         assert metrics.count("finsec_cache_lookups", cache="verdicts", result="hit") == 1
         assert metrics.count("finsec_cache_lookups", cache="verdicts", result="miss") == 2
 
@@ -62,7 +64,8 @@ def test_the_readme_names_exactly_the_exported_metrics():
     named = set(re.findall(r"`(ray_finsec_[a-z_]+)[`{]", section))
     reaper = {"ray_finsec_session_events_total", "ray_finsec_sessions_held", "ray_finsec_marks_held",
               "ray_finsec_digests_held", "ray_finsec_document_store_bytes", "ray_finsec_shard_seconds_total",
-              "ray_finsec_shard_calls_total"}
+              "ray_finsec_shard_calls_total", "ray_finsec_mark_store_ok", "ray_finsec_clock_step_seconds",
+              "ray_finsec_shards_unreachable"}
     assert named == set(exported_names()) | reaper
 
 
@@ -72,7 +75,8 @@ def test_the_grafana_dashboard_charts_every_metric_and_only_exported_ones():
     import yaml
 
     dashboard = json.loads((ROOT / "cluster/monitoring/grafana-dashboard.json").read_text())
-    exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
+    panels = [p for panel in dashboard["panels"] for p in (panel, *panel.get("panels", []))]  # rows hold some
+    exprs = [t["expr"] for panel in panels for t in panel.get("targets", [])]
     used = {name for e in exprs for name in re.findall(r"\b(ray_finsec_[a-z_]+)", e)}
     readme = (ROOT / "cluster/README.md").read_text().split("## Metrics", 1)[1].split("\n## ", 1)[0]
     named = set(re.findall(r"`(ray_finsec_[a-z_]+)[`{]", readme))
