@@ -1,6 +1,6 @@
 """The built wheel works outside the checkout: installed (not editable) into a fresh virtualenv, run from another
 folder, `finsec --help`, `finsec serve --in-process` (its packaged default config), `finsec rollouts`, the MCP
-recipe's client and `finsec tasks nemo-gym` work.
+recipe's client, `finsec tasks nemo-gym` and `finsec recipe nemo-gym` (its templates are package data) work.
 
 The new virtualenv takes the dependencies from this one's site-packages (a path in a .pth file, whose own .pth
 files, this project's editable install among them, are not read), so only the wheel provides the project."""
@@ -93,6 +93,10 @@ def test_the_commands_work_from_another_folder(venv, tmp_path):
         assert spoke.returncode == 0 and "HLXR1" in spoke.stdout, spoke.stdout[-2000:] + spoke.stderr[-2000:]
         converted = run(venv, "finsec", "tasks", "nemo-gym", "--out", "rows.jsonl", cwd=tmp_path)
         assert converted.returncode == 0 and (tmp_path / "rows.jsonl").stat().st_size, converted.stderr
+        recipe = run(venv, "finsec", "recipe", "nemo-gym", "gym", "--finsec-url", f"http://127.0.0.1:{port}",
+                     "--model-url", "http://127.0.0.1:8001/v1", "--model", "m", cwd=tmp_path)  # the package's data
+        assert recipe.returncode == 0 and (tmp_path / "gym/gym.yaml").is_file(), recipe.stderr
+        assert (tmp_path / "gym/resources_servers/finsec_external/app.py").is_file()
     finally:
         server.send_signal(signal.SIGTERM)
         assert server.wait(30) == 0
