@@ -15,7 +15,6 @@ from session_store import code_version
 from session_store.app_actors import AppActors
 from session_store.ray_actors import ActorClient
 from session_store.ray_store import RaySessionStore, SessionActors, SessionActorsSpec
-from session_store.shard import ShardConfig
 
 
 def app_actors(settings: Settings) -> AppActors:
@@ -25,8 +24,7 @@ def app_actors(settings: Settings) -> AppActors:
 def session_actors_spec(settings: Settings) -> SessionActorsSpec:
     return SessionActorsSpec(
         num_shards=settings.num_shards,
-        shard=ShardConfig(settings.session_ttl_seconds, settings.fence_ttl_seconds, settings.limits(),
-                          settings.mark_store_durability_check),
+        shard=settings.shard_config(),
         reaper_interval_seconds=settings.reaper_interval_seconds,
         document_store_bytes=settings.document_store_bytes,
         document_grace_seconds=settings.document_grace_seconds,

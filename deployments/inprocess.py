@@ -31,7 +31,6 @@ from session_store import (
     LocalSessionStore,
     MemoryMarkStore,
     Reaper,
-    ShardConfig,
     ShardService,
 )
 from session_store.marks import MarkStore
@@ -61,8 +60,7 @@ def in_process_app(settings: Settings, cookie_secret: str | None = None,
         cookie_secret = settings.cookie_secret.get_secret_value()
     cookie_secret = cookie_secret or secrets.token_urlsafe(32)
     marks = marks if marks is not None else MemoryMarkStore()
-    config = ShardConfig(settings.session_ttl_seconds, settings.fence_ttl_seconds, settings.limits(),
-                         settings.mark_store_durability_check)
+    config = settings.shard_config()
     store = LocalSessionStore([ShardService(config, marks, clock) for _ in range(settings.num_shards)],
                               **({"monotonic": clock} if clock else {}))
     documents = DocumentStore(max_bytes=settings.document_store_bytes, grace_seconds=settings.document_grace_seconds,

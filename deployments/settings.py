@@ -17,7 +17,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from finsec.llm.endpoint import ModelEndpoint
-from session_store import Limits
+from session_store import Limits, ShardConfig
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     # sessions (contract §C, §H)
     num_shards: int = Field(8, ge=1, le=4096,
                             description="session-store shard actors; fixed for the application's life")
+    durable_sessions: bool = Field(
+        False, description="keep every open session's state (start, seed, documents by digest, verdicts) with the "
+        "marks, so a shard that restarts restores its sessions instead of reporting them lost")
     session_ttl_seconds: float = Field(21600.0, gt=0, description="a session is evicted this long after its seed "
                                        "(§C.9); its verify is then masked session_expired")
     fence_ttl_seconds: float | None = Field(None, gt=0, description="default: session_ttl_seconds (Decision 2)")
@@ -173,6 +176,10 @@ class Settings(BaseSettings):
 
     def mark_store(self) -> str | None:
         return self.mark_store_url.get_secret_value() if self.mark_store_url else None
+
+    def shard_config(self) -> ShardConfig:
+        return ShardConfig(self.session_ttl_seconds, self.fence_ttl_seconds, self.limits(),
+                           self.mark_store_durability_check, self.durable_sessions)
 
     def limits(self) -> Limits:
         return Limits(

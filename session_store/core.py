@@ -43,6 +43,7 @@ kept the same way, nearly in order; every lookup checks the exact expiry, so beh
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import uuid
 from collections import Counter, OrderedDict
@@ -121,6 +122,7 @@ class Mark:
     expired_until: float | None = None
     open_in: str | None = None  # a durable seed: the incarnation that holds the session open (then fence_until
     # is when its evicted fence would lapse, the last moment anything could depend on the record)
+    session: JsonDict | None = None  # with durable sessions, everything the open session holds (`_record`)
 
     @property
     def drop_at(self) -> float:
@@ -231,6 +233,7 @@ class SessionCore:
         clock: Clock | None = None,
         incarnation: str | None = None,
         limits: Limits = Limits(),
+        durable_sessions: bool = False,
     ):
         self.session_ttl = float(session_ttl_seconds)
         self.fence_ttl = float(session_ttl_seconds if fence_ttl_seconds is None else fence_ttl_seconds)
@@ -243,6 +246,8 @@ class SessionCore:
         self._refs: Counter[str] = Counter()  # document digest -> how many session keys name it
         self.counters: Counter[str] = Counter()  # what the contract decided, for the operator's metrics
         self._held: Counter[str] = Counter()  # totals kept as they change, so stats() costs O(1)
+        self.durable_sessions = durable_sessions
+        self._restored: list[tuple[float, str]] = []  # (expiry, ID) of restored sessions, outside the seed order
 
     # ----- durable marks -----
 
@@ -257,6 +262,9 @@ class SessionCore:
             return
         if mark.open_in is not None:
             if mark.open_in == self.incarnation:
+                return
+            if mark.session is not None and self.durable_sessions:
+                self._restore(sid, mark.session)
                 return
             # The episode stays named: a close for another episode is 409 in every life (§C.4).
             mark = Mark(fence_until=mark.fence_until, cause="lost", episode_id=mark.episode_id)
@@ -297,9 +305,8 @@ class SessionCore:
         self._check_capacity()
         self._clear_expired_mark(sid)
         started = self.clock()
-        self._sessions[sid] = Session(started_at=started, episode=seed)
-        self._mark_writes[sid] = Mark(fence_until=started + self.session_ttl + self.fence_ttl,
-                                      episode_id=seed.episode_id, open_in=self.incarnation)  # the durable seed
+        self._sessions[sid] = session = Session(started_at=started, episode=seed)
+        self._write_session(sid, session)  # the durable seed
         self.counters["seeds.episode.created"] += 1
         return Seeded(True, self.incarnation, started)
 
@@ -327,7 +334,8 @@ class SessionCore:
         self._release(sid)  # re-insert at the end: the expiry index stays in seed order
         self._clear_expired_mark(sid)
         started = self.clock()
-        self._sessions[sid] = Session(started_at=started, episode=None)
+        self._sessions[sid] = session = Session(started_at=started, episode=None)
+        self._write_session(sid, session)
         self.counters["seeds.agent_run"] += 1
         return Seeded(True, self.incarnation, started)
 
@@ -405,7 +413,7 @@ class SessionCore:
         if session is not None and session.episode is not None:
             session.judging.pop(body_digest, None)
             if verdict is not None:
-                self._keep_verdict(session, body_digest, verdict)
+                self._keep_verdict(sid, session, body_digest, verdict)
 
     def finish_verify(self, sid: str, body_digest: str, verdict: Verdict, claims: Claims = NO_CLAIMS) -> VerifyOutcome:
         """For a cheap, deterministic grader: the caller graded first, so one call settles the verify."""
@@ -417,7 +425,7 @@ class SessionCore:
             cached = self._cached(session, body_digest)
             if cached is not None:
                 return cached
-            self._keep_verdict(session, body_digest, verdict)
+            self._keep_verdict(sid, session, body_digest, verdict)
         documents = dict(session.documents) if session is not None else None
         released = session is not None and session.episode is None
         if released:
@@ -467,6 +475,8 @@ class SessionCore:
         documents[key] = ref
         self._refs[ref.digest] += 1
         self._held.update(documents=0 if held else 1, document_chars=ref.chars - (held.chars if held else 0))
+        if self.durable_sessions:
+            self._write_session(sid, session)
         return StoredDocument(held is not None, list(documents))
 
     def read_documents(self, sid: str, keys: list[str], claims: Claims = NO_CLAIMS) -> DocumentsView:
@@ -478,6 +488,12 @@ class SessionCore:
     def evict_expired(self) -> EvictionReport:
         now = self.clock()
         sessions = 0
+        while self._restored and self._restored[0][0] < now:
+            _, sid = heapq.heappop(self._restored)
+            session = self._sessions.get(sid)
+            if session is not None and self._past_ttl(session, now):
+                self._evict(sid, session)
+                sessions += 1
         while self._sessions:
             sid, session = next(iter(self._sessions.items()))
             if not self._past_ttl(session, now):
@@ -553,8 +569,8 @@ class SessionCore:
                 self._unref(ref.digest)
             self._held.subtract(documents=len(session.documents), verdicts=len(session.verdicts),
                                 document_chars=sum(d.chars for d in session.documents.values()))
-            if session.episode is not None:
-                self._mark_writes[sid] = None  # its durable seed goes (a fence set next replaces it)
+            if session.episode is not None or self.durable_sessions:
+                self._mark_writes[sid] = None  # its durable record goes (a fence set next replaces it)
 
     def _unref(self, digest: str) -> None:
         self._refs[digest] -= 1
@@ -617,12 +633,41 @@ class SessionCore:
         self.counters["verifies.cached"] += 1
         return Cached(verdict, dict(session.documents))
 
-    def _keep_verdict(self, session: Session, body_digest: str, verdict: Verdict) -> None:
+    def _keep_verdict(self, sid: str, session: Session, body_digest: str, verdict: Verdict) -> None:
         held = len(session.verdicts)
         session.verdicts[body_digest] = verdict
         while len(session.verdicts) > self.limits.verdicts_per_session:  # the oldest is judged again if re-sent
             session.verdicts.popitem(last=False)
         self._held["verdicts"] += len(session.verdicts) - held
+        if self.durable_sessions:
+            self._write_session(sid, session)
+
+    # ----- durable sessions -----
+
+    def _write_session(self, sid: str, session: Session) -> None:
+        """The open session's durable record: an episode's seed always (so a later life knows it is lost), and,
+        with durable sessions, everything the session holds, for a later life to restore."""
+        if session.episode is None and not self.durable_sessions:
+            return
+        self._mark_writes[sid] = Mark(
+            fence_until=session.started_at + self.session_ttl + self.fence_ttl,
+            episode_id=session.episode.episode_id if session.episode else None, open_in=self.incarnation,
+            session=_record(session) if self.durable_sessions else None)
+
+    def _restore(self, sid: str, record: JsonDict) -> None:
+        """An open session of an earlier life, as its record has it; this life holds it from now on."""
+        session = _session(record)
+        self._sessions[sid] = session
+        for ref in session.documents.values():
+            self._refs[ref.digest] += 1
+        self._held.update(documents=len(session.documents), verdicts=len(session.verdicts),
+                          document_chars=sum(d.chars for d in session.documents.values()))
+        self.counters["restored"] += 1
+        if self._past_ttl(session, self.clock()):
+            self._evict(sid, session)
+            return
+        heapq.heappush(self._restored, (session.started_at + self.session_ttl, sid))
+        self._write_session(sid, session)  # now held open by this life
 
     def _require_open(self, sid: str, claims: Claims) -> Session:
         session = self._open(sid)
@@ -641,6 +686,28 @@ class SessionCore:
 
     def _conflict(self, reason: str) -> None:
         self.counters[f"conflicts.{reason}"] += 1
+
+
+def _record(session: Session) -> JsonDict:
+    """What a session holds, as JSON: its start, its seed, its documents by key and its verdicts by body digest."""
+    episode = session.episode
+    return {
+        "started_at": session.started_at,
+        "episode": None if episode is None else [episode.episode_id, episode.task_id, episode.task_data_digest],
+        "documents": {key: [ref.digest, ref.chars, ref.url] for key, ref in session.documents.items()},
+        "verdicts": [[digest, v.reward, v.judge_rating, v.judge_text, v.failure_kind]
+                     for digest, v in session.verdicts.items()],
+    }
+
+
+def _session(record: JsonDict) -> Session:
+    episode = record.get("episode")
+    return Session(
+        started_at=float(record["started_at"]),
+        episode=None if episode is None else EpisodeSeed(*episode),
+        documents={key: DocumentRef(*ref) for key, ref in record.get("documents", {}).items()},
+        verdicts=OrderedDict((digest, Verdict(*verdict)) for digest, *verdict in record.get("verdicts", [])),
+    )
 
 
 def canonical_digest(value: Any) -> str:

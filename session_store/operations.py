@@ -35,12 +35,12 @@ PLAN_VERIFY = Operation(SessionCore.plan_verify, needs_marks=True, unproven="mas
 RECORD_VERDICT = Operation(SessionCore.record_verdict)
 FINISH_VERIFY = Operation(SessionCore.finish_verify, needs_marks=True, unproven="mask")
 CHECK_OPEN = Operation(SessionCore.check_open, needs_marks=True)
-STARTED_AT = Operation(SessionCore.started_at)
+STARTED_AT = Operation(SessionCore.started_at, needs_marks=True)  # a durable session is restored first
 NOW = Operation(SessionCore.now)
 PUT_DOCUMENT = Operation(SessionCore.put_document, needs_marks=True)
 READ_DOCUMENTS = Operation(SessionCore.read_documents, needs_marks=True)
 DESCRIBE = Operation(SessionCore.describe, needs_marks=True)
-DOCUMENT_REFS = Operation(SessionCore.document_refs)
+DOCUMENT_REFS = Operation(SessionCore.document_refs, needs_marks=True)
 
 OPERATIONS: dict[str, Operation] = {op.name: op for op in (
     SEED_EPISODE, SEED_AGENT_RUN, CLOSE, RETIRE, MARK_LOST, PLAN_VERIFY, RECORD_VERDICT, FINISH_VERIFY, CHECK_OPEN,

@@ -62,6 +62,7 @@ class ShardConfig:
     fence_ttl_seconds: float | None = None
     limits: Limits = Limits()
     check_durability: bool = True  # a new life asks the store whether it may forget before it first reads it
+    durable_sessions: bool = False  # every open session's state kept with the marks, restored by a later life
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,8 @@ class ShardService:
                  place: tuple[int, int] = (0, 1)):
         self._clock = clock or SessionClock()
         self._core = SessionCore(session_ttl_seconds=config.session_ttl_seconds,
-                                 fence_ttl_seconds=config.fence_ttl_seconds, limits=config.limits, clock=self._clock)
+                                 fence_ttl_seconds=config.fence_ttl_seconds, limits=config.limits, clock=self._clock,
+                                 durable_sessions=config.durable_sessions)
         self._marks = marks if marks is not None else MemoryMarkStore()
         self._pending: dict[str, Any] = {}  # mark changes not yet known durable (None deletes), by ID
         self._write_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None

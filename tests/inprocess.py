@@ -84,8 +84,7 @@ class InProcess:
 
 def restart_shards(app: InProcessApp, clock: Clock | None = None) -> None:
     """What a SIGKILL and a restart do to every shard: sessions gone, new incarnations, marks kept."""
-    from session_store import ShardConfig, ShardService
+    from session_store import ShardService
 
-    config = ShardConfig(app.settings.session_ttl_seconds, app.settings.fence_ttl_seconds, app.settings.limits())
     for k in range(len(app.store.shards)):
-        app.store.shards[k] = ShardService(config, app.marks, clock)
+        app.store.shards[k] = ShardService(app.settings.shard_config(), app.marks, clock)

@@ -99,14 +99,16 @@ def marker(note: str) -> bytes:
 
 
 def encode(mark: Mark) -> bytes:
-    return json.dumps([mark.fence_until, mark.cause, mark.episode_id, mark.expired_until, mark.open_in],
-                      separators=(",", ":")).encode()
+    fields = [mark.fence_until, mark.cause, mark.episode_id, mark.expired_until, mark.open_in]
+    if mark.session is not None:  # a durable session's record (core.py); other marks keep their five fields
+        fields.append(mark.session)
+    return json.dumps(fields, separators=(",", ":")).encode()
 
 
 def decode(raw: bytes) -> Mark | None:
     try:
-        fence_until, cause, episode_id, expired_until, open_in = json.loads(raw)
-        return Mark(fence_until, cause, episode_id, expired_until, open_in)
+        fence_until, cause, episode_id, expired_until, open_in, *session = json.loads(raw)
+        return Mark(fence_until, cause, episode_id, expired_until, open_in, session[0] if session else None)
     except (ValueError, TypeError):
         log.warning("ignoring an unreadable durable mark: %r", raw[:200])
         return None

@@ -39,7 +39,7 @@ def test_serve_in_process_plays_episodes_and_stops_on_sigterm(tmp_path):
                                  "--out", str(out), "--fail-on-masked"], cwd=ROOT, capture_output=True, text=True,
                                 timeout=120)
         assert played.returncode == 0, played.stdout[-2000:] + played.stderr[-2000:]
-        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        run, *rows = [json.loads(line) for line in out.read_text().splitlines()]  # the run's options, then episodes
         assert len(rows) == 6 and all(row["reward"] is not None for row in rows), rows
 
         with httpx.Client(base_url=url, timeout=10) as client:  # a fence after close, as on the Serve path
