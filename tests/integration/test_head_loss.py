@@ -18,6 +18,7 @@ import httpx
 import pytest
 import redis
 
+from finsec.corpus.generate import questions
 from harness.bodies import close_body, episode_seed, new_session_id, verify_body
 from tests.ray_head import RayHead, free_port
 from tests.serve_configs import one_replica
@@ -79,4 +80,53 @@ def test_a_lost_cluster_loses_no_fence_and_scores_no_lost_session(redis_server, 
         head.kill_all()
         client = redis.Redis.from_url(redis_server.url)
         for key in client.scan_iter(match=f"*{app}*", count=1000):  # our marks, or Ray's tables for this cluster
+            client.unlink(key)
+
+
+@pytest.mark.timeout(300)
+def test_with_durable_sessions_a_new_cluster_takes_over_every_open_session(redis_server, tmp_path):
+    """The same loss with `durable_sessions` (contract §C.11): the new cluster's shards restore every open session
+    from Redis, documents included (the new document store is empty, so each text is fetched again and checked
+    against its digest): each episode, with the cookie it held, answers its tools, verifies unmasked and closes;
+    the agent-run session too; closed IDs stay fenced. The test above, without the setting, loses them all."""
+    app = f"takeover-{uuid.uuid4().hex[:6]}"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    head = RayHead({"FINSEC_MARK_STORE_URL": redis_server.url, "FINSEC_DURABLE_SESSIONS": "true"})
+    serve_config = one_replica(tmp_path, app, port)
+    closed, open_ = new_session_id(), [new_session_id() for _ in range(4)]
+    document = {"url": questions()[0]["url"], "key": "doc"}
+    try:
+        head.start()
+        head.serve(serve_config, url)
+        cookies: dict[str, httpx.Cookies] = {}
+        for sid in [closed, *open_, "agent-run"]:
+            with httpx.Client(base_url=url, timeout=60) as c:
+                seed = {} if sid == "agent-run" else episode_seed(sid)
+                assert c.post("/seed_session", json=seed).status_code == 200
+                if sid == closed:
+                    assert c.post("/close_session", json=close_body(sid)).status_code == 200
+                    continue
+                assert "SUCCESS" in c.post("/parse_html_page", json=document).json()["results"]
+                cookies[sid] = httpx.Cookies(c.cookies)
+
+        assert head.kill_all() > 5
+        head.start()
+        head.serve(serve_config, url)
+
+        with httpx.Client(base_url=url, timeout=60) as plain:
+            assert plain.post("/seed_session", json=episode_seed(closed)).status_code == 409
+            assert plain.post("/seed_session", json=episode_seed(open_[0])).status_code == 200  # a retried seed
+        for sid, jar in cookies.items():
+            with httpx.Client(base_url=url, timeout=60, cookies=jar) as c:
+                tool = c.post("/retrieve_information", json={"prompt": "total net revenues {{doc}}"})
+                assert tool.status_code == 200 and "passages" in tool.json()["results"], (sid, tool.text)
+                row = c.post("/verify", json=verify_body()).json()
+                assert (row["mask_sample"], row["reward"]) == (False, 1.0), (sid, row)
+                if sid != "agent-run":
+                    assert c.post("/close_session", json=close_body(sid)).status_code == 200
+    finally:
+        head.kill_all()
+        client = redis.Redis.from_url(redis_server.url)
+        for key in client.scan_iter(match=f"*{app}*", count=1000):
             client.unlink(key)
