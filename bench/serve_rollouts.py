@@ -17,6 +17,8 @@ Configurations, each started by this script in its own process tree, one after t
   `redis-nowatch-haproxy` is both; `redis-nowatch-quiet-haproxy` sets `RAY_event_stats=0` (every Ray process's
   event-loop statistics off, as serve_tuning has since serve_rollouts_quiet.md measured it) and
   `redis-nowatch-stats-haproxy` sets it to 1, as before;
+- `serve-durable-haproxy` and `redis-nowatch-durable-haproxy`: those two with `durable_sessions` (contract §C.11):
+  every open session's state written with its marks;
 - `serve-proxy`: the same behind Serve's default Python proxy;
 - `before-haproxy`: the code of the commit before this work (`--before`, default e66df0b), behind HAProxy, so the
   change is measured against what it replaced in the same run.
@@ -67,7 +69,8 @@ from harness.rollout_report import (  # noqa: E402, F401 (rollouts_per_s: bench/
 
 CONFIGS = ("baseline", "serve-haproxy", "ray-hop-haproxy", "redis-haproxy", "affine-haproxy", "nowatch-haproxy",
            "redis-nowatch-haproxy", "redis-nowatch-preempt-haproxy", "redis-nowatch-quiet-haproxy",
-           "redis-nowatch-stats-haproxy", "serve-proxy", "before-haproxy")
+           "redis-nowatch-stats-haproxy", "serve-durable-haproxy", "redis-nowatch-durable-haproxy", "serve-proxy",
+           "before-haproxy")
 # Not in the default run: `baseline-uvloop`, the baseline on uvloop (bench/results/serve_rollouts_uvloop.md).
 # A "preempt" configuration starts its cluster under the default scheduling policy, as before
 # deployments/cpu_policy.py (every other one runs under SCHED_BATCH).
@@ -124,6 +127,8 @@ def serve(config: str, code_root: Path, port: int, corpus: str | None, replicas:
         from deployments.serve_tuning import ROLLOUT_AFFINITY
 
         os.environ.update(ROLLOUT_AFFINITY)
+    if "durable" in tokens:
+        settings = settings.model_copy(update={"durable_sessions": True})
     stack = ExitStack()  # what this configuration runs beside Ray, stopped with it
     if shape.startswith("redis"):
         from harness.redis_server import running_redis
