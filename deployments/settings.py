@@ -36,8 +36,9 @@ class Settings(BaseSettings):
     num_shards: int = Field(8, ge=1, le=4096,
                             description="session-store shard actors; fixed for the application's life")
     durable_sessions: bool = Field(
-        False, description="keep every open session's state (start, seed, documents by digest, verdicts) with the "
-        "marks, so a shard that restarts restores its sessions instead of reporting them lost")
+        True, description="keep every open session's state (start, seed, documents by digest, verdicts) with the "
+        "marks, so a shard that restarts restores its sessions instead of reporting them lost; false: they are "
+        "reported lost (tools 404 session_lost, verify masked)")
     session_ttl_seconds: float = Field(21600.0, gt=0, description="a session is evicted this long after its seed "
                                        "(§C.9); its verify is then masked session_expired")
     fence_ttl_seconds: float | None = Field(None, gt=0, description="default: session_ttl_seconds (Decision 2)")

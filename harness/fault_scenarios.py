@@ -363,9 +363,11 @@ def node_loss(seconds: float = 12.0) -> dict:
         port = free_port()
         # One HAProxy, on the head: the three "nodes" share this machine's ports.
         serve.start(http_options={"host": "127.0.0.1", "port": port}, proxy_location="HeadOnly")
+        # Restore off: this scenario's accounting tells lost sessions by the shard life that seeded them, which
+        # durable sessions outlive (tests/integration/test_durable_sessions_http.py covers those).
         args = {"app_name": "node-loss", "num_shards": 4, "corpus_dir": str(embedded_corpus_dir()),
                 "reaper_interval_seconds": 0.5, "state_actor_resources": {"finsec_state": 0.01},
-                "store_call_timeout_seconds": 5.0}
+                "store_call_timeout_seconds": 5.0, "durable_sessions": False}
         config = _serve_config(args, port)
         server = subprocess.Popen([sys.executable, "-m", "finsec_client.cli", "serve", str(config), "--address",
                                    cluster.address], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -1,14 +1,14 @@
-"""Losing the whole Ray cluster, head and GCS included, with the marks in Redis (issue: state that survives the
-head; contract §C.4 fences, §C.5 masked verify, §C.6 session_lost, Decision 14 cookies).
+"""Losing the whole Ray cluster, head and GCS included, with the marks in Redis (issue: state that survives the head;
+contract §C.4 fences, §C.5 masked verify, §C.6 session_lost, Decision 14 cookies).
 
-A second private cluster (tests/ray_head.py) runs `finsec serve --address` on a real redis-server, in either
-of two setups: the Redis mark store (`mark_store_url`), or the GCS mark store on a GCS that Ray itself keeps in
-that Redis (GCS fault tolerance, `RAY_REDIS_ADDRESS`, as KubeRay's `gcsFaultToleranceOptions` sets up; it
-works outside KubeRay too). Sessions are seeded, some closed; then every process of that cluster is SIGKILLed
-at once, the cluster is started again with the same settings and the app deployed again. Closed IDs stay
-fenced; open episodes are lost (seed 409, tools 404 session_lost, verify masked) with or without their cookie;
-the old cookie of an agent-run session still verifies as lost, which needs the cookie secret kept with the
-marks. With neither setup the fences are gone (the test fails: checked by hand)."""
+A second private cluster (tests/ray_head.py) runs `finsec serve --address` on a real redis-server, in either of two
+setups: the Redis mark store (`mark_store_url`), or the GCS mark store on a GCS that Ray itself keeps in that Redis
+(GCS fault tolerance, `RAY_REDIS_ADDRESS`, as KubeRay's `gcsFaultToleranceOptions` sets up; it works outside KubeRay
+too). Sessions are seeded, some closed; then every process of that cluster is SIGKILLed at once, the cluster is
+started again with the same settings and the app deployed again. Closed IDs stay fenced; without durable sessions,
+open episodes are lost (seed 409, tools 404 session_lost, verify masked) with or without their cookie; the old
+cookie of an agent-run session still verifies as lost, which needs the cookie secret kept with the marks. With
+neither setup the fences are gone (the test fails: checked by hand)."""
 
 from __future__ import annotations
 
@@ -23,10 +23,12 @@ from harness.bodies import close_body, episode_seed, new_session_id, verify_body
 from tests.ray_head import RayHead, free_port
 from tests.serve_configs import one_replica
 
+# Without durable sessions, so that the open ones are lost (with them, the last test: a new cluster takes over).
 SETUPS = {
-    "redis mark store": lambda redis, app: {"FINSEC_MARK_STORE_URL": redis.url},
+    "redis mark store": lambda redis, app: {"FINSEC_MARK_STORE_URL": redis.url, "FINSEC_DURABLE_SESSIONS": "false"},
     "GCS fault tolerance": lambda redis, app: {"RAY_REDIS_ADDRESS": f"127.0.0.1:{redis.port}",
-                                               "RAY_external_storage_namespace": app},
+                                               "RAY_external_storage_namespace": app,
+                                               "FINSEC_DURABLE_SESSIONS": "false"},
 }
 
 

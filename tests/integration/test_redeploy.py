@@ -1,6 +1,6 @@
-"""A redeploy with changed settings while sessions are open: the new settings hold, sessions of the old
-deployment are reported lost (never scored as if nothing happened), closed IDs stay fenced, and the old
-deployment's actors are retired once no replica uses them."""
+"""A redeploy with changed settings while sessions are open, without durable sessions: the new settings hold,
+sessions of the old deployment are reported lost (never scored as if nothing happened), closed IDs stay fenced,
+and the old deployment's actors are retired once no replica uses them."""
 
 from __future__ import annotations
 
@@ -27,7 +27,9 @@ def actor_names(settings: Settings) -> set[str]:
 def test_a_redeploy_with_new_settings_takes_effect_and_loses_old_sessions_loudly(serve_url):
     import httpx
 
-    common = dict(app_name="it-redeploy", num_shards=2, corpus_dir=embedded_corpus_dir(), reaper_interval_seconds=0.5)
+    # Without durable sessions: with them (the default) the new shards restore the old sessions (§C.11).
+    common = dict(app_name="it-redeploy", num_shards=2, corpus_dir=embedded_corpus_dir(), reaper_interval_seconds=0.5,
+                  durable_sessions=False)
     first = Settings(**common, session_ttl_seconds=600)
     deploy(first, serve_url, replicas=2)
     try:

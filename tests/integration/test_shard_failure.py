@@ -1,4 +1,5 @@
-"""Actor processes die (SIGKILL, not ray.kill) while rollouts run: what they held is reported lost, loudly;
+"""Actor processes die (SIGKILL, not ray.kill) while rollouts run, with `durable_sessions: false` (with it, the
+default, the sessions survive: test_durable_sessions_http.py): what they held is reported lost, loudly;
 everything else carries on, closed IDs stay fenced, and no fault turns into an unmasked reward. A lost session
 is told by what the episode saw (harness/fault_scenarios.py: the shard life that seeded it, a tool's 404, when
 its verify was sent), not by its reward: the scripted answers are right, so a lost session scored unmasked
@@ -22,8 +23,8 @@ FILING_URL = TASK["url"]
 
 
 @pytest.fixture(scope="module")
-def app(serve_url):
-    yield from deployed_app(serve_url, "it-shard-failure")
+def app(serve_url):  # restore off: what a lost session looks like (with it, test_durable_sessions_http.py)
+    yield from deployed_app(serve_url, "it-shard-failure", durable_sessions=False)
 
 
 def ids_on_shard(shard: int, num_shards: int, n: int) -> list[str]:

@@ -481,11 +481,12 @@ def test_an_agent_run_sessions_documents_are_read_before_its_verify_releases_the
 
 def test_aggregate_metrics_report_the_grounded_share_of_checked_rows(app):
     """Rows with grounded true and false count; a row with nothing to check (null) and a masked row do not."""
-    app.post("/seed_session", json=episode_seed(new_session_id()))
+    sid = new_session_id()
+    app.post("/seed_session", json=episode_seed(sid))
     parse(app)
     rows = [app.post("/verify", json=parsed_then_answered(answer, "doc")).json()
             for answer in (Q["expected_answer"], "$4,321.7 million", "Delaware")]
-    app.restart_shards()  # the session is lost: its verify is masked, and its row carries no grounding
+    app.post("/close_session", json=close_body(sid))  # a verify after close is masked and carries no grounding
     masked = app.post("/verify", json=parsed_then_answered(Q["expected_answer"], "doc")).json()
     assert masked["mask_sample"] and masked["grounded"] is None
     metrics = app.post("/aggregate_metrics", json={"verify_responses": rows + [masked]}).json()

@@ -1,7 +1,7 @@
-"""Durable sessions (`durable_sessions`, issue 36's first part): everything an open session holds (its start, its
-seed, its documents by digest, its verdicts) is written with the marks in the same group commit, and a shard life
-that finds the record of an earlier life restores the session instead of reporting it lost. Without the setting
-the same restart loses it, as the contract has it today: each test below would fail with restore turned off.
+"""Durable sessions (`durable_sessions`, on by default; contract §C.11): everything an open session holds (its
+start, its seed, its documents by digest, its verdicts) is written with the marks in the same group commit, and a
+shard life that finds the record of an earlier life restores the session instead of reporting it lost. Without
+the setting the same restart loses it (tested too): each test below would fail with restore turned off.
 
 The core through a real mark store's encoding, then the whole app in process over HTTP (the shards restarted as a
 SIGKILL does: new lives, marks kept; tests/inprocess.py)."""
@@ -113,7 +113,7 @@ def test_a_session_is_restored_from_a_real_redis_by_a_life_in_another_process(re
 
 
 def test_a_rollout_goes_on_across_a_restart_of_every_shard():
-    with InProcess(durable_sessions=True, max_rollout_time_seconds=600) as app:
+    with InProcess(max_rollout_time_seconds=600) as app:  # durable_sessions is the default
         sid = new_session_id()
         assert app.post("/seed_session", json=episode_seed(sid, expected_answer="42")).status_code == 200
         stored = app.post("/parse_html_page", json={"url": FIRST.url, "key": "doc"})
@@ -131,7 +131,7 @@ def test_a_rollout_goes_on_across_a_restart_of_every_shard():
 
 
 def test_without_durable_sessions_the_same_restart_loses_the_rollout():
-    with InProcess() as app:
+    with InProcess(durable_sessions=False) as app:
         sid = new_session_id()
         app.post("/seed_session", json=episode_seed(sid, expected_answer="42"))
         app.post("/parse_html_page", json={"url": FIRST.url, "key": "doc"})

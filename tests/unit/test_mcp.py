@@ -210,14 +210,15 @@ def test_an_episode_seeded_over_rest_is_bound_by_its_cookie(server):
     assert server.held() == 0
 
 
-def test_a_lost_session_is_reported_as_lost(server):
-    async def episode():
-        async with handshake(server) as session:
-            await play(session)
-            restart_shards(server.app)  # what a SIGKILL of every shard does
-            return await session.call_tool("retrieve_information", {"prompt": "revenue {{filing}}"})
+def test_a_lost_session_is_reported_as_lost():
+    with serving(num_shards=1, durable_sessions=False) as lossy:  # durable sessions would be restored
+        async def episode():
+            async with handshake(lossy) as session:
+                await play(session)
+                restart_shards(lossy.app)  # what a SIGKILL of every shard does
+                return await session.call_tool("retrieve_information", {"prompt": "revenue {{filing}}"})
 
-    lost = asyncio.run(episode())
+        lost = asyncio.run(episode())
     assert lost.is_error and lost.structured_content["failure_kind"] == "session_lost", lost.content
 
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from finsec.net.ports import free_port
 from harness.bodies import close_body, episode_seed, new_session_id, verify_body
@@ -71,12 +72,14 @@ def stopped(server: subprocess.Popen) -> None:
     assert server.wait(30) == 0
 
 
-def test_over_redis_fences_and_lost_sessions_outlive_the_process():
-    """With mark_store_url, a restart of the one process keeps its fences, reports the sessions it held as lost
-    (masked, never scored) and keeps the cookie secret, as a Serve deploy over Redis does."""
+@pytest.mark.parametrize("durable", [True, False])
+def test_over_redis_fences_and_sessions_outlive_the_process(durable):
+    """With mark_store_url, a restart of the one process keeps its fences and the cookie secret, as a Serve deploy
+    over Redis does; the sessions it held are restored (durable_sessions, the default), or reported lost (masked,
+    never scored) without it."""
     port = free_port()
     with running_redis() as redis:
-        env = {"FINSEC_MARK_STORE_URL": redis.url}
+        env = {"FINSEC_MARK_STORE_URL": redis.url, "FINSEC_DURABLE_SESSIONS": str(durable).lower()}
         closed, held = new_session_id(), new_session_id()
         server = serving(port, env)
         try:
@@ -98,6 +101,9 @@ def test_over_redis_fences_and_lost_sessions_outlive_the_process():
                 verify = client.post("/verify", json=verify_body("42"))
                 assert verify.status_code == 200, verify.text
                 row = verify.json()
-                assert (row["mask_sample"], row["failure_kind"]) == (True, "session_lost"), row  # lost, not scored
+                if durable:
+                    assert (row["mask_sample"], row["reward"]) == (False, 1.0), row  # restored, and scored
+                else:
+                    assert (row["mask_sample"], row["failure_kind"]) == (True, "session_lost"), row  # lost
         finally:
             stopped(server)
