@@ -58,6 +58,7 @@ soak: $(BIN)/.installed  ## kept out of CI: schema fuzzing of every route, the l
 	$(BIN)/python -m pytest -m soak tests/fuzz
 	$(BIN)/python bench/soak.py
 	$(BIN)/python bench/faults.py
+	$(BIN)/python bench/faults.py --durable
 
 # The main report's command (bench/README.md): the one process, the app as shipped and in its production shape.
 bench: $(BIN)/.installed  ## the main benchmark (~15 min): whole rollouts through Serve against one process

@@ -1,6 +1,7 @@
 """Fault scenarios, for the numbers: rollouts run while a process or a node dies (harness/fault_scenarios.py).
 
     .venv/bin/python bench/faults.py            # ~3 minutes; writes bench/results/faults.{md,json}
+    .venv/bin/python bench/faults.py --durable  # ~2 minutes; durable sessions: bench/results/faults_durable.*
 
 On one local cluster (2 ingress replicas, 4 shards, behind HAProxy): SIGKILL of a shard, of an ingress replica
 (the driver retries 5xx, as every route is safe to repeat), of the reaper and of the document store. Then a
@@ -9,6 +10,12 @@ share expected), masked episodes, lost sessions and how many of them were scored
 the reward: harness/fault_scenarios.py says how a lost session is told), unmasked wrong rewards (must be 0),
 HTTP 500s by who sent them (the app: must be 0; HAProxy's page for a replica killed mid-request), and the
 recovery time. Exits 1 when a scenario shows what must never happen.
+
+Without `--durable` the app runs with `durable_sessions: false`, and a session whose shard life died is lost
+(reported, masked). With it (the default setting), the same kills restore sessions: the report counts them
+(*restored*: verified unmasked though the life that seeded them died), the clients retry 503s as a driver does
+while a shard restarts, and a lost session is one the server said was lost (a tool's 404, a masked verify); the
+node-loss scenario runs only without it.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ SECONDS = 12.0
 STORE_FORGETS = "mark store forgets (Redis back empty) + shard SIGKILL"
 
 
-def single_node() -> dict:
+def single_node(durable: bool) -> dict:
     import ray
 
     from deployments.ingress import app_actors
@@ -43,10 +50,8 @@ def single_node() -> dict:
     from session_store import shard_index
 
     url = start_ray_and_serve()
-    # Restore off: the loss accounting (harness/fault_scenarios.py) tells a lost session by the shard life that
-    # seeded it, which durable sessions (the default) outlive; counting restored sessions per scenario is to come.
     settings = Settings(app_name="faults", num_shards=4, corpus_dir=embedded_corpus_dir(), reaper_interval_seconds=1.0,
-                        durable_sessions=False)
+                        durable_sessions=durable)
     deploy(settings, url, replicas=2)
     app = app_actors(settings)
     results = {}
@@ -75,7 +80,7 @@ def single_node() -> dict:
 
         # name: (the fault, the episodes it can reach, the shards whose process it kills, retry 5xx, their share)
         scenarios = {
-            "shard SIGKILL": (lambda: kill("shard-1-of-4"), lambda e: shard_of(e) == 1, {1}, False, 0.25),
+            "shard SIGKILL": (lambda: kill("shard-1-of-4"), lambda e: shard_of(e) == 1, {1}, durable, 0.25),
             "ingress replica SIGKILL": (kill_replica, lambda e: True, set(), True, 0.0),
             "reaper SIGKILL": (lambda: kill("reaper"), lambda e: True, set(), False, 0.0),
             "document store SIGKILL": (lambda: kill("documents"), lambda e: True, set(), False, 0.0),
@@ -83,7 +88,7 @@ def single_node() -> dict:
         for name, (fault, exposed, killed, retry, share) in scenarios.items():
             episodes, ran = asyncio.run(rollouts(url, 16, SECONDS, fault, fault_after=3.0, retry_5xx=retry))
             ran = Fault(ran.began, ran.ended, frozenset(killed))
-            results[name] = {**summarize(episodes, ran, exposed, shard_of), "expected_share": share}
+            results[name] = {**summarize(episodes, ran, exposed, shard_of, durable), "expected_share": share}
             print(name, results[name], flush=True)
         results[STORE_FORGETS] = {**store_forgets(url, SECONDS), "expected_share": 0.25}
         print(STORE_FORGETS, results[STORE_FORGETS], flush=True)
@@ -111,20 +116,24 @@ def node_loss() -> dict:
     return json.loads(line[len("SUMMARY "):])
 
 
-def render(results: dict) -> str:
-    out = ["# Fault scenarios", "", f"{machine()}. Rollouts (seed, parse_html_page, retrieve_information, verify, "
+def render(results: dict, durable: bool = False) -> str:
+    mode = ("with durable sessions (`durable_sessions`, the default): a session whose shard died is restored"
+            if durable else "without durable sessions (`durable_sessions: false`): a session whose shard died is lost")
+    out = [f"# Fault scenarios, {mode}", "",
+           f"{machine()}. Rollouts (seed, parse_html_page, retrieve_information, verify, "
            f"close) from 16 concurrent clients for {SECONDS:.0f} s, half of them pausing {THINK_SECONDS} s before "
            "verify as a policy writing its answer does; the fault at 3 s. Produced by `bench/faults.py`; the same "
            "scenarios run as tests (tests/integration/test_shard_failure.py, test_node_loss.py, "
            "test_mark_store_loss.py).", "",
            "| fault | episodes | reached by the fault | open on what died at the fault | share of sessions on it "
-           "| masked | lost sessions verified (seen only by verify) | **lost, scored unmasked** | verified while "
-           "it died | unmasked wrong rewards | HTTP 500s: app / HAProxy page | requests retried | recovery (s) |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| masked | restored | lost sessions verified (seen only by verify) | **lost, scored unmasked** | verified "
+           "while it died | unmasked wrong rewards | HTTP 500s: app / HAProxy page | requests retried | recovery (s) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in results.items():
         exposed = r.get("exposed_at_the_fault", "-") if r["expected_share"] else 0
         out.append(f"| {name} | {r['episodes']} | {r['episodes_the_fault_reached']} | {exposed} | "
-                   f"{100 * r['expected_share']:.0f}% | {r['masked']} | {r['lost_sessions_verified']} "
+                   f"{100 * r['expected_share']:.0f}% | {r['masked']} | {r.get('restored', 0)} | "
+                   f"{r['lost_sessions_verified']} "
                    f"({r['lost_seen_only_by_verify']}) | **{r['lost_scored_unmasked']}** | "
                    f"{r['verified_while_dying']} | {r['unmasked_wrong_rewards']} | {r['app_500s']} / "
                    f"{r['ingress_500_pages']} | {r.get('requests_retried', 0)} | {r['recovery_seconds']} |")
@@ -139,6 +148,10 @@ def render(results: dict) -> str:
             "verify, so the verify itself had to notice. *Lost, scored unmasked* counts those whose verify was "
             "not masked, whatever the reward (a right answer scores 1.0 on a lost session too): it must be 0. "
             "*Verified while it died*: the verify was in flight during the kill, so either answer is right.",
+            *(["- With durable sessions, *restored* counts episodes verified unmasked although the shard life that "
+               "seeded them died before their verify; *lost* is what the server reported (a tool's 404 "
+               "session_lost, a masked verify), and *lost, scored unmasked* a reported loss whose verify still "
+               "scored. The clients retry 503s while a shard restarts, as a driver does."] if durable else []),
             "- *HTTP 500s*, every attempt counted (retried ones too): *app* are the app's own (must be 0); "
             "*HAProxy page* is HAProxy's fixed reply for a backend that died mid-request (Serve's HAProxy config "
             "turns 502/503/504 into it), which only a killed ingress replica causes.",
@@ -165,12 +178,15 @@ def render(results: dict) -> str:
 
 
 def main() -> int:
-    results = single_node()
-    results["node loss (3-node cluster)"] = node_loss()
-    results["node loss (3-node cluster)"].setdefault("expected_share", 0.5)
-    (ROOT / "bench/results/faults.json").write_text(json.dumps(results, indent=1))
-    write_report("faults.md", render(results))
-    print(render(results))
+    durable = "--durable" in sys.argv[1:]
+    results = single_node(durable)
+    if not durable:  # its accounting tells a lost session by the shard life that seeded it
+        results["node loss (3-node cluster)"] = node_loss()
+        results["node loss (3-node cluster)"].setdefault("expected_share", 0.5)
+    name = "faults_durable" if durable else "faults"
+    (ROOT / f"bench/results/{name}.json").write_text(json.dumps(results, indent=1))
+    write_report(f"{name}.md", render(results, durable))
+    print(render(results, durable))
     failed = {name: failures(r) for name, r in results.items() if failures(r)}
     for name, why in failed.items():
         print(f"FAILED {name}: {'; '.join(why)}")

@@ -214,8 +214,14 @@ def losses(episodes: list[Episode], fault: Fault, shard_of: Callable[[Episode], 
             for e in episodes}
 
 
-def summarize(episodes: list[Episode], fault: Fault, hit, shard_of: Callable[[Episode], int]) -> dict:
-    """`hit(episode)`: whether the fault could reach this episode (its shard died, its node went away)."""
+def summarize(episodes: list[Episode], fault: Fault, hit, shard_of: Callable[[Episode], int],
+              durable: bool = False) -> dict:
+    """`hit(episode)`: whether the fault could reach this episode (its shard died, its node went away).
+
+    `durable`: the app restores sessions (durable_sessions), so a session whose seeding shard life died is not lost
+    by that alone. It is *restored* when its verify was scored unmasked and no tool said it was lost; it is lost
+    when a tool answered 404 session_lost or its verify was masked session_lost, and a lost one must never be
+    scored unmasked: a tool said it was gone, and its verify scored anyway."""
     fault_at = fault.began
     spanning = [e for e in episodes if e.started <= fault_at + 60 and e.ended >= fault_at - 5]
     reached = [e for e in episodes if e.faulted or (e.row is not None and e.row["mask_sample"])]
@@ -224,6 +230,12 @@ def summarize(episodes: list[Episode], fault: Fault, hit, shard_of: Callable[[Ep
     lost = losses(episodes, fault, shard_of)
     verified = [e for e in episodes if e.row is not None]
     calls = [c for e in episodes for c in e.calls]
+    restored = 0
+    if durable:
+        dead_life = {id(e) for e in verified if lost[id(e)]}
+        restored = sum(1 for e in verified if id(e) in dead_life and not e.tool_lost and not e.row["mask_sample"])
+        lost = {id(e): e.tool_lost or (e.row is not None and e.row["mask_sample"]
+                                       and e.row["failure_kind"] == "session_lost") for e in episodes}
     return {
         "episodes": len(episodes),
         "episodes_around_the_fault": len(spanning),
@@ -237,6 +249,7 @@ def summarize(episodes: list[Episode], fault: Fault, hit, shard_of: Callable[[Ep
         "lost_scored_unmasked": sum(1 for e in verified if lost[id(e)] and not e.row["mask_sample"]),
         "verified_while_dying": sum(1 for e in verified if lost[id(e)] is None),
         "masked_not_lost": sum(1 for e in verified if lost[id(e)] is False and e.row["mask_sample"]),
+        "restored": restored,
         "server_errors_500": sum(c.status == 500 for c in calls),  # every attempt, retried ones too
         "app_500s": sum(c.status == 500 and not c.ingress_page for c in calls),
         "ingress_500_pages": sum(c.ingress_page for c in calls),

@@ -80,3 +80,16 @@ def test_haproxys_page_for_a_dead_backend_is_told_from_an_app_500():
     summary = summarize([Episode("0-a", 0.0, 2.0, [200] * 5, calls, RIGHT)], FAULT, lambda e: True, shard_of)
     assert (summary["server_errors_500"], summary["app_500s"], summary["ingress_500_pages"]) == (2, 1, 1)
     assert failures(summary) == ["app_500s = 1 (must be 0)"]
+
+
+def test_with_durable_sessions_a_dead_life_restores_and_only_a_reported_loss_counts():
+    """`durable`: a session seeded by a life that died and verified unmasked is restored, not lost; a loss is what
+    the server reported (a tool's 404, a masked verify), and a reported loss scored unmasked still fails."""
+    restored = run("1-a", seed_done=9.0, verify_sent=10.2, row=RIGHT)
+    reported = run("1-b", seed_done=9.0, verify_sent=10.2, row=MASKED)
+    summary = summarize([restored, reported], FAULT, lambda e: shard_of(e) == 1, shard_of, durable=True)
+    assert (summary["restored"], summary["lost_sessions_verified"], summary["lost_scored_unmasked"]) == (1, 1, 0)
+    assert failures(summary) == []
+    tool_said_lost = run("1-c", seed_done=9.0, verify_sent=10.2, row=RIGHT, tool_lost=True)
+    summary = summarize([tool_said_lost], FAULT, lambda e: shard_of(e) == 1, shard_of, durable=True)
+    assert failures(summary) == ["lost_scored_unmasked = 1 (must be 0)"]
