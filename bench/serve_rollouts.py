@@ -18,7 +18,8 @@ Configurations, each started by this script in its own process tree, one after t
   event-loop statistics off, as serve_tuning has since serve_rollouts_quiet.md measured it) and
   `redis-nowatch-stats-haproxy` sets it to 1, as before;
 - `serve-durable-haproxy` and `redis-nowatch-durable-haproxy`: those two with `durable_sessions` (contract §C.11):
-  every open session's state written with its marks;
+  every open session's state written with its marks; `-volatile-` in a name turns it off (durable_sessions became
+  the default after results/durable_sessions.md, whose serve-haproxy and redis-nowatch-haproxy ran without it);
 - `serve-proxy`: the same behind Serve's default Python proxy;
 - `before-haproxy`: the code of the commit before this work (`--before`, default e66df0b), behind HAProxy, so the
   change is measured against what it replaced in the same run.
@@ -127,8 +128,8 @@ def serve(config: str, code_root: Path, port: int, corpus: str | None, replicas:
         from deployments.serve_tuning import ROLLOUT_AFFINITY
 
         os.environ.update(ROLLOUT_AFFINITY)
-    if "durable" in tokens:
-        settings = settings.model_copy(update={"durable_sessions": True})
+    if "durable" in tokens or "volatile" in tokens:  # else the settings' default (durable, since the report)
+        settings = settings.model_copy(update={"durable_sessions": "durable" in tokens})
     stack = ExitStack()  # what this configuration runs beside Ray, stopped with it
     if shape.startswith("redis"):
         from harness.redis_server import running_redis
