@@ -135,7 +135,7 @@ class McpEndpoint:
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         request: Request = ctx.request
         if params.name not in self._tools:  # never a path built from the name: only the tools' own routes
-            return _text(unknown_tool_result(params.name))
+            return _text(unknown_tool_result(params.name, list(self._tools)))
         binding = _connection(ctx).state.get(_BINDING)
         if binding is None:  # no MCP session: the cookie's session (rules 1 and 3)
             try:

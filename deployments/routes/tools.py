@@ -156,6 +156,6 @@ async def unknown_tool(tool_name: str) -> ToolResult:
     return ToolResult(results=unknown_tool_result(tool_name))
 
 
-def unknown_tool_result(tool_name: str) -> str:
-    message = f"Tool '{tool_name}' does not exist. Available tools: {', '.join(TOOL_NAMES)}"
+def unknown_tool_result(tool_name: str, available: tuple[str, ...] | list[str] = TOOL_NAMES) -> str:
+    message = f"Tool '{tool_name}' does not exist. Available tools: {', '.join(available)}"
     return json.dumps({"error": message[:2_000]})

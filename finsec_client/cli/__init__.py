@@ -15,12 +15,11 @@ A usage error (bad URL, no server, bad config, port in use) is one line on stder
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 from typing import NoReturn
 
 from finsec_client.cli import check, corpus, recipe, rollouts, serve, status, store, tasks
-from finsec_client.cli.usage import EXIT_USAGE, UsageError
+from finsec_client.cli.usage import EXIT_USAGE, UsageError, did_you_mean
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,9 +29,8 @@ class _Parser(argparse.ArgumentParser):
         if message.startswith("unrecognized arguments: "):
             flags = _flags(self)
             for given in message.removeprefix("unrecognized arguments: ").split():
-                close = difflib.get_close_matches(given.split("=")[0], flags, n=1, cutoff=0.7)
-                if given.startswith("--") and close:
-                    message += f" (did you mean {close[0]}?)"
+                if given.startswith("--"):
+                    message += did_you_mean(given.split("=")[0], flags, cutoff=0.7)
         super().error(message)
 
 

@@ -5,7 +5,6 @@ mistake is reported at once."""
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import ValidationError
 
-from finsec_client.cli.usage import UsageError, one_line
+from finsec_client.cli.usage import UsageError, did_you_mean, one_line
 
 if TYPE_CHECKING:  # the server's settings are loaded when a config is read, never by the command line itself
     from deployments.settings import Settings
@@ -115,9 +114,8 @@ def _unknown(section: dict[str, Any], schema: Any, where: str) -> list[str]:
     problems = []
     for key in section:
         if key not in known:
-            close = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.75)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            problems.append(f"{where}{key} is not a {schema.__name__.removesuffix('Schema')} key{hint}")
+            problems.append(f"{where}{key} is not a {schema.__name__.removesuffix('Schema')} key"
+                            f"{did_you_mean(str(key), known)}")
     return problems
 
 

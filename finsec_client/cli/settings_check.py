@@ -7,7 +7,6 @@ and ignore a misspelt one; here the variables are read first, each on its own, a
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import os
@@ -19,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pydantic import ValidationError
+
+from finsec_client.cli.usage import did_you_mean
 
 if TYPE_CHECKING:
     from deployments.settings import Settings
@@ -56,7 +57,8 @@ def checked_settings(args: dict[str, Any]) -> tuple[Settings | None, Sources, li
             continue
         field = name[len(ENV_PREFIX):].lower()
         if field not in fields:
-            problems.append(f"environment variable {name} is not a setting{_did_you_mean(field, fields, True)}")
+            problems.append(f"environment variable {name} is not a setting"
+                            f"{did_you_mean(field, fields, lambda known: ENV_PREFIX + known.upper())}")
             continue
         variables[field] = name
         values[field] = _decoded(raw)
@@ -128,18 +130,11 @@ def _problem(error: dict[str, Any], sources: Sources) -> str:
     if error.get("type") == "extra_forbidden":
         from deployments.settings import Settings
 
-        return f"args.{'.'.join(loc)} is not a setting{_did_you_mean(loc[0], Settings.model_fields, False)}"
+        return f"args.{'.'.join(loc)} is not a setting{did_you_mean(loc[0], Settings.model_fields)}"
     where = sources.of(*loc) if loc else "settings"
     if loc and loc[0] in sources.variables and error.get("type") in _JSON_TYPES:
         message += " (a variable gives it as JSON, e.g. '{\"key\": 1}' or '[\"a\"]')"
     return f"{where}: {message}"
-
-
-def _did_you_mean(name: str, fields: Any, as_variable: bool) -> str:
-    close = difflib.get_close_matches(name, list(fields), n=1, cutoff=0.75)
-    if not close:
-        return ""
-    return f" (did you mean {ENV_PREFIX + close[0].upper() if as_variable else close[0]}?)"
 
 
 def _path_problems(values: dict[str, Any], sources: Sources) -> list[str]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import socket
+from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
 import httpx
@@ -19,6 +21,12 @@ def one_line(error: BaseException | str) -> str:
     """An error (or its text) as a usage message quotes it: one line of at most 300 characters."""
     text = " ".join(str(error).split())
     return (text or type(error).__name__)[:300]
+
+
+def did_you_mean(given: str, known: Iterable[str], shown: Callable[[str], str] = str, cutoff: float = 0.75) -> str:
+    """" (did you mean X?)" for the known name closest to a misspelt one, or "" when none is close."""
+    close = difflib.get_close_matches(given, sorted(known), n=1, cutoff=cutoff)
+    return f" (did you mean {shown(close[0])}?)" if close else ""
 
 
 def check_url(url: str, what: str = "--url") -> str:
