@@ -1,17 +1,22 @@
-"""`finsec tasks nemo-gym`: a task file as the JSONL rows NeMo Gym's rollout collection and verifiers' NeMo Gym
-taskset read (finsec_client/nemo_gym_rows.py)."""
+"""`finsec tasks build`: verified tasks from filings' inline XBRL (finsec/taskgen), split by company and written as
+the project's task files and NeMo Gym's rows. `finsec tasks nemo-gym`: a task file as the JSONL rows NeMo Gym's
+rollout collection and verifiers' NeMo Gym taskset read (finsec_client/nemo_gym_rows.py)."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from finsec_client.cli.usage import EXIT_OK, UsageError
+
+SEC_WWW, SEC_DATA = "https://www.sec.gov", "https://data.sec.gov"
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -30,6 +35,34 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     nemo_gym.add_argument("--out", "-o", type=Path, help="write here instead of standard output")
     nemo_gym.set_defaults(run=run_nemo_gym)
 
+    build = actions.add_parser(
+        "build", help="verified tasks from filings' inline XBRL, split by company",
+        description="Build tasks whose answers are the filings' own tagged facts, each kept only when the value "
+        "as tagged and the value as printed (scaled as its table says) agree. Writes DIR/{train,validation,test}"
+        ".jsonl (task files for `finsec rollouts --tasks`; a split no company fell in is not written), "
+        "DIR/nemo-gym/<split>.jsonl (NeMo Gym's rows, which "
+        "verifiers' nemo_gym taskset reads too) and DIR/report.{md,json}.")
+    where = build.add_mutually_exclusive_group(required=True)
+    where.add_argument("--corpus", type=Path, help="a folder in the sec.gov layout (files/company_tickers.json, "
+                       "submissions/, Archives/)")
+    where.add_argument("--live", action="store_true", help="live EDGAR, rate-limited, through the fetch guard")
+    build.add_argument("--out", "-o", type=Path, required=True, help="the folder to write")
+    build.add_argument("--tickers", help="comma-separated companies (default: every company of a --corpus; "
+                       "required with --live)")
+    build.add_argument("--forms", default="10-K,10-Q", help="forms to read (default 10-K,10-Q)")
+    build.add_argument("--filings-per-form", type=int, default=1,
+                       help="each company's newest N filings of each form (default 1)")
+    build.add_argument("--hold-out", default="", help="comma-separated companies that go to the test split")
+    build.add_argument("--split", default="0.8,0.1,0.1", help="train,validation,test fractions of the other "
+                       "companies, by a digest of the CIK (default 0.8,0.1,0.1)")
+    build.add_argument("--user-agent", default=os.environ.get("FINSEC_USER_AGENT"),
+                       help="with --live: your name and contact email, as SEC asks (or FINSEC_USER_AGENT)")
+    build.add_argument("--sec-www-url", default=SEC_WWW, help="with --live: www.sec.gov, or a mirror of it")
+    build.add_argument("--sec-data-url", default=SEC_DATA, help="with --live: data.sec.gov, or a mirror of it")
+    build.add_argument("--requests-per-second", type=int, default=5,
+                       help="with --live: EDGAR requests per second (SEC allows 10; default 5)")
+    build.set_defaults(run=run_build)
+
 
 def run_nemo_gym(options: argparse.Namespace) -> int:
     from finsec_client.nemo_gym_rows import episode_row, flat_row
@@ -42,6 +75,97 @@ def run_nemo_gym(options: argparse.Namespace) -> int:
     convert = episode_row if options.episode else flat_row
     write_jsonl((convert(task) for task in tasks), options.out)
     return EXIT_OK
+
+
+def run_build(options: argparse.Namespace) -> int:
+    from finsec.taskgen.build import build_tasks
+    from finsec.taskgen.filings import read_filings
+    from finsec.taskgen.report import BuildReport
+    from finsec.taskgen.split import SPLITS, split_of
+    from finsec_client.nemo_gym_rows import flat_row
+    from finsec_client.tasks import task_of
+
+    for flag, value in (("--filings-per-form", options.filings_per_form),
+                        ("--requests-per-second", options.requests_per_second)):
+        if value < 1:
+            raise UsageError(f"{flag} {value}: give a whole number of at least 1")
+    fractions = _fractions(options.split)
+    tickers = [t.strip().upper() for t in options.tickers.split(",") if t.strip()] if options.tickers else None
+    forms = [f.strip().upper() for f in options.forms.split(",") if f.strip()]
+    held_out = [t.strip().upper() for t in options.hold_out.split(",") if t.strip()]
+    source = _source(options, tickers)
+    report, rows = BuildReport(), {name: [] for name in SPLITS}
+
+    async def build() -> None:
+        try:
+            async for filing, document in read_filings(source, tickers, forms=forms,
+                                                       per_form=options.filings_per_form):
+                if document is None:
+                    report.unreadable.append(filing.url)
+                    continue
+                split = split_of(filing.cik, filing.ticker, fractions, held_out)
+                built = await asyncio.to_thread(build_tasks, filing, document)
+                report.add(filing, built, split)
+                rows[split] += [{**task, "split": split} for task in built.tasks]
+        finally:
+            await source.aclose()
+
+    try:
+        asyncio.run(build())
+    except Exception as error:  # the registry could not be read: one line, not a traceback
+        raise UsageError(f"cannot read filings: {error}") from None
+    out = options.out
+    try:
+        (out / "nemo-gym").mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"cannot write {out}: {error.strerror}") from None
+    for split, tasks in rows.items():
+        if not tasks:  # no company fell in it: a task file holds at least one task
+            continue
+        write_jsonl(tasks, out / f"{split}.jsonl")
+        write_jsonl((flat_row(task_of(task, split)) for task in tasks), out / "nemo-gym" / f"{split}.jsonl")
+    (out / "report.json").write_text(json.dumps(report.to_json(), indent=1) + "\n")
+    (out / "report.md").write_text(report.render())
+    sys.stdout.write(report.render())
+    return EXIT_OK
+
+
+def _fractions(text: str) -> tuple[float, float, float]:
+    try:
+        parts = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        parts = ()
+    if len(parts) != 3 or any(not 0 <= p <= 1 for p in parts) or sum(parts) <= 0:
+        raise UsageError(f"--split {text!r}: give three fractions train,validation,test, e.g. 0.8,0.1,0.1")
+    return parts  # type: ignore[return-value]
+
+
+def _source(options: argparse.Namespace, tickers: list[str] | None):
+    """A mirror folder, or live EDGAR through the guarded fetcher; a loopback mirror URL is trusted by name."""
+    from finsec.edgar.limiter import LocalRateLimiter
+    from finsec.edgar.live import LiveSource
+    from finsec.edgar.source import MirrorSource
+    from finsec.net.policy import FetchPolicy
+
+    if options.corpus is not None:
+        if not (options.corpus / "files" / "company_tickers.json").is_file():
+            raise UsageError(f"--corpus {options.corpus}: not a folder in the sec.gov layout (no "
+                             "files/company_tickers.json)")
+        return MirrorSource(options.corpus)
+    if not tickers:
+        raise UsageError("--live needs --tickers: live EDGAR lists every listed company")
+    if not options.user_agent:
+        raise UsageError("--live needs --user-agent (or FINSEC_USER_AGENT): SEC asks for your name and contact email")
+    urls = (options.sec_www_url, options.sec_data_url)
+    trusted = ["127.0.0.0/8", "::1/128"] if all(_loopback(url) for url in urls) else []
+    limiter = LocalRateLimiter(options.requests_per_second, 1.0)
+    policy = FetchPolicy(sec_base_urls=urls, max_bytes=20_000_000, timeout_seconds=30.0,
+                         user_agent=options.user_agent, limiter=limiter, trusted_networks=trusted)
+    return LiveSource(fetcher=policy.sec_fetcher(), www_base_url=urls[0], data_base_url=urls[1], limiter=limiter)
+
+
+def _loopback(url: str) -> bool:
+    return (urlsplit(url).hostname or "") in ("127.0.0.1", "localhost", "::1")
 
 
 def write_jsonl(rows: Iterable[dict[str, Any]], path: Path | None = None) -> None:

@@ -45,7 +45,8 @@ def test_the_client_loads_no_server_module():
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["rollouts", "--help"], ["serve", "--no-such-flag"], ["check", "--help"],
-                                  ["recipe", "nemo-gym", "--help"], ["tasks", "nemo-gym", "--help"]])
+                                  ["recipe", "nemo-gym", "--help"], ["tasks", "nemo-gym", "--help"],
+                                  ["tasks", "build", "--help"]])
 def test_the_command_line_loads_no_ray_to_answer(argv):
     probe = ("import runpy, sys; sys.argv = ['finsec', *sys.argv[1:]]\n"
              "try:\n    runpy.run_module('finsec_client.cli', run_name='__main__')\n"
