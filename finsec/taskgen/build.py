@@ -93,13 +93,13 @@ class _Builder:
             self._keep("cover", "period_end", f"On what date did the {what} covered by {self.company}'s "
                        f"{self.source.form} for {self._fiscal_label()} end?", _long_date(self.end),
                        {"value": self.end.isoformat(), "unit": "date"}, [], checked=agreed or "printed date differs")
-        for fact in self.filing.by_concept().get("dei:EntityCommonStockSharesOutstanding", []):
+        for fact in self.filing.by_concept.get("dei:EntityCommonStockSharesOutstanding", []):
             cls = _class_name(fact.context)
             stock = f"{cls} common stock" if cls else "common stock"
             self._keep_fact("cover", f"shares_outstanding:{cls}", f"How many shares of {stock} did {self.company} "
                             f"report outstanding as of {_long_date(fact.context.end)}?", [fact], signed=False,
                             answer=f"{fact.value:,.0f} shares")
-        for fact in self.filing.by_concept().get("dei:EntityPublicFloat", [])[:1]:
+        for fact in self.filing.by_concept.get("dei:EntityPublicFloat", [])[:1]:
             self._keep_fact("cover", "public_float", f"What was {self.company}'s public float (the market value "
                             f"of its equity held by non-affiliates) as of {_long_date(fact.context.end)}?", [fact],
                             signed=False)
@@ -126,7 +126,7 @@ class _Builder:
             for axis, role in SEGMENT_AXES.items():
                 found: dict[str, Fact] = {}
                 for concept in figure.concepts:
-                    for fact in self.filing.by_concept().get(f"us-gaap:{concept}", []):
+                    for fact in self.filing.by_concept.get(f"us-gaap:{concept}", []):
                         dims = fact.context.dimensions
                         if len(dims) == 1 and dims[0][0] == axis and self._span(fact.context) and \
                                 dims[0][1] not in found:
@@ -180,7 +180,7 @@ class _Builder:
         """The figure's company-wide fact for the filing's period: the year (10-K), else the quarter, else the
         year to date (a 10-Q's cash flows); an instant at the period's end for the balance sheet."""
         facts = [fact for concept in figure.concepts
-                 for fact in self.filing.by_concept().get(f"us-gaap:{concept}", []) if not fact.context.dimensions]
+                 for fact in self.filing.by_concept.get(f"us-gaap:{concept}", []) if not fact.context.dimensions]
         order = ["instant"] if figure.statement == "balance" else \
             ["year"] if self.annual else ["quarter", "half", "nine_months"]
         for span in order:
@@ -202,7 +202,7 @@ class _Builder:
 
     def _prior(self, fact: Fact) -> Fact | None:
         """The same concept a year earlier, over a period as long (or the instant a year earlier)."""
-        for other in self.filing.by_concept().get(fact.concept, []):
+        for other in self.filing.by_concept.get(fact.concept, []):
             context = other.context
             year_before = abs((fact.context.end - context.end).days - 365) <= _CLOSE_DAYS
             if context.dimensions or context.id == fact.context.id or not year_before:
@@ -249,7 +249,7 @@ class _Builder:
     def _check(self, facts: list[Fact], signed: bool) -> bool | str:
         """True when every fact reads the same wherever it is printed and is printed somewhere; else why not."""
         for fact in facts:
-            readings = [(other, printed(self.filing.document, other))
+            readings = [(other, printed(self.filing, other))
                         for other in self.occurrences[(fact.concept, fact.context.id)]]
             readable = [(other, reading) for other, reading in readings if reading is not None]
             agreeing = [agrees(other, reading, signed=signed) for other, reading in readable]

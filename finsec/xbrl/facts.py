@@ -7,23 +7,26 @@ fact) is left out, never guessed."""
 
 from __future__ import annotations
 
+import bisect
 import html
 import re
 from dataclasses import dataclass
 from datetime import date
+from functools import cached_property
 
 __all__ = ["Context", "Fact", "Filing", "read_filing"]
 
-_CONTEXT = re.compile(r"<(?:\w+:)?context\b[^>]*?\bid=\"([^\"]+)\"[^>]*>(.*?)</(?:\w+:)?context>", re.S)
+_CONTEXT = re.compile(r"<((?:\w+:)?)context\b([^<>]{0,4000})>")
 _DATE = re.compile(r"<(?:\w+:)?(startDate|endDate|instant)>\s*(\d{4}-\d{2}-\d{2})\s*<")
 _MEMBER = re.compile(r"<(?:\w+:)?explicitMember\b[^>]*?dimension=\"([^\"]+)\"[^>]*>\s*([^<\s]+)\s*<")
 _TYPED = re.compile(r"<(?:\w+:)?typedMember\b")
-_UNIT = re.compile(r"<(?:\w+:)?unit\b[^>]*?\bid=\"([^\"]+)\"[^>]*>(.*?)</(?:\w+:)?unit>", re.S)
+_UNIT = re.compile(r"<((?:\w+:)?)unit\b([^<>]{0,4000})>")
 _MEASURE = re.compile(r"<(?:\w+:)?measure>\s*([^<\s]+)\s*<")
-_NUMERIC = re.compile(r"<ix:nonFraction\b([^>]*)>(.*?)</ix:nonFraction>", re.S)
-_TEXT_FACT = re.compile(r"<ix:nonNumeric\b([^>]*)>(.*?)</ix:nonNumeric>", re.S)
+_NUMERIC = re.compile(r"<(ix:)nonFraction\b([^<>]{0,4000})>")
+_TEXT_FACT = re.compile(r"<(ix:)nonNumeric\b([^<>]{0,4000})>")
+_LONGEST = {"context": 20_000, "unit": 4_000, "nonFraction": 2_000, "nonNumeric": 4_000}  # inner text, characters
 _ATTRIBUTE = re.compile(r"([\w:.-]+)\s*=\s*\"([^\"]*)\"")
-_TAG = re.compile(r"<[^>]*>")
+_TAG = re.compile(r"<[^<>]*>")
 _SPACE = re.compile(r"\s+")
 _NUMBER = re.compile(r"^\d{1,3}(?:,\d{3})*(?:\.\d+)?$|^\d+(?:\.\d+)?$")
 _ZERO = {"", "-", "—", "–", "nil", "none", "no"}
@@ -56,6 +59,7 @@ class Fact:
     shown: str  # the number as printed
     at: int  # where the fact's tag starts in the document
     end: int  # where its closing tag ends
+    hidden: bool = False  # in ix:hidden: tagged, never printed
 
     @property
     def per_share(self) -> bool:
@@ -69,12 +73,14 @@ class Filing:
     cover_contexts: dict[str, str]  # dei facts by local name, their context id
     contexts: dict[str, Context]
     facts: list[Fact]
+    tables: tuple[list[int], list[int]] = ([], [])  # where each <table opens, where each </table> ends
 
     @property
     def period_end(self) -> date | None:
         context = self.contexts.get(self.cover_contexts.get("DocumentPeriodEndDate", ""))
         return context.end if context else None
 
+    @cached_property
     def by_concept(self) -> dict[str, list[Fact]]:
         out: dict[str, list[Fact]] = {}
         for fact in self.facts:
@@ -87,16 +93,46 @@ def read_filing(document: str) -> Filing | None:
     if "<ix:nonFraction" not in document and "<ix:header" not in document:
         return None
     contexts = _contexts(document)
-    units = _units(document)
-    facts = [fact for match in _NUMERIC.finditer(document) if (fact := _fact(match, contexts, units))]
+    units = {_id(attributes): "/".join(_MEASURE.findall(body)) for attributes, body, _, _ in
+             _elements(document, _UNIT, "unit")}
+    hidden = [(start, end) for _, _, start, end in _elements(document, re.compile(r"<(ix:)hidden\b()[^<>]{0,100}>"),
+                                                              "hidden", longest=len(document))]
+    facts = [fact for element in _elements(document, _NUMERIC, "nonFraction")
+             if (fact := _fact(*element, contexts, units, hidden))]
     cover, cover_contexts = {}, {}
-    for match in _TEXT_FACT.finditer(document):
-        attributes = dict(_ATTRIBUTE.findall(match.group(1)))
-        prefix, _, name = attributes.get("name", "").partition(":")
+    for attributes, inner, _, _ in _elements(document, _TEXT_FACT, "nonNumeric"):
+        prefix, _, name = _attributes(attributes).get("name", "").partition(":")
         if prefix == "dei" and name in _COVER and name not in cover:
-            cover[name] = text_of(match.group(2))
-            cover_contexts[name] = attributes.get("contextRef", "")
-    return Filing(document, cover, cover_contexts, contexts, facts)
+            cover[name] = text_of(inner)
+            cover_contexts[name] = _attributes(attributes).get("contextRef", "")
+    tables = ([m.start() for m in re.finditer(r"<table\b", document)],
+              [m.end() for m in re.finditer(r"</table>", document)])
+    return Filing(document, cover, cover_contexts, contexts, facts, tables)
+
+
+def _elements(document: str, opening: re.Pattern, name: str, longest: int | None = None):
+    """(attributes, inner text, start, end) of each element the pattern opens, in one pass: each closing tag
+    is searched for once and at most `longest` characters ahead, so unclosed tags cost no more than their text."""
+    reach = longest or _LONGEST[name]
+    at = 0
+    while match := opening.search(document, at):
+        closing = f"</{match.group(1)}{name}>"
+        end = document.find(closing, match.end(), match.end() + reach + len(closing))
+        if end < 0:
+            if longest is not None:  # no closing anywhere after: none after a later opening either
+                return
+            at = match.end()
+            continue
+        yield match.group(2), document[match.end():end], match.start(), end + len(closing)
+        at = match.end() if name == "nonFraction" else end + len(closing)  # a fact may nest in a fact
+
+
+def _attributes(text: str) -> dict[str, str]:
+    return dict(_ATTRIBUTE.findall(text))
+
+
+def _id(attributes: str) -> str:
+    return _attributes(attributes).get("id", "")
 
 
 def text_of(fragment: str) -> str:
@@ -106,7 +142,7 @@ def text_of(fragment: str) -> str:
 
 def _contexts(document: str) -> dict[str, Context]:
     out = {}
-    for cid, body in _CONTEXT.findall(document):
+    for attributes, body, _, _ in _elements(document, _CONTEXT, "context"):
         dates = dict(_DATE.findall(body))
         try:
             if "instant" in dates:
@@ -117,18 +153,15 @@ def _contexts(document: str) -> dict[str, Context]:
                 continue
         except ValueError:
             continue
+        cid = _id(attributes)
         out[cid] = Context(cid, start, end, tuple(sorted(_MEMBER.findall(body))), bool(_TYPED.search(body)))
     return out
 
 
-def _units(document: str) -> dict[str, str]:
-    return {uid: "/".join(_MEASURE.findall(body)) for uid, body in _UNIT.findall(document)}
-
-
-def _fact(match: re.Match, contexts: dict[str, Context], units: dict[str, str]) -> Fact | None:
-    attributes = dict(_ATTRIBUTE.findall(match.group(1)))
+def _fact(attributes: str, inner: str, at: int, end: int, contexts: dict[str, Context], units: dict[str, str],
+          hidden: list[tuple[int, int]]) -> Fact | None:
+    attributes = _attributes(attributes)
     context = contexts.get(attributes.get("contextRef", ""))
-    inner = match.group(2)
     if context is None or context.typed or "<ix:nonFraction" in inner:
         return None
     shown = text_of(inner)
@@ -144,7 +177,13 @@ def _fact(match: re.Match, contexts: dict[str, Context], units: dict[str, str]) 
     if attributes.get("sign") == "-":
         value = -value
     return Fact(attributes.get("name", ""), context, units.get(attributes.get("unitRef", ""), ""), value, scale,
-                decimals, shown, match.start(), match.end())
+                decimals, shown, at, end, _inside(hidden, at))
+
+
+def _inside(spans: list[tuple[int, int]], at: int) -> bool:
+    """Whether `at` falls in one of the spans (in order, not overlapping)."""
+    index = bisect.bisect_right(spans, (at, float("inf"))) - 1
+    return index >= 0 and spans[index][0] <= at < spans[index][1]
 
 
 def _displayed(shown: str, format_: str) -> float | None:

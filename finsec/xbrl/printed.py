@@ -7,10 +7,11 @@ a tag in millions, parentheses over a positive tag); `agrees` says so."""
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
-from finsec.xbrl.facts import Fact, text_of
+from finsec.xbrl.facts import Fact, Filing, text_of
 
 __all__ = ["Printed", "agrees", "printed"]
 
@@ -24,6 +25,7 @@ _AFTER_NUMBER = re.compile(r"^\s*(thousand|million|billion|trillion)\b", re.I)
 _PRINTED_NUMBER = re.compile(r"(\d[\d,]*)(?:\.(\d+))?")
 _CAPTION_REACH = 3000  # characters of markup before a table where its caption may sit
 _CELL_REACH = 2000
+_HEADER_REACH = 30_000  # characters of a table above a fact's row where its column headings may say the scale
 
 
 @dataclass(frozen=True)
@@ -35,20 +37,21 @@ class Printed:
     in_table: bool
 
 
-def printed(document: str, fact: Fact) -> Printed | None:
+def printed(filing: Filing, fact: Fact) -> Printed | None:
     """The fact as printed; None when it is not printed (hidden), or is not a plain figure."""
-    if fact.unit == "xbrli:pure" or _hidden(document, fact.at):
+    if fact.unit == "xbrli:pure" or fact.hidden:
         return None
+    document = filing.document
     number = _number(fact.shown)
     if number is None:
         return None
     magnitude, places = number
-    table = _table_start(document, fact.at)
+    table, previous = _table_around(filing, fact.at)
     if table is None:
         after = _AFTER_NUMBER.match(text_of(document[fact.end:fact.end + 200]))
         scale = _SCALES[after.group(1).lower()] if after and not fact.per_share else 0
         return Printed(magnitude * 10 ** scale, scale, True, places, in_table=False)
-    scale = _table_scale(document, table, fact)
+    scale = _table_scale(document, table, previous, fact)
     negative = _in_parentheses(document, fact)
     value = magnitude * 10 ** (scale or 0)
     return Printed(-value if negative else value, scale or 0, scale is not None, places, in_table=True)
@@ -75,25 +78,24 @@ def _number(shown: str) -> tuple[float, int] | None:
     return float(match.group(1).replace(",", "") + ("." + places if places else "")), len(places)
 
 
-def _hidden(document: str, at: int) -> bool:
-    opened = document.rfind("<ix:hidden", 0, at)
-    return opened >= 0 and document.rfind("</ix:hidden>", opened, at) < 0
+def _table_around(filing: Filing, at: int) -> tuple[int | None, int]:
+    """Where the table holding `at` opens (None outside tables), and where the table before it closes."""
+    opens, closes = filing.tables
+    index = bisect.bisect_right(opens, at) - 1
+    if index < 0:
+        return None, -1
+    table = opens[index]
+    closed = bisect.bisect_right(closes, at) - 1
+    previous = closes[closed] if closed >= 0 else -1
+    return (None if previous > table else table), previous
 
 
-def _table_start(document: str, at: int) -> int | None:
-    opened = document.rfind("<table", 0, at)
-    if opened < 0 or document.rfind("</table>", opened, at) >= 0:
-        return None
-    return opened
-
-
-def _table_scale(document: str, table: int, fact: Fact) -> int | None:
+def _table_scale(document: str, table: int, previous: int, fact: Fact) -> int | None:
     """The scale the caption gives this fact: the caption above the table and the table's rows above the
     fact's, the closest statement winning; shares and per-share amounts by the caption's exceptions."""
-    previous = document.rfind("</table>", 0, table)
     caption = text_of(document[max(previous, table - _CAPTION_REACH, 0):table])
-    row = document.rfind("<tr", table, fact.at)
-    header = text_of(document[table:row if row > table else table])
+    row = document.rfind("<tr", max(table, fact.at - _CELL_REACH), fact.at)
+    header = text_of(document[max(table, row - _HEADER_REACH):row]) if row > table else ""
     words = f"{caption} {header}"
     if fact.per_share:
         return 0

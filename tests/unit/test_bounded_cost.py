@@ -18,6 +18,7 @@ from finsec.grading.grounding import answer_figures
 from finsec.grading.names import Answer
 from finsec.retrieval import concepts
 from finsec.retrieval.passages import IndexedDocument, PassageRetriever, excerpt
+from finsec.taskgen.build import Source, build_tasks
 from finsec.text.html_to_text import html_to_text
 
 LINEAR = 10.0  # between linear (4; up to ~8 where copying big strings runs out of cache) and quadratic (16)
@@ -124,3 +125,26 @@ def test_grading_and_grounding_are_linear_in_the_answer(shape):
                                       "head" + " " * 50_000 + "x"])
 def test_the_concept_rules_read_a_prompt_in_one_pass(question):
     assert growth(lambda q: (concepts.asks_headcount(q), concepts.owner(q)), lambda n: question[:n], 12_500) < LINEAR
+
+
+_CONTEXT = ('<xbrli:context id="c"><xbrli:period><xbrli:startDate>2024-01-01</xbrli:startDate><xbrli:endDate>'
+            '2024-12-31</xbrli:endDate></xbrli:period></xbrli:context><xbrli:unit id="usd"><xbrli:measure>iso4217:USD'
+            '</xbrli:measure></xbrli:unit><ix:nonNumeric name="dei:DocumentPeriodEndDate" contextRef="c">December 31, '
+            '2024</ix:nonNumeric>')
+_FACT = '<ix:nonFraction name="us-gaap:Revenues" contextRef="c" unitRef="usd" scale="6" decimals="-6">1,234'
+FILINGS = {  # `finsec tasks build` over a filing from live EDGAR, which is untrusted input
+    "unclosed facts": lambda n: "<ix:header>" + _CONTEXT + fill(_FACT, n),
+    "facts in running text": lambda n: "<ix:header>" + _CONTEXT + fill(f"<p>{_FACT}</ix:nonFraction> million</p>", n),
+    "facts in tables that never close": lambda n: "<ix:header>" + _CONTEXT + "<p>(In millions)</p>" + fill(
+        f"<table><tr><td>Revenue</td><td>({_FACT}</ix:nonFraction>)</td></tr>", n),
+    "unclosed contexts": lambda n: "<ix:header>" + fill('<xbrli:context id="c"><xbrli:instant>2024-12-31', n),
+    "a run of '<'": lambda n: "<ix:header>" + _CONTEXT + "<" * n,
+    "unclosed hidden sections": lambda n: "<ix:header>" + _CONTEXT + fill("<ix:hidden>" + _FACT + "</ix:nonFraction>",
+                                                                         n),
+}
+_SOURCE = Source("0000000001", "EXM", "10-K", "0000000001-25-000001", "https://www.sec.gov/Archives/edgar/data/1/x")
+
+
+@pytest.mark.parametrize("shape", list(FILINGS))
+def test_building_tasks_is_linear_in_the_filing(shape):
+    assert growth(lambda document: build_tasks(_SOURCE, document), FILINGS[shape], 100_000) < LINEAR

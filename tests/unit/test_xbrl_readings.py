@@ -72,14 +72,14 @@ def test_a_caption_in_millions_agrees_with_a_tag_in_millions():
                             ("Diluted", fact("EarningsPerShareDiluted", "FY", "6.08", scale=0, unit="eps"))))
     for concept in ("Revenues", "EarningsPerShareDiluted"):
         (one,) = only(document, concept)[1]
-        reading = printed(document, one)
+        reading = printed(read_filing(document), one)
         assert reading.stated and agrees(one, reading), concept
 
 
 def test_a_caption_in_thousands_over_a_tag_in_millions_disagrees():
     document = filing(table("(In thousands)", ("Revenue", fact("Revenues", "FY", "9,876"))))
     (revenue,) = only(document, "Revenues")[1]
-    reading = printed(document, revenue)
+    reading = printed(read_filing(document), revenue)
     assert reading.scale == 3 and not agrees(revenue, reading)
 
 
@@ -92,8 +92,9 @@ def test_shares_in_thousands_are_the_captions_exception():
                                 '</xbrli:measure></xbrli:unit><xbrli:unit id="usd">')
     shares = only(document, "WeightedAverageNumberOfDilutedSharesOutstanding")[1][0]
     revenue = only(document, "Revenues")[1][0]
-    assert printed(document, shares).scale == 3 and agrees(shares, printed(document, shares))
-    assert printed(document, revenue).scale == 6 and agrees(revenue, printed(document, revenue))
+    for one, scale in ((shares, 3), (revenue, 6)):
+        reading = printed(read_filing(document), one)
+        assert reading.scale == scale and agrees(one, reading)
 
 
 @pytest.mark.parametrize("shown, sign, signed, agree", [
@@ -107,26 +108,26 @@ def test_parentheses_are_the_printed_sign(shown, sign, signed, agree):
     cell = shown.replace(number, fact("NetIncomeLoss", "FY", number, sign=sign))
     document = filing(table("(In millions)", ("Net income (loss)", cell)))
     (one,) = only(document, "NetIncomeLoss")[1]
-    assert agrees(one, printed(document, one), signed=signed) is agree
+    assert agrees(one, printed(read_filing(document), one), signed=signed) is agree
 
 
 def test_a_sentence_gives_its_scale_in_words():
     document = filing(f"<p>Revenue grew to ${fact('Revenues', 'FY', '9.9', scale=9)} billion this year.</p>")
     (revenue,) = only(document, "Revenues")[1]
-    reading = printed(document, revenue)
+    reading = printed(read_filing(document), revenue)
     assert (reading.scale, reading.in_table) == (9, False) and agrees(revenue, reading)
     document = filing(f"<p>Revenue grew to ${fact('Revenues', 'FY', '9.9', scale=9)} million this year.</p>")
     (revenue,) = only(document, "Revenues")[1]
-    assert not agrees(revenue, printed(document, revenue))
+    assert not agrees(revenue, printed(read_filing(document), revenue))
 
 
 def test_a_hidden_fact_is_not_printed_and_a_table_without_caption_states_no_scale():
     document = filing("<table><tr><td>Revenue</td><td>" + fact("Revenues", "FY", "9,876") + "</td></tr></table>")
     (revenue,) = only(document, "Revenues")[1]
-    assert printed(document, revenue).stated is False
+    assert printed(read_filing(document), revenue).stated is False
     hidden = HEADER.replace("</ix:hidden>", fact("Revenues", "FY", "9,876") + "</ix:hidden>") + "</body></html>"
     (revenue,) = only(hidden, "Revenues")[1]
-    assert printed(hidden, revenue) is None
+    assert printed(read_filing(hidden), revenue) is None
 
 
 def _built(document: str):
