@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from finsec_client.policies.passages import Clause, Reading, read_reply
+from finsec_client.policies.passages import Clause, Reading, Row, read_reply
 from finsec_client.policies.question import Question, stems
 
 _YEAR_OR_DATE = re.compile(r"\b(\d{4})(?:-\d{2}-\d{2})?\b")
@@ -27,12 +27,49 @@ class Candidate:
     score: float
     rank: int
     answer: str
+    value: float | None = None  # the figure as a number in `unit`, for arithmetic (ratios)
+    unit: str | None = None
+
+
+# Words an analyst takes as the same figure's names: "net sales" is revenue, "stockholders" are shareholders.
+_SAME = {"sal": "revenu", "stockholder": "shareholder", "earning": "income", "expenditur": "purchas",
+         "payment": "purchas", "acquisition": "purchas", "repurchas": "repurchas", "plant": "property"}
+# A figure's other printed names, added to the question's words when it names the figure so.
+_ALSO = {"capital expenditur": "purchases property equipment", "spend repurchas": "repurchases common stock",
+         "pay dividend": "payments dividends", "cash paid": "cash paid", "depreciation amortization":
+         "depreciation amortization"}
+# A figure whose cell is printed in parentheses as an outflow but asked as an amount spent or paid.
+_SPENT = re.compile(r"\b(?:spend|spent|pay|paid|expense|expenditures?|costs?)\b", re.I)
+_BOTH_WAYS = re.compile(r"\((?:used in|loss|expense|accumulated deficit|deficit)\)|\bincome \(expense\)", re.I)
+
+
+# "its Europe segment", "(by geography)": how the figure is broken down, not what it is
+_BREAKDOWN = frozenset(stems("segment geography generate"))
+
+
+def canon(words: set[str]) -> set[str]:
+    return {_SAME.get(w, w) for w in words}
+
+
+def figure_words(question: Question) -> set[str]:
+    """The question's words for the figure, with the figure's other names where it has them."""
+    words = set(question.keywords) - _BREAKDOWN
+    for names, more in _ALSO.items():
+        if all(stems(n) <= words for n in names.split()):
+            words |= stems(more)
+    return canon(words)
 
 
 def answer(question: Question, reply: str) -> str | None:
     """The answer to `question` from the text of a retrieve_information reply, or None if it holds none."""
     reading = read_reply(reply)
-    if question.kind == "percent_change":
+    if question.kind == "change":
+        found = _change_candidates(question, reading)
+    elif question.kind == "date":
+        found = _date_candidates(question, reply)
+    elif question.kind == "shares":
+        found = _row_candidates(question, reading) + _count_candidates(question, reading)
+    elif question.kind == "percent_change":
         found = _percent_candidates(question, reading) or _computed_change(question, reading)
     elif question.kind == "count":
         found = _count_candidates(question, reading)
@@ -43,24 +80,44 @@ def answer(question: Question, reply: str) -> str | None:
     return max(found, key=lambda c: (c.score, -c.rank)).answer
 
 
+def figure(question: Question, reply: str) -> Candidate | None:
+    """The best row or clause for an amount the question names, with its value: a ratio's numerator, say."""
+    reading = read_reply(reply)
+    found = [c for c in _row_candidates(question, reading) + _money_candidates(question, reading)
+             if c.value is not None]
+    return max(found, key=lambda c: (c.score, -c.rank)) if found else None
+
+
 def _label_score(question: Question, label_stems: set[str]) -> float:
-    hits = len(question.keywords & label_stems)
-    return hits - EXTRA_WORD_COST * len(label_stems - question.keywords) if hits else 0.0
+    keywords = figure_words(question)
+    label_stems = canon(label_stems)
+    hits = len(keywords & label_stems)
+    return hits - EXTRA_WORD_COST * len(label_stems - keywords) if hits else 0.0
 
 
-def _period_index(question: Question, periods: tuple[str, ...], n_values: int) -> int | None:
-    """Which cell holds the asked period; None when the row holds another period only. A quarter's header
-    names each date twice (three months, then the year to date): the first is the quarter."""
-    if question.year is None or not periods or len(periods) != n_values:
-        return 0 if n_values == 1 or question.year is None else None
-    if question.date:
-        exact = [i for i, period in enumerate(periods) if period == question.date]
+def _period_index(question: Question, row: Row, date: str | None = None) -> int | None:
+    """Which cell holds the asked period (`date`, else the question's); None when the row holds other periods
+    only. A quarter's statement names each date twice (three months, then the year to date): a header that says
+    so picks the column, else the first is the quarter and the last the year to date."""
+    periods, n_values = row.periods, len(row.values)
+    date = date or question.date
+    year = int(date[:4]) if date else question.year
+    if year is None or not periods or len(periods) != n_values:
+        return 0 if n_values == 1 or year is None else None
+    columns = range(n_values)
+    if row.spans and question.span in row.spans and question.span != "instant":
+        columns = [i for i in columns if row.spans[i] == question.span]
+    elif row.spans and question.span in ("quarter", "six_months", "nine_months", "year"):
+        return None  # the table's columns are other spans (a cash-flow statement's year to date)
+    if date:
+        exact = [i for i in columns if periods[i] == date]
         if exact:
-            return exact[0]
+            year_to_date = question.span in ("six_months", "nine_months") and not row.spans
+            return exact[-1] if year_to_date else exact[0]
         if any(len(p) == 10 for p in periods):
             return None  # dated columns, none the asked one
-    for i, period in enumerate(periods):
-        if period[:4] == str(question.year):
+    for i in columns:
+        if periods[i][:4] == str(year):
             return i
     return None
 
@@ -69,10 +126,8 @@ def _row_candidates(question: Question, reading: Reading) -> list[Candidate]:
     per_share = _per_share(question)
     out = []
     for row in reading.rows:
-        # "Diluted" under "Earnings per share:": the heading names the figure too
-        label = f"{row.heading} {row.label}" if len(row.label.split()) == 1 else row.label
-        score = _label_score(question, stems(label))
-        index = _period_index(question, row.periods, len(row.values))
+        score = _row_score(question, row)
+        index = _period_index(question, row)
         if score <= 0 or index is None:
             continue
         cell = row.values[index]
@@ -81,8 +136,68 @@ def _row_candidates(question: Question, reading: Reading) -> list[Candidate]:
         unit = None if per_share else row.unit
         # A quarter's own statement names its date twice (the three months, the year to date); a cash-flow
         # statement of a 10-Q names it once, for the year to date.
-        quarterly = QUARTER_LAYOUT if question.date and row.periods.count(question.date) >= 2 else 0.0
-        out.append(Candidate(score + ROW_PREFERENCE + quarterly, row.rank, _amount(question, cell, unit)))
+        quarterly = QUARTER_LAYOUT if question.date and question.span == "quarter" and \
+            row.periods.count(question.date) >= 2 else 0.0
+        if question.kind == "shares":
+            if question.span == "instant":
+                continue  # shares outstanding on a date: the cover page's sentence says it, in full
+            scale = row.share_unit or reading.share_unit or row.unit
+            text = f"{_digits(cell)} {scale} shares" if scale else f"{_digits(cell)} shares"
+            out.append(Candidate(score + ROW_PREFERENCE, row.rank, text))
+            continue
+        out.append(Candidate(score + ROW_PREFERENCE + quarterly, row.rank, _amount(question, cell, unit),
+                             _signed(question, cell), unit))
+    return out
+
+
+def _row_score(question: Question, row: Row) -> float:
+    # "Diluted" under "Earnings per share:", "Net sales" under "Americas:": the heading names the figure too
+    alone = _label_score(question, stems(row.label))
+    best = alone
+    if row.group:
+        best = max(best, _label_score(question, stems(f"{row.group} {row.label}")))
+    if len(row.label.split()) == 1 or row.heading.endswith(":"):
+        best = max(best, _label_score(question, stems(f"{row.heading} {row.label}")))
+    return best
+
+
+def _change_candidates(question: Question, reading: Reading) -> list[Candidate]:
+    """A change from one period to another: the row that holds both, the later less the earlier."""
+    if len(question.dates) < 2:
+        return []
+    then_date, now_date = question.dates[0], question.dates[-1]
+    per_share = _per_share(question)
+    out = []
+    for row in reading.rows:
+        score = _row_score(question, row)
+        now, then = _period_index(question, row, now_date), _period_index(question, row, then_date)
+        if score <= 0 or now is None or then is None or now == then:
+            continue
+        cells = row.values[now], row.values[then]
+        if per_share != ("." in cells[0] and _number(cells[0]) < 10_000):
+            continue
+        delta = _number(cells[0]) - _number(cells[1])
+        places = 2 if per_share else 0
+        unit = "" if per_share else f" {row.unit}" if row.unit else ""
+        word = "an increase" if delta > 0 else "a decrease"
+        text = f"{word} of ${abs(delta):,.{places}f}{unit}" if delta else "no change (0)"
+        quarterly = QUARTER_LAYOUT if question.span == "quarter" and row.periods.count(now_date) >= 2 else 0.0
+        out.append(Candidate(score + quarterly, row.rank, text, delta, row.unit))
+    return out
+
+
+_LONG_DATE = re.compile(r"\b(?:fiscal year|quarterly period|period|year|quarter) ended:?\s+"
+                        r"([A-Z][a-z]{2,8})\.?\s+(\d{1,2}),?\s+((?:19|20)\d{2})")
+
+
+def _date_candidates(question: Question, reply: str) -> list[Candidate]:
+    """The end of the period a filing covers, as its cover page states it: "For the fiscal year ended ..."."""
+    out = []
+    for rank, match in enumerate(_LONG_DATE.finditer(reply)):
+        month, day, year = match.groups()
+        if question.year is not None and abs(int(year) - question.year) > 1:
+            continue
+        out.append(Candidate(1.0, rank, f"{month} {int(day)}, {year}"))
     return out
 
 
@@ -133,8 +248,30 @@ def _count_candidates(question: Question, reading: Reading) -> list[Candidate]:
         fits = _clause_period_fits(question, clause)
         if score <= 0 or fits is None:
             continue
+        if question.kind == "shares":
+            shares = _shares(question, clause)
+            if shares is None:
+                continue
+            out.append(Candidate(score + fits, clause.rank, shares))
+            continue
         out.append(Candidate(score + fits, clause.rank, clause.figure))
     return out
+
+
+_CLASS = re.compile(r"\bclass ([a-z])\b", re.I)
+_SCALED_SHARES = re.compile(r"^\s*(thousand|million|billion)?\s*shares\b", re.I)
+
+
+def _shares(question: Question, clause: Clause) -> str | None:
+    """ "5,833 million shares of Alphabet's Class A stock outstanding" as "5,833 million shares", when the class
+    is the one asked about (or the question names none)."""
+    scaled = _SCALED_SHARES.match(clause.after)
+    if not scaled:
+        return None
+    asked, stated = _CLASS.search(question.text), _CLASS.search(clause.after)
+    if asked and (not stated or stated.group(1).lower() != asked.group(1).lower()):
+        return None
+    return f"{clause.figure} {scaled.group(1).lower()} shares" if scaled.group(1) else f"{clause.figure} shares"
 
 
 def _percent_candidates(question: Question, reading: Reading) -> list[Candidate]:
@@ -180,13 +317,32 @@ def _number(cell: str) -> float:
     return -value if "(" in cell or "-" in cell else value
 
 
+def _digits(cell: str) -> str:
+    return re.sub(r"[^\d,.]", "", cell)
+
+
+def _signed(question: Question, cell: str) -> float:
+    """The cell's value with the sign the answer gives it (see _amount)."""
+    value = _number(cell)
+    return abs(value) if value < 0 and _asked_as_outflow(question) else value
+
+
+def _asked_as_outflow(question: Question) -> bool:
+    """ "How much did X spend on capital expenditures" asks an outflow's size; "net cash provided by (used in)
+    investing activities" and "retained earnings (accumulated deficit)" ask a figure that may go either way."""
+    text = question.text
+    if _BOTH_WAYS.search(text):
+        return False
+    return bool(_SPENT.search(text) or (question.keywords & _NEGATIVE_WORDS))
+
+
 def _amount(question: Question, cell: str, unit: str | None) -> str:
-    """A cell as an answer: "$(303,791)" in a table in thousands is "$303,791 thousand" for "net loss" (the question
-    says which way) and "-$303,791 thousand" otherwise."""
+    """A cell as an answer: "$(303,791)" in a table in thousands is "$303,791 thousand" for "net loss" or "how
+    much did X spend" (the question says which way) and "-$303,791 thousand" otherwise."""
     negative = "(" in cell or "-" in cell
-    digits = re.sub(r"[^\d,.]", "", cell)
+    digits = _digits(cell)
     money = "$" in cell or unit is not None
     text = (f"${digits}" if money else digits) + (f" {unit}" if unit else "")
-    if negative and not (question.keywords & _NEGATIVE_WORDS):
+    if negative and not _asked_as_outflow(question):
         return "-" + text
     return text

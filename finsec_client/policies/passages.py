@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 _PASSAGE_HEAD = re.compile(r"^\[[^\]\n]* characters \d+-\d+\]$", re.M)
 _UNIT = re.compile(r"\bin (thousands|millions|billions)\b", re.I)
+# a caption's exception for share counts: "except number of shares, which are reflected in thousands"
+_SHARE_UNIT = re.compile(r"\bshares?\b[^()]{0,40}?\bin (thousands|millions|billions)\b", re.I)
 _YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?!\d)")
 _PERIOD_CELL = re.compile(r"^(?:\d{4}|\d{4}-\d{2}-\d{2})$")
 # A column header as real filings print it: "September 28, 2024", "Jul 27, 2025", "December 31, 2024".
@@ -25,6 +27,8 @@ _MONEY = re.compile(r"(-)?\$\s?(\()?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\)?(?:\s(
                     re.I)
 _PERCENT = re.compile(r"(-)?(\d+(?:\.\d+)?)\s?%")
 _COUNT = re.compile(r"(?<![\d$.,-])(\d{1,3}(?:,\d{3})+|\d+)(?![\d,]*%)(?!-\d)")
+_SPAN_CELL = re.compile(r"^(three|six|nine|twelve) months ended\b.*|^(?:fiscal )?years? ended\b.*", re.I)
+SPAN_WORDS = {"three": "quarter", "six": "six_months", "nine": "nine_months", "twelve": "year"}
 _CLAUSE_SPLIT = re.compile(r"(?<!\d),\s|;\s|\s(?:and|while|whereas)\s|(?<=[a-z0-9)%])\.\s(?=[A-Z])")
 SCALES = {"thousands": "thousand", "millions": "million", "billions": "billion"}
 
@@ -39,6 +43,9 @@ class Row:
     label: str
     values: tuple[str, ...]
     rank: int  # the passage's place in the reply: 0 is the best match
+    share_unit: str | None = None  # "(In millions, except number of shares, which are reflected in thousands)"
+    spans: tuple[str, ...] = ()  # per cell, when a header says: "quarter", "six_months", "nine_months", "year"
+    group: str = ""  # the group label above the row inside its table: "Europe:" over "Net sales", "Operating income"
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,8 @@ class Reading:
     percents: list[Clause]
     counts: list[Clause]
     units_by_heading: dict[str, str]
+    share_units_by_heading: dict[str, str] = field(default_factory=dict)
+    share_unit: str | None = None  # the reply's captions' scale of share counts, when one says
 
 
 def period_of(cell: str) -> str | None:
@@ -89,20 +98,24 @@ def read_reply(text: str) -> Reading:
     for row in reading.rows:
         if row.periods:
             columns.setdefault(len(row.periods), Counter())[row.periods] += 1
-    reading.rows = [_completed(row, reading.units_by_heading, usual_unit[0][0] if usual_unit else None, columns)
-                    for row in reading.rows]
+    if shares := _SHARE_UNIT.search(text):
+        reading.share_unit = SCALES[shares.group(1).lower()]
+    reading.rows = [_completed(row, reading.units_by_heading, usual_unit[0][0] if usual_unit else None, columns,
+                               reading.share_units_by_heading) for row in reading.rows]
     return reading
 
 
-def _completed(row: Row, units: dict[str, str], usual_unit: str | None, columns: dict[int, Counter]) -> Row:
+def _completed(row: Row, units: dict[str, str], usual_unit: str | None, columns: dict[int, Counter],
+               share_units: dict[str, str]) -> Row:
     unit = row.unit or units.get(row.heading.lower()) or usual_unit
+    share_unit = row.share_unit or share_units.get(row.heading.lower())
     periods, n = row.periods, len(row.values)
     if not periods and n > 1 and n in columns:
         periods = columns[n].most_common(1)[0][0]
     elif not periods and n % 2 == 0 and n // 2 in columns and n > 2:
         # a quarter's statement: the three months' pair of dates, then the year to date's, the same pair again
         periods = columns[n // 2].most_common(1)[0][0] * 2
-    return replace(row, unit=unit, periods=periods)
+    return replace(row, unit=unit, periods=periods, share_unit=share_unit)
 
 
 def _passages(text: str) -> list[tuple[str | None, str]]:
@@ -121,12 +134,14 @@ def _passages(text: str) -> list[tuple[str | None, str]]:
 
 
 def _read_passage(context: str | None, body: str, rank: int, reading: Reading) -> None:
-    heading, unit, periods = "", None, ()
+    heading, unit, periods, share_unit, spans, group = "", None, (), None, (), ""
     if context:
         parts = [p.strip() for p in context.split(" / ")]
         heading = parts[0]
         for part in parts[1:]:
-            if m := _UNIT.search(part):
+            if part.endswith(":"):
+                group = part
+            elif m := _UNIT.search(part):
                 unit = SCALES[m.group(1).lower()]
             elif header := periods_of(part.split("|")):
                 periods = header
@@ -140,20 +155,32 @@ def _read_passage(context: str | None, body: str, rank: int, reading: Reading) -
         cells = [c.strip() for c in stripped.split("|")]
         if header := periods_of(cells):
             periods = header  # a column header: the periods of the rows below
+            if spans and len(periods) % len(spans) == 0:  # "Three Months Ended | Nine Months Ended" above it
+                spans = tuple(s for s in spans for _ in range(len(periods) // len(spans)))
             continue
-        if m := _UNIT.fullmatch(stripped.strip("()")) or (len(stripped) < 40 and _UNIT.search(stripped)):
+        if all(_SPAN_CELL.match(c) for c in cells):
+            spans = tuple(SPAN_WORDS.get(c.split()[0].lower(), "year") for c in cells)
+            continue
+        caption = stripped.startswith("(") and stripped.endswith(")") and len(stripped) < 200
+        if m := _UNIT.fullmatch(stripped.strip("()")) or ((len(stripped) < 40 or caption) and _UNIT.search(stripped)):
             unit = SCALES[m.group(1).lower()]
+            if shares := _SHARE_UNIT.search(stripped):
+                share_unit = SCALES[shares.group(1).lower()]
             if heading:
                 reading.units_by_heading.setdefault(heading.lower(), unit)
+                if share_unit:
+                    reading.share_units_by_heading.setdefault(heading.lower(), share_unit)
             continue
         values = tuple(c for c in cells[1:] if _AMOUNT.fullmatch(c.replace(" ", "")))
         if len(cells) > 1 and values:
-            reading.rows.append(Row(heading, unit, periods, cells[0], values, rank))
+            reading.rows.append(Row(heading, unit, periods, cells[0], values, rank, share_unit,
+                                    spans if len(spans) == len(values) else (), group))
             continue
         if len(cells) == 1 and stripped.endswith(":") and periods:
-            continue  # "Cash flows from operating activities:": a group of rows inside the table, same columns
+            group = stripped  # "Cash flows from operating activities:": a group of rows inside the table
+            continue
         if len(cells) == 1 and len(stripped) < 80 and not _MONEY.search(stripped) and not stripped.endswith("."):
-            heading, unit, periods = stripped, None, ()  # a title: a new table or section starts
+            heading, unit, periods, share_unit, spans, group = stripped, None, (), None, (), ""  # a new table
             continue
         prose.append(stripped)
     years = frozenset(int(y) for y in _YEAR.findall((context or "") + " " + body))

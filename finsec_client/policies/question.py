@@ -17,7 +17,8 @@ _STOP = frozenset(
     "much many report reported announce announced release results company end during fiscal year years ended as "
     "compared change changed percentage percent".split()
 )
-_QUARTER_WORDS = ("quarter ended", "quarterly period", "three months ended")
+_QUARTER_WORDS = ("quarter ended", "quarterly period", "three months ended", "six months ended",
+                  "nine months ended", "fiscal quarter")
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,10 @@ class Question:
     date: str | None  # a full YYYY-MM-DD period end, when given
     form: str  # the filing that answers it: 10-K, 10-Q or 8-K
     keywords: frozenset[str]  # stems of the words that name the figure
+    span: str | None = None  # "year", "quarter", "six_months", "nine_months" or "instant": the column asked for
+    dates: tuple[str, ...] = ()  # every YYYY-MM-DD the question names, in its order
+    parts: tuple[str, ...] = ()  # a ratio's figures: numerator, denominator
+    percent: bool = False  # a ratio asked as a percentage (a margin, a rate)
 
     @property
     def year(self) -> int | None:
@@ -66,20 +71,69 @@ def read_question(text: str, ticker_hint: str | None = None, form_hint: str | No
     years = tuple(int(y) for y in _YEAR.findall(_DATE.sub(" ", text)))
     if date_match:
         years = (int(date_match.group(1)), *years)
-    if ("percent" in lowered or "%" in lowered) and any(w in lowered for w in ("change", "grow", "increase",
-                                                                                 "decrease", "decline")):
+    dates = tuple(m.group(0) for m in _DATE.finditer(text))
+    parts = _ratio_parts(text)
+    if parts:
+        kind = "ratio"  # "gross margin (gross profit as a percentage of total revenue)": two figures, divided
+    elif re.search(r"\bon what date\b|\bwhat date\b", lowered):
+        kind = "date"  # "On what date did the fiscal year ... end?"
+    elif re.search(r"\bby how much did\b.*\bchange from\b", lowered):
+        kind = "change"  # "By how much did X change from <then> to <now>?": an amount, up or down
+    elif ("percent" in lowered or "%" in lowered) and any(w in lowered for w in ("change", "grow", "increase",
+                                                                                   "decrease", "decline")):
         kind = "percent_change"
+    elif "how many" in lowered and re.search(r"\bshares\b", lowered):
+        kind = "shares"  # a number of shares: a cover fact or a weighted average in a table
     elif "how many" in lowered or any(word in lowered for word in ("headcount", "employees")):
         kind = "count"  # a number of things, never money: "What was the headcount", "employees at year end"
     else:
         kind = "amount"
     form = _form(lowered, form_hint)
     # The company's name and ticker say who, not what: they are left out of the keywords.
-    keywords = stems(_strip_company(text))
+    keywords = stems(_period_words_removed(_strip_company(text)))
     if "headcount" in lowered:  # filings state it as "N full-time employees"
         keywords |= stems("employees")
-    return Question(text, ticker, kind, years, date_match.group(0) if date_match else None, form,
-                    frozenset(keywords))
+    # the period asked about: the last date of a change ("from <then> to <now>"), else the first one named
+    date = dates[-1] if kind == "change" and dates else date_match.group(0) if date_match else None
+    percent = kind == "ratio" and bool(re.search(r"percent|margin|\brate\b", lowered))
+    return Question(text, ticker, kind, years, date, form, frozenset(keywords), _span(lowered, kind), dates,
+                    parts, percent)
+
+
+_SPANS = (("three months", "quarter"), ("quarter ended", "quarter"), ("six months", "six_months"),
+          ("nine months", "nine_months"), ("twelve months", "year"), ("fiscal year ended", "year"),
+          ("year ended", "year"))
+
+
+def _span(lowered: str, kind: str) -> str | None:
+    """The length of the period asked about: a column of a statement is one of these."""
+    for words, span in _SPANS:
+        if words in lowered:
+            return span
+    if re.search(r"\bas of\b", lowered) or (kind == "change" and re.search(r"from \d{4}-\d{2}-\d{2}", lowered)):
+        return "instant"  # a balance: "as of September 28, 2024", "from September 30, 2023 to ..."
+    return None
+
+
+# "<figure> as a percentage of <figure>", "(<figure> over <figure>)"
+_RATIO = re.compile(r"\(([^()]+?) (?:as a percentage of|over|divided by|to) ([^()]+?)\)|"
+                    r"(?:'s|\bthe) ([a-z][^()?]*?) as a percentage of ([a-z][^()?]*?)(?= for | as of |\?|$)", re.I)
+
+
+def _ratio_parts(text: str) -> tuple[str, ...]:
+    match = _RATIO.search(text)
+    if not match:
+        return ()
+    top, bottom = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+    return top.strip(), bottom.strip()
+
+
+def _period_words_removed(text: str) -> str:
+    """The question without its periods ("for the three months ended June 28, 2025"): they pick a column, and
+    their words ("months", "June") would otherwise count toward a row's label."""
+    text = re.sub(r"\b(?:for |during )?(?:the )?(?:three|six|nine|twelve) months ended\b", " ", text, flags=re.I)
+    text = re.sub(r"\b[A-Z][a-z]{2,8}\.? \d{1,2}, (?:19|20)\d{2}\b", " ", text)
+    return _DATE.sub(" ", text)
 
 
 def _written_dates_as_iso(text: str) -> str:

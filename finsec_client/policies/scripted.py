@@ -7,14 +7,17 @@ figure it reads in the reply (extract.py). It never sees the expected answer."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-from finsec_client.policies.extract import answer
+from finsec_client.policies.extract import answer, figure
 from finsec_client.policies.question import Question, read_question
 from finsec_client.tasks import Task
 from finsec_client.toolbox import Toolbox
 
 DOCUMENT_KEY = "filing"
+COVER_PAGE = (0, 12_000)  # the characters of a filing's text its cover page takes
+_PERIOD_PHRASE = re.compile(r"\b(?:for the|as of|during the)\b[^?]*")
 NO_ANSWER = "I could not find the answer in the filing."
 
 
@@ -35,9 +38,46 @@ class ScriptedPolicy:
             await tools.call("submit_final_result", {"final_result": NO_ANSWER})
             return
         await tools.call("parse_html_page", {"url": filing["filing_url"], "key": DOCUMENT_KEY})
-        reply = await tools.call("retrieve_information", {"prompt": f"{task.question} {{{{{DOCUMENT_KEY}}}}}"})
-        final = answer(question, reply.text) if reply.ok else None
+        if question.kind == "ratio":
+            final = await _ratio(question, tools)
+        else:
+            final = await _ask(question, task.question, tools)
+            if final is None and _is_cover_fact(question):
+                # a cover-page fact (the period's end, shares outstanding, the public float): read the cover
+                final = await _ask(question, task.question, tools, COVER_PAGE)
         await tools.call("submit_final_result", {"final_result": final or NO_ANSWER})
+
+
+async def _ask(question: Question, prompt: str, tools: Toolbox, characters: tuple[int, int] | None = None
+               ) -> str | None:
+    arguments: dict[str, Any] = {"prompt": f"{prompt} {{{{{DOCUMENT_KEY}}}}}"}
+    if characters:
+        arguments["input_character_ranges"] = [{"key": DOCUMENT_KEY, "start": characters[0], "end": characters[1]}]
+    reply = await tools.call("retrieve_information", arguments)
+    return answer(question, reply.text) if reply.ok else None
+
+
+async def _ratio(question: Question, tools: Toolbox) -> str | None:
+    """A ratio an analyst computes: each figure asked on its own (same company, same period), then divided."""
+    period = _PERIOD_PHRASE.search(question.text)
+    values = []
+    for part in question.parts:
+        text = f"What was ({question.ticker})'s {part} {period.group(0) if period else ''}".strip()
+        asked = read_question(text, question.ticker, question.form)
+        reply = await tools.call("retrieve_information", {"prompt": f"{text} {{{{{DOCUMENT_KEY}}}}}"})
+        found = figure(asked, reply.text) if reply.ok else None
+        if found is None or found.value is None:
+            return None
+        values.append(found)
+    top, bottom = values
+    if not bottom.value or top.unit != bottom.unit:
+        return None  # one figure in millions and the other in thousands: not the same table's figures
+    ratio = top.value / bottom.value
+    return f"{ratio * 100:.1f}%" if question.percent else f"{ratio:.2f}"
+
+
+def _is_cover_fact(question: Question) -> bool:
+    return question.kind in ("date", "shares") or "non-affiliates" in question.text
 
 
 def _filings(text: str) -> list[dict[str, Any]]:
