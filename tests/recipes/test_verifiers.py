@@ -12,6 +12,7 @@ import subprocess
 
 from finsec_client.cli import main
 from finsec_client.tasks import embedded_tasks
+from tests.real_filings import EDGAR_REAL, needs_real_filings
 from tests.recipes.agent_model import AgentModel
 from tests.recipes.conftest import recipe_python
 
@@ -75,3 +76,24 @@ def test_vf_eval_scores_rollouts_with_verify(finsec, model, tmp_path):
     assert after.get("verifies.scored", 0) - before.get("verifies.scored", 0) == len(tasks)
     assert finsec.held() == 0  # each agent-run session released by its verify (§C.5 step 7)
 
+
+
+LOAD_ROWS = """
+import sys
+from pathlib import Path
+from verifiers.v1.tasksets.nemo_gym.taskset import NeMoGymConfig, NeMoGymTaskset
+tasks = list(NeMoGymTaskset(NeMoGymConfig(dataset=Path(sys.argv[1]))).load())
+print(len(tasks), tasks[0].data.row["question"] == tasks[0].data.prompt[-1].content)
+"""
+
+
+@needs_real_filings
+def test_verifiers_loads_the_rows_tasks_build_writes(tmp_path):
+    python = recipe_python("verifiers")
+    out = tmp_path / "tasks"
+    assert main(["tasks", "build", "--corpus", str(EDGAR_REAL), "--out", str(out), "--tickers", "AAPL",
+                 "--forms", "10-Q", "--split", "1,0,0"]) == 0
+    rows = out / "nemo-gym" / "train.jsonl"
+    loaded = subprocess.run([str(python), "-c", LOAD_ROWS, str(rows)], capture_output=True, text=True, timeout=300)
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert loaded.stdout.split() == [str(len(rows.read_text().splitlines())), "True"]
