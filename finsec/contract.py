@@ -118,6 +118,9 @@ class VerifyRequest(BaseModel):
     question: str
     expected_answer: str
     ng_rollout_id: str | None = Field(None, alias="_ng_rollout_id", exclude=True)
+    # The task row's canonical answer, when it carries one: echoed into the row, never graded; any JSON value, as
+    # before it was read (other keys are ignored), and left out of the verdict key (grading never reads it).
+    canonical_answer: JsonValue = Field(None, exclude=True)
 
 
 class VerifyResponse(BaseModel):
@@ -134,6 +137,12 @@ class VerifyResponse(BaseModel):
     # null when there is nothing to check (no figures, no session documents to read, or a masked row).
     grounded: bool | None = None
     ungrounded_figures: list[str] = Field(default_factory=list)  # as written; at most 8, each at most 40 characters
+    # What a later re-grade needs (`finsec reverify`), on graded rows only (null when masked): the digests of the
+    # texts the session held, in the order stored (null with no open session); the grader's identity and version
+    # (finsec/grading/identity.py); the task's canonical answer (the body's, else its expected_answer).
+    session_documents: list[str] | None = None
+    grader: dict[str, JsonValue] | None = None
+    canonical_answer: JsonValue = None
 
 
 class RetireRequest(BaseModel):

@@ -21,6 +21,12 @@ deterministic path the one shard call hands the refs back (`Scored.documents`, r
 agent-run session); only when the verdict depends on grounding (`require_grounded_answer`: an ungrounded answer
 gets 0 with failure_kind `ungrounded`, ungraded, so a policy cannot be rewarded for a guess) or on the judge
 path are they read first. The setting is part of the grading key.
+
+Provenance. Every row that is not masked also says what a later re-grade needs (`finsec reverify`): the digests
+of the texts the session held (`session_documents`), from the same refs, so it costs the deterministic path no
+shard call; the judge path reads the refs first, once, for both; the grader's identity and version
+(grading/identity.py); and the task's canonical answer. A re-send's row is rebuilt from the same settings and
+the session's refs, so it is the same row unless the session stored more documents in between.
 """
 
 from __future__ import annotations
@@ -34,16 +40,18 @@ from typing import Any
 
 from finsec import offload
 from finsec.contract import VerifyRequest, VerifyResponse
-from finsec.grading.answer import HARD_GATE_TEXT, question_of, submitted_answer
+from finsec.grading.answer import hard_gate, question_of, submitted_answer
 from finsec.grading.failure_kinds import JUDGE_FAILED, gym_failure_kind
-from finsec.grading.grader import Grader, GradingFailed
+from finsec.grading.grader import Grade, Grader, GradingFailed
 from finsec.grading.grounding import NOT_CHECKED, UNGROUNDED, Grounding
+from finsec.grading.identity import grader_identity
 from finsec.grounder import Grounder
 from finsec.metrics import NO_METRICS, Metrics
 from finsec.single_flight import SingleFlight
 from session_store import (
     Cached,
     Claims,
+    DocumentRef,
     GradeNow,
     Masked,
     Pending,
@@ -72,15 +80,15 @@ class Verifier:
         self._grading_key = grading_key
         self._grounder = grounder
         self._require_grounded = require_grounded
+        self._identity = {**grader_identity(grader), "require_grounded_answer": require_grounded}
         self._judging: SingleFlight[tuple[str, str], tuple[dict, bool]] = SingleFlight()  # identical verifies
 
     async def verify(self, sid: str, claims: Claims, body: VerifyRequest, size: int) -> tuple[dict[str, Any], bool]:
         """The row to answer with, and whether this verify released the cookie's (agent-run) session. `size` is
         the body's: big bodies are digested, graded and echoed into the row off the event loop."""
         digest = await offload.run(size, lambda: self.verdict_key(body.model_dump(mode="json")))
-        grounding, first = NOT_CHECKED, self._grounder is not None and (self._require_grounded or
-                                                                        not self._deterministic)
-        if first:  # the verdict (or the judge path's row) needs it before the shard settles the verify
+        grounding, first = NOT_CHECKED, self._grounder is not None and self._require_grounded and self._deterministic
+        if first:  # the verdict needs it before the shard settles the verify
             grounding = await self._grounder.ground(sid, body.response, size)
         if self._deterministic:
             verdict = await offload.run(size, self._grade_now, body, grounding)
@@ -93,11 +101,16 @@ class Verifier:
                 if self._grounder is not None and not first and outcome.documents is not None:
                     figures = await self._grounder.figures(body.response, size)
                     grounding = await self._grounder.against(figures, outcome.documents, size)
-                row = partial(verdict_row, body, outcome.verdict, grounding)
+                row = partial(verdict_row, body, outcome.verdict, grounding, self._identity,
+                              held(outcome.documents))
                 released = isinstance(outcome, Scored) and outcome.released
-        else:
+        else:  # the row (grounding, documents) is of the documents held before the plan releases anything
+            refs = await self._store.document_refs(sid)
+            if self._grounder is not None and refs is not None:
+                grounding = await self._grounder.against(await self._grounder.figures(body.response, size), refs,
+                                                         size)
             row, released = await self._judging.run((sid, digest),
-                                                    lambda: self._judged(sid, claims, digest, body, grounding))
+                                                    lambda: self._judged(sid, claims, digest, body, grounding, refs))
         return await offload.run(size, row), released
 
     def verdict_key(self, body: dict[str, Any]) -> str:
@@ -112,16 +125,15 @@ class Verifier:
 
     def _grade_now(self, body: VerifyRequest, grounding: Grounding) -> Verdict:
         answer = submitted_answer(body.response)
-        if not answer.strip():  # §D.2: no fallback to the assistant's text
-            return Verdict(0.0, 0, HARD_GATE_TEXT)
+        if (gated := hard_gate(answer)) is not None:
+            return _verdict(gated)
         if (refused := self._ungrounded(grounding)) is not None:
             return refused
-        grade = self._grader.grade_sync(question_of(body.responses_create_params.input), body.expected_answer,
-                                        answer)
-        return Verdict(grade.reward, grade.judge_rating, grade.judge_text, grade.failure_kind)
+        return _verdict(self._grader.grade_sync(question_of(body.responses_create_params.input), body.expected_answer,
+                                                answer))
 
-    async def _judged(self, sid: str, claims: Claims, digest: str, body: VerifyRequest,
-                      grounding: Grounding) -> tuple[Row, bool]:
+    async def _judged(self, sid: str, claims: Claims, digest: str, body: VerifyRequest, grounding: Grounding,
+                      refs: dict[str, DocumentRef] | None) -> tuple[Row, bool]:
         deadline = time.monotonic() + self._wait
         while True:
             plan = await self._store.plan_verify(sid, digest, claims, self._lease)
@@ -133,7 +145,7 @@ class Verifier:
         if isinstance(plan, (Cached, GradeNow)):
             self._metrics.cache_lookup("verdicts", isinstance(plan, Cached))
         if isinstance(plan, Cached):
-            return partial(verdict_row, body, plan.verdict, grounding), False
+            return partial(verdict_row, body, plan.verdict, grounding, self._identity, held(refs)), False
         if isinstance(plan, Pending):
             raise StoreUnavailable("An identical verify is still being judged; retry shortly for its verdict.",
                                    "judge_busy")
@@ -153,12 +165,13 @@ class Verifier:
                 release.add_done_callback(lambda done: done.cancelled() or done.exception())
         if verdict is None:
             return partial(judge_failed_row, body, failure), False
-        return partial(verdict_row, body, verdict, grounding), not plan.record and claims.kind == "agent_run"
+        row = partial(verdict_row, body, verdict, grounding, self._identity, held(refs))
+        return row, not plan.record and claims.kind == "agent_run"
 
     async def _judge(self, body: VerifyRequest, grounding: Grounding) -> tuple[Verdict | None, str]:
         answer = submitted_answer(body.response)
-        if not answer.strip():
-            return Verdict(0.0, 0, HARD_GATE_TEXT), ""
+        if (gated := hard_gate(answer)) is not None:
+            return _verdict(gated), ""
         if (refused := self._ungrounded(grounding)) is not None:  # the judge is not asked: its grade would not count
             return refused, ""
         question = question_of(body.responses_create_params.input)
@@ -169,7 +182,11 @@ class Verifier:
         except Exception as error:  # a fault in the judge's code is a failed measurement, never a 500
             log.exception("the judge failed")
             return None, f"the judge failed ({type(error).__name__})"
-        return Verdict(grade.reward, grade.judge_rating, grade.judge_text, grade.failure_kind), ""
+        return _verdict(grade), ""
+
+
+def _verdict(grade: Grade) -> Verdict:
+    return Verdict(grade.reward, grade.judge_rating, grade.judge_text, grade.failure_kind)
 
 
 def _echo(body: VerifyRequest) -> dict[str, Any]:
@@ -180,11 +197,19 @@ def _echo(body: VerifyRequest) -> dict[str, Any]:
     }
 
 
-def verdict_row(body: VerifyRequest, verdict: Verdict, grounding: Grounding = NOT_CHECKED) -> dict[str, Any]:
+def held(refs: dict[str, DocumentRef] | None) -> list[str] | None:
+    """The digests of a session's texts, in the order their keys were stored; None with no open session."""
+    return None if refs is None else [ref.digest for ref in refs.values()]
+
+
+def verdict_row(body: VerifyRequest, verdict: Verdict, grounding: Grounding = NOT_CHECKED,
+                grader: dict[str, Any] | None = None, documents: list[str] | None = None) -> dict[str, Any]:
+    canonical = body.canonical_answer if body.canonical_answer is not None else body.expected_answer
     return VerifyResponse(
         **_echo(body), reward=verdict.reward, judge_rating=verdict.judge_rating, judge_text=verdict.judge_text,
         failure_kind=gym_failure_kind(verdict.failure_kind), grounded=grounding.grounded,
-        ungrounded_figures=grounding.ungrounded_figures,
+        ungrounded_figures=grounding.ungrounded_figures, session_documents=documents, grader=grader,
+        canonical_answer=canonical,
     ).model_dump(mode="json")
 
 

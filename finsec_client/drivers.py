@@ -154,6 +154,11 @@ class Driver:
         record.failure_reason = row.get("failure_reason")
         record.judge_rating = row.get("judge_rating") if isinstance(row.get("judge_rating"), int) else None
         record.judge_text = row.get("judge_text") if isinstance(row.get("judge_text"), str) else None
+        documents = row.get("session_documents")
+        record.documents = documents if isinstance(documents, list) and all(
+            isinstance(d, str) for d in documents) else None
+        record.grader = row.get("grader") if isinstance(row.get("grader"), dict) else None
+        record.canonical_answer = row.get("canonical_answer")
         return reply
 
 

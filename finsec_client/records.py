@@ -49,6 +49,11 @@ class EpisodeRecord:
     failure_reason: str | None = None
     judge_rating: int | None = None
     judge_text: str | None = None
+    # What the verify row said graded it, for `finsec reverify`: the digests of the texts the session held, the
+    # grader's identity and version, and the task's canonical answer (null in files written before rows said so)
+    documents: list[str] | None = None
+    grader: dict[str, Any] | None = None
+    canonical_answer: Any = None
     usage: dict[str, int] | None = None
     closed: bool | None = None  # environment-server: did /close_session answer 200
     failure: Failure | None = None

@@ -6,6 +6,8 @@ import json
 import re
 from typing import Any
 
+from finsec.grading.grader import Grade
+
 SUBMIT_TOOL = "submit_final_result"
 HARD_GATE_TEXT = (
     "Hard gate: submit_final_result tool call missing or empty. "
@@ -15,6 +17,11 @@ HARD_GATE_TEXT = (
 # broken emoji there ("\\ud83d") decodes to an unpaired surrogate, which no UTF-8 encoder (the judge's HTTP
 # client, a log line) can write. It becomes U+FFFD, as the body's own surrogates do.
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def hard_gate(answer: str) -> Grade | None:
+    """The grade of an empty answer (§D.2: no fallback to the assistant's text), or None when it is graded."""
+    return Grade(0.0, 0, HARD_GATE_TEXT) if not answer.strip() else None
 
 
 def question_of(responses_input: Any) -> str:

@@ -64,9 +64,11 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from finsec.grading.commitment import asked, designations, negation
 from finsec.grading.grader import Grade
+from finsec.grading.identity import GRADING_VERSION
 from finsec.grading.injection import addressed_to_grader
 from finsec.grading.labels import bind, distinctive, expected_labels
 from finsec.grading.matching import (  # noqa: F401  (re-exported: bench/ and tests import them from here)
@@ -246,9 +248,14 @@ class DeterministicGrader:
     `max_answer_chars`: longer answers get 0 with failure_kind `answer_too_long`, without being read."""
 
     deterministic = True
+    name = "deterministic"
 
     def __init__(self, max_answer_chars: int = MAX_ANSWER_CHARS) -> None:
         self.max_answer_chars = max_answer_chars
+
+    def identity(self) -> dict[str, Any]:
+        """What a verify row names as its grader (identity.py): this grader, its code and its one setting."""
+        return {"name": self.name, "version": GRADING_VERSION, "max_answer_chars": self.max_answer_chars}
 
     def grade_sync(self, question: str, expected_answer: str, answer: str) -> Grade:
         if len(answer) > self.max_answer_chars:

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import httpx
 
 from finsec.grading.grader import Grade, GradingFailed
+from finsec.grading.identity import GRADING_VERSION, digest_of
 from finsec.llm.endpoint import ModelClient, ModelEndpoint, ModelHTTPError, ModelReplyError
 from finsec.llm.templates import STOCK_DIR, load_prompt
 from finsec.metrics import NO_METRICS, Metrics
@@ -95,6 +96,15 @@ class LlmJudge:
         self.retries = RetryPolicy.exact(self.retry_delays, deadline=math.inf)
         self.metrics = metrics
         self.client = ModelClient(endpoint)
+        self._identity = {
+            "name": "llm_judge", "version": GRADING_VERSION,
+            "model": self.create_params.get("model") or endpoint.model,  # the create-params' name wins (§D.4)
+            "prompt": digest_of(self.template), "params": digest_of(self.create_params), "reward_mode": reward_mode,
+        }
+
+    def identity(self) -> dict[str, Any]:
+        """What a verify row names as its grader (identity.py): the judge's code, model, prompt and reward mode."""
+        return dict(self._identity)
 
     def request(self, question: str, expected_answer: str, answer: str) -> dict[str, Any]:
         body = copy.deepcopy(self.create_params)

@@ -282,7 +282,7 @@ class _Builder:
             "form": source.form, "accession": source.accession, "filing_date": source.filing_date,
             "url": source.url, "period_end": self.end.isoformat(),
             "kind": kind, "tier": TIERS[kind], "figure": key.split(":")[0],
-            "canonical": canonical,
+            "canonical_answer": canonical,
             "facts": [_fact_json(fact) for fact in facts],
         })
 

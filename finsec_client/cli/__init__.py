@@ -4,6 +4,7 @@
                                     --in-process: one process, no Ray); CONFIG defaults to the packaged one
     finsec check [CONFIG]           every mistake in a serve config and the FINSEC_ environment at once
     finsec rollouts [...]           N episodes at concurrency C against --url or an in-process server
+    finsec reverify RUN.jsonl       a run's episodes graded again by the current grader: what moved and why
     finsec status --url URL         what a running server is: version, settings, actors, sessions, fences
     finsec store check|acknowledge-loss [CONFIG]   the durable mark store: can it forget; accept a loss
     finsec corpus write|serve|questions
@@ -18,7 +19,7 @@ import argparse
 import sys
 from typing import NoReturn
 
-from finsec_client.cli import check, corpus, recipe, rollouts, serve, status, store, tasks
+from finsec_client.cli import check, corpus, recipe, reverify, rollouts, serve, status, store, tasks
 from finsec_client.cli.usage import EXIT_USAGE, UsageError, did_you_mean
 
 
@@ -52,6 +53,7 @@ def parser() -> argparse.ArgumentParser:
     serve.add_parser(commands)
     check.add_parser(commands)
     rollouts.add_parser(commands)
+    reverify.add_parser(commands)
     status.add_parser(commands)
     store.add_parser(commands)
     corpus.add_parser(commands)

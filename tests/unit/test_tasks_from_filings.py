@@ -59,12 +59,12 @@ def test_answers_are_the_filings_own_facts(built):
             facts = task["facts"]
             for fact in facts:
                 assert fact["value"] in values[(fact["concept"], fact["context"])], task["task_id"]
-            value = task["canonical"]["value"]
+            value = task["canonical_answer"]["value"]
             if task["kind"] == "change":
                 assert value == pytest.approx(facts[1]["value"] - facts[0]["value"])
             elif task["kind"] == "ratio":
                 ratio = facts[0]["value"] / facts[1]["value"]
-                assert value == pytest.approx(ratio * 100 if task["canonical"]["unit"] == "percent" else ratio,
+                assert value == pytest.approx(ratio * 100 if task["canonical_answer"]["unit"] == "percent" else ratio,
                                               abs=0.05)
             elif facts:
                 assert value == facts[0]["value"]

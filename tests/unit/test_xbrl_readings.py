@@ -158,7 +158,7 @@ def test_change_segment_and_cover_tasks_from_a_small_filing():
     tasks = {task["kind"]: task for task in _built(document).tasks}
     change = tasks["change"]
     assert change["expected_answer"] == "an increase of $1,876 million"
-    assert change["canonical"]["value"] == 1_876_000_000
+    assert change["canonical_answer"]["value"] == 1_876_000_000
     assert [f["period"]["end"] for f in change["facts"]] == ["2023-12-31", "2024-12-31"]
     segment = tasks["segment"]
     assert "Europe segment" in segment["question"] and segment["expected_answer"] == "$3,000 million"
