@@ -29,6 +29,8 @@ from _common import DATA, RESULTS, machine
 DEFAULT_TUNING = "AAPL,AMZN,GOOGL"
 DEFAULT_HELD_OUT = "NVDA,TSLA"
 KINDS = ("cover", "line_item", "segment", "change", "ratio")
+# The held-out set's earlier measurements, oldest first: each is spent once it is seen, so the report counts them.
+PREVIOUS_HELD_OUT = (("round one (285ceb2)", 0.66),)
 
 
 def build(tickers: set[str]) -> list[dict]:
@@ -106,6 +108,11 @@ def render(results: dict) -> str:
     if results.get("per_kind"):
         lines += [f"At most {results['per_kind']} tasks of each kind per set, drawn with seed {results['seed']}.",
                   ""]
+    if (held := results["sets"].get("held-out")) and not results.get("per_kind"):
+        earlier = "; ".join(f"{mean:.2f} after {name}" for name, mean in PREVIOUS_HELD_OUT)
+        lines += [f"The held-out set has now been measured {len(PREVIOUS_HELD_OUT) + 1} times: {earlier}; "
+                  f"{held['summary']['mean']:.2f} after this round. Between the measurements only the tuning "
+                  "companies' tasks and failures were used to change the policy.", ""]
     lines += ["| set | companies | tasks | mean reward |", "|---|---|---|---|"]
     for name, part in results["sets"].items():
         s = part["summary"]

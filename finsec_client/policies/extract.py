@@ -8,16 +8,21 @@ picks "Net income (loss)" over "Operating income (loss)". A candidate for anothe
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from finsec_client.policies.passages import Clause, Reading, Row, read_reply
-from finsec_client.policies.question import Question, stems
+from finsec_client.policies.question import Question, stems, word_stems
+from finsec_client.policies.statements import Statement
 
 _YEAR_OR_DATE = re.compile(r"\b(\d{4})(?:-\d{2}-\d{2})?\b")
 _NEGATIVE_WORDS = frozenset(stems("loss losses use used decrease decline outflow deficit"))
 _DOWN = ("decrease", "decline", "fell", "down", "lower")
 _UP = ("increase", "grew", "growth", "rose", "up", "higher")
 ROW_PREFERENCE = 0.5  # a table row states its period and unit; prose sometimes only implies them
+STATEMENT_PREFERENCE = 1.0  # a company-wide figure is the primary statement's row before any note's or prose's
+COMPLETE_LABEL = 0.5
+SUB_ITEM_COST = 0.1  # a row its group label must name ("Products" under "Cost of sales:") is a part, not the total
 EXTRA_WORD_COST = 0.25
 QUARTER_LAYOUT = 0.25
 
@@ -60,9 +65,10 @@ def figure_words(question: Question) -> set[str]:
     return canon(words)
 
 
-def answer(question: Question, reply: str) -> str | None:
-    """The answer to `question` from the text of a retrieve_information reply, or None if it holds none."""
-    reading = read_reply(reply)
+def answer(question: Question, reply: str, statements: Sequence[Statement] = ()) -> str | None:
+    """The answer to `question` from the text of a retrieve_information reply and the rows of the filing's
+    primary statements (statements.py), or None if they hold none."""
+    reading = _reading(question, reply, statements)
     if question.kind == "change":
         found = _change_candidates(question, reading)
     elif question.kind == "date":
@@ -80,19 +86,113 @@ def answer(question: Question, reply: str) -> str | None:
     return max(found, key=lambda c: (c.score, -c.rank)).answer
 
 
-def figure(question: Question, reply: str) -> Candidate | None:
+def figure(question: Question, reply: str, statements: Sequence[Statement] = ()) -> Candidate | None:
     """The best row or clause for an amount the question names, with its value: a ratio's numerator, say."""
-    reading = read_reply(reply)
+    reading = _reading(question, reply, statements)
     found = [c for c in _row_candidates(question, reading) + _money_candidates(question, reading)
              if c.value is not None]
     return max(found, key=lambda c: (c.score, -c.rank)) if found else None
+
+
+def _reading(question: Question, reply: str, statements: Sequence[Statement]) -> Reading:
+    """The reply's rows and prose, with the statements' rows first. A reply row inside a statement read is that
+    statement's row, read there with its title, group and columns (or left out: an equity statement's). A label
+    that is an abbreviation also reads as what it stands for."""
+    reading = read_reply(reply)
+    rows = [row for statement in statements for row in statement.rows if _statement_fits(question, row)]
+    rows += [row for row in reading.rows if not any(s.holds(row.at) for s in statements)]
+    names = abbreviations(question.text + "\n" + reply)
+    reading.rows = [replace(row, label=spelled_out(row.label, names)) for row in rows]
+    return reading
+
+
+_DEFINED = re.compile(r"([A-Z][\w-]*(?:\s+[A-Z][\w-]*){0,4})\s*\(\s*[“\"]?([A-Z]{2,6})[”\"]?\s*\)")
+_CAPITALIZED = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+){1,4}\b")
+_ABBREVIATION = re.compile(r"\b[A-Z]{2,6}\b|\b(?:[A-Z]\.){2,}")  # "AWS", "U.S."
+
+
+def abbreviations(text: str) -> dict[str, str]:
+    """Abbreviations and what they stand for: those the text defines ("Asia-Pacific (APAC)") and the initials of
+    the capitalized names it uses ("Amazon Web Services" for AWS)."""
+    out = {m.group(2): m.group(1) for m in _DEFINED.finditer(text)}
+    for m in _CAPITALIZED.finditer(text):
+        out.setdefault("".join(word[0] for word in m.group(0).split()), m.group(0))
+    return out
+
+
+def spelled_out(label: str, names: dict[str, str]) -> str:
+    """ "AWS" as "AWS Amazon Web Services"."""
+    def spell(m: re.Match) -> str:
+        letters = m.group(0).replace(".", "")
+        return f"{m.group(0)} {names[letters]}" if letters in names else m.group(0)
+
+    return _ABBREVIATION.sub(spell, label)
+
+
+def _statement_fits(question: Question, row: Row) -> bool:
+    """A balance is asked at a date, a flow over a period: the balance sheet answers the one, the statements of
+    operations and cash flows the other."""
+    if row.statement == "note":
+        return True  # a note's table read whole (statements.read_table)
+    if row.statement not in _PRIMARY:
+        return False
+    if question.span is None:
+        return True
+    return (row.statement == "balance") == (question.span == "instant")
+
+
+def _statement_bonus(question: Question, row: Row) -> float:
+    """A segment's or region's figure is a note's; any other is first the statement's."""
+    return STATEMENT_PREFERENCE if row.statement in _PRIMARY and not question.keywords & _BREAKDOWN else 0.0
+
+
+_PRIMARY = ("balance", "income", "cash_flow")
+
+
+_PLAIN = frozenset(stems("total net"))
+
+
+def printed_name(question: Question, statements: Sequence[Statement]) -> str | None:
+    """The statement of operations' own name for the figure a breakdown question asks ("revenue" is "Total net
+    sales" in one filing, "Revenues" in another), without "Total": the words its segment tables use. A label
+    qualifies when every word of it the question lacks is "total" or "net"."""
+    if not question.keywords & _BREAKDOWN:
+        return None
+    words = figure_words(question)
+    best: tuple[int, bool, int, str] | None = None
+    for row in (row for s in statements if s.kind == "income" for row in s.rows):
+        label = canon(stems(row.label))
+        hits = len(label & words)
+        if hits and not (label - words - _PLAIN):
+            key = (hits, row.label.lower().startswith("total"), -len(label), row.label)
+            best = max(best, key) if best else key
+    return re.sub(r"^total\s+", "", best[3], flags=re.I) if best else None
+
+
+def tables_to_read(question: Question, reply: str, statements: Sequence[Statement] = (), limit: int = 3
+                   ) -> list[int]:
+    """Where the reply's rows that best name the figure start, outside the statements read: their tables are
+    worth reading whole (a passage cut from a table may show neither its unit nor its columns nor its group)."""
+    reading = read_reply(reply)
+    scored = sorted(((_row_score(question, row), -row.rank, row.at) for row in reading.rows
+                     if row.at >= 0 and not any(s.holds(row.at) for s in statements)), reverse=True)
+    out: list[int] = []
+    for score, _, at in scored:
+        if score > 0 and at not in out:
+            out.append(at)
+    return out[:limit]
 
 
 def _label_score(question: Question, label_stems: set[str]) -> float:
     keywords = figure_words(question)
     label_stems = canon(label_stems)
     hits = len(keywords & label_stems)
-    return hits - EXTRA_WORD_COST * len(label_stems - keywords) if hits else 0.0
+    if not hits:
+        return 0.0
+    score = hits - EXTRA_WORD_COST * len(label_stems - keywords)
+    # a label naming every word of the figure is that figure, however long its qualification: "Depreciation and
+    # amortization of property and equipment and capitalized content costs, operating lease assets, and other"
+    return max(score, COMPLETE_LABEL * hits) if keywords <= label_stems else score
 
 
 def _period_index(question: Question, row: Row, date: str | None = None) -> int | None:
@@ -143,20 +243,23 @@ def _row_candidates(question: Question, reading: Reading) -> list[Candidate]:
                 continue  # shares outstanding on a date: the cover page's sentence says it, in full
             scale = row.share_unit or reading.share_unit or row.unit
             text = f"{_digits(cell)} {scale} shares" if scale else f"{_digits(cell)} shares"
-            out.append(Candidate(score + ROW_PREFERENCE, row.rank, text))
+            out.append(Candidate(score + ROW_PREFERENCE + _statement_bonus(question, row), row.rank, text))
             continue
-        out.append(Candidate(score + ROW_PREFERENCE + quarterly, row.rank, _amount(question, cell, unit),
+        out.append(Candidate(score + ROW_PREFERENCE + quarterly + _statement_bonus(question, row), row.rank,
+                             _amount(question, cell, unit),
                              _signed(question, cell), unit))
     return out
 
 
 def _row_score(question: Question, row: Row) -> float:
+    if question.excluded & word_stems(f"{row.group} {row.label}"):
+        return 0.0  # the question leaves out what this row names: "excluding the current portion"
     # "Diluted" under "Earnings per share:", "Net sales" under "Americas:": the heading names the figure too
     alone = _label_score(question, stems(row.label))
     best = alone
     if row.group:
-        best = max(best, _label_score(question, stems(f"{row.group} {row.label}")))
-    if len(row.label.split()) == 1 or row.heading.endswith(":"):
+        best = max(best, _label_score(question, stems(f"{row.group} {row.label}")) - SUB_ITEM_COST)
+    if not row.statement and (len(row.label.split()) == 1 or row.heading.endswith(":")):
         best = max(best, _label_score(question, stems(f"{row.heading} {row.label}")))
     return best
 
@@ -182,7 +285,7 @@ def _change_candidates(question: Question, reading: Reading) -> list[Candidate]:
         word = "an increase" if delta > 0 else "a decrease"
         text = f"{word} of ${abs(delta):,.{places}f}{unit}" if delta else "no change (0)"
         quarterly = QUARTER_LAYOUT if question.span == "quarter" and row.periods.count(now_date) >= 2 else 0.0
-        out.append(Candidate(score + quarterly, row.rank, text, delta, row.unit))
+        out.append(Candidate(score + quarterly + _statement_bonus(question, row), row.rank, text, delta, row.unit))
     return out
 
 

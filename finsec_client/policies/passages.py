@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 _PASSAGE_HEAD = re.compile(r"^\[[^\]\n]* characters \d+-\d+\]$", re.M)
+_PASSAGE_START = re.compile(r" characters (\d+)-")
 _UNIT = re.compile(r"\bin (thousands|millions|billions)\b", re.I)
 # a caption's exception for share counts: "except number of shares, which are reflected in thousands"
 _SHARE_UNIT = re.compile(r"\bshares?\b[^()]{0,40}?\bin (thousands|millions|billions)\b", re.I)
@@ -46,6 +47,8 @@ class Row:
     share_unit: str | None = None  # "(In millions, except number of shares, which are reflected in thousands)"
     spans: tuple[str, ...] = ()  # per cell, when a header says: "quarter", "six_months", "nine_months", "year"
     group: str = ""  # the group label above the row inside its table: "Europe:" over "Net sales", "Operating income"
+    statement: str = ""  # a primary statement's row (statements.py): "balance", "income", "cash_flow" or "other"
+    at: int = -1  # where the row starts in the document, when the passage's head says
 
 
 @dataclass(frozen=True)
@@ -88,8 +91,8 @@ def periods_of(cells: list[str]) -> tuple[str, ...] | None:
 
 def read_reply(text: str) -> Reading:
     reading = Reading([], [], [], [], {})
-    for rank, (context, body) in enumerate(_passages(text)):
-        _read_passage(context, body, rank, reading)
+    for rank, (context, body, start) in enumerate(_passages(text)):
+        _read_passage(context, body, rank, reading, start)
     # A passage cut from the middle of a table may not say its unit or its columns: another passage of the same
     # table (by heading), or else the reply's usual unit and its usual columns for that many values, does.
     usual_unit = Counter(r.unit for r in reading.rows if r.unit).most_common(1) or \
@@ -118,10 +121,11 @@ def _completed(row: Row, units: dict[str, str], usual_unit: str | None, columns:
     return replace(row, unit=unit, periods=periods, share_unit=share_unit)
 
 
-def _passages(text: str) -> list[tuple[str | None, str]]:
+def _passages(text: str) -> list[tuple[str | None, str, int]]:
+    """Each passage's context line, its text, and where the text starts in the document (-1: not said)."""
     heads = list(_PASSAGE_HEAD.finditer(text))
     if not heads:
-        return [(None, text)]
+        return [(None, text, -1)]
     out = []
     for i, head in enumerate(heads):
         body = text[head.end(): heads[i + 1].start() if i + 1 < len(heads) else len(text)].strip("\n")
@@ -129,11 +133,11 @@ def _passages(text: str) -> list[tuple[str | None, str]]:
         first, _, rest = body.partition("\n")
         if first.startswith("(") and first.endswith(")"):
             context, body = first[1:-1], rest
-        out.append((context, body))
+        out.append((context, body, int(_PASSAGE_START.search(head.group(0)).group(1))))
     return out
 
 
-def _read_passage(context: str | None, body: str, rank: int, reading: Reading) -> None:
+def _read_passage(context: str | None, body: str, rank: int, reading: Reading, start: int = -1) -> None:
     heading, unit, periods, share_unit, spans, group = "", None, (), None, (), ""
     if context:
         parts = [p.strip() for p in context.split(" / ")]
@@ -143,12 +147,16 @@ def _read_passage(context: str | None, body: str, rank: int, reading: Reading) -
                 group = part
             elif m := _UNIT.search(part):
                 unit = SCALES[m.group(1).lower()]
+                if shares := _SHARE_UNIT.search(part):  # "in millions and shares in thousands"
+                    share_unit = SCALES[shares.group(1).lower()]
             elif header := periods_of(part.split("|")):
                 periods = header
         if unit and heading:
             reading.units_by_heading.setdefault(heading.lower(), unit)
     prose: list[str] = []
-    for line in body.splitlines():
+    at = start
+    for line in body.split("\n"):
+        line_at, at = at, at + len(line) + 1
         stripped = line.strip()
         if not stripped:
             continue
@@ -174,7 +182,8 @@ def _read_passage(context: str | None, body: str, rank: int, reading: Reading) -
         values = tuple(c for c in cells[1:] if _AMOUNT.fullmatch(c.replace(" ", "")))
         if len(cells) > 1 and values:
             reading.rows.append(Row(heading, unit, periods, cells[0], values, rank, share_unit,
-                                    spans if len(spans) == len(values) else (), group))
+                                    spans if len(spans) == len(values) else (), group,
+                                    at=line_at if start >= 0 else -1))
             continue
         if len(cells) == 1 and stripped.endswith(":") and periods:
             group = stripped  # "Cash flows from operating activities:": a group of rows inside the table

@@ -34,6 +34,7 @@ class Question:
     dates: tuple[str, ...] = ()  # every YYYY-MM-DD the question names, in its order
     parts: tuple[str, ...] = ()  # a ratio's figures: numerator, denominator
     percent: bool = False  # a ratio asked as a percentage (a margin, a rate)
+    excluded: frozenset[str] = frozenset()  # "excluding the current portion": stems a row must not name
 
     @property
     def year(self) -> int | None:
@@ -46,7 +47,9 @@ class Question:
 def stem(word: str) -> str:
     """A crude stem, enough to match "revenues" with "revenue" and "provide" with "provided"."""
     word = word.lower()
-    for suffix, replacement in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""), ("e", "")):
+    # "operations" and "operating" are one stem: "Income from operations" is operating income
+    for suffix, replacement in (("ations", "at"), ("ation", "at"), ("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""),
+                                ("s", ""), ("e", "")):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: len(word) - len(suffix)] + replacement
     return word
@@ -91,13 +94,31 @@ def read_question(text: str, ticker_hint: str | None = None, form_hint: str | No
     form = _form(lowered, form_hint)
     # The company's name and ticker say who, not what: they are left out of the keywords.
     keywords = stems(_period_words_removed(_strip_company(text)))
+    excluded = _excluded(text)
+    keywords -= excluded
     if "headcount" in lowered:  # filings state it as "N full-time employees"
         keywords |= stems("employees")
     # the period asked about: the last date of a change ("from <then> to <now>"), else the first one named
     date = dates[-1] if kind == "change" and dates else date_match.group(0) if date_match else None
     percent = kind == "ratio" and bool(re.search(r"percent|margin|\brate\b", lowered))
     return Question(text, ticker, kind, years, date, form, frozenset(keywords), _span(lowered, kind), dates,
-                    parts, percent)
+                    parts, percent, frozenset(excluded))
+
+
+_EXCLUDING = re.compile(r"\b(?:excluding|excludes|exclusive of)\b(.*?)(?=\b(?:as of|for the|during|"
+                        r"in|at)\b|[?,;)]|$)", re.I)
+
+
+def _excluded(text: str) -> set[str]:
+    """ "long-term debt, excluding the current portion": the words after "excluding" name what the figure leaves
+    out, so a row that names them ("Current liabilities: Term debt") is another figure."""
+    match = _EXCLUDING.search(text)
+    return stems(match.group(1)) if match else set()
+
+
+def word_stems(text: str) -> set[str]:
+    """Stems of the words of `text`, hyphenated words kept whole: "non-current" is not "current"."""
+    return {stem(word) for word in _WORD.findall(text.lower())}
 
 
 _SPANS = (("three months", "quarter"), ("quarter ended", "quarter"), ("six months", "six_months"),

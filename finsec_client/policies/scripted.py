@@ -2,7 +2,9 @@
 
 sec_filing_search for the company's filings of the form the question needs, the filing of the asked period,
 parse_html_page into the session, retrieve_information with the question, and submit_final_result with the
-figure it reads in the reply (extract.py). It never sees the expected answer."""
+figure it reads in the reply (extract.py). A long filing is read further, as an analyst reads one: the primary
+statements whole (statements.py), the tables of the reply's best rows whole, a segment's figure asked again in
+the filing's own words, the cover page for its cover facts (cover.py). It never sees the expected answer."""
 
 from __future__ import annotations
 
@@ -10,13 +12,16 @@ import json
 import re
 from typing import Any
 
-from finsec_client.policies.extract import answer, figure
+from finsec_client.policies.cover import cover_answer, is_public_float, is_shares_outstanding
+from finsec_client.policies.extract import answer, figure, printed_name, tables_to_read
 from finsec_client.policies.question import Question, read_question
+from finsec_client.policies.statements import Statement, read_statements, read_table
 from finsec_client.tasks import Task
 from finsec_client.toolbox import Toolbox
 
 DOCUMENT_KEY = "filing"
 COVER_PAGE = (0, 12_000)  # the characters of a filing's text its cover page takes
+LONG_DOCUMENT = 20_000  # a filing this long shows a small part of itself in one reply: read more of it
 _PERIOD_PHRASE = re.compile(r"\b(?:for the|as of|during the)\b[^?]*")
 NO_ANSWER = "I could not find the answer in the filing."
 
@@ -37,35 +42,94 @@ class ScriptedPolicy:
         if filing is None:
             await tools.call("submit_final_result", {"final_result": NO_ANSWER})
             return
-        await tools.call("parse_html_page", {"url": filing["filing_url"], "key": DOCUMENT_KEY})
+        parsed = await tools.call("parse_html_page", {"url": filing["filing_url"], "key": DOCUMENT_KEY})
+        reader = _Reader(tools, long=parsed.ok and "NOTE:" in parsed.text)
         if question.kind == "ratio":
-            final = await _ratio(question, tools)
+            final = await _ratio(question, reader)
+        elif is_public_float(question) or is_shares_outstanding(question):
+            final = await _cover(question, task.question, reader)
         else:
-            final = await _ask(question, task.question, tools)
+            final = await reader.ask(question, task.question)
             if final is None and _is_cover_fact(question):
                 # a cover-page fact (the period's end, shares outstanding, the public float): read the cover
-                final = await _ask(question, task.question, tools, COVER_PAGE)
+                final = await reader.ask(question, task.question, COVER_PAGE)
         await tools.call("submit_final_result", {"final_result": final or NO_ANSWER})
 
 
-async def _ask(question: Question, prompt: str, tools: Toolbox, characters: tuple[int, int] | None = None
-               ) -> str | None:
-    arguments: dict[str, Any] = {"prompt": f"{prompt} {{{{{DOCUMENT_KEY}}}}}"}
-    if characters:
-        arguments["input_character_ranges"] = [{"key": DOCUMENT_KEY, "start": characters[0], "end": characters[1]}]
-    reply = await tools.call("retrieve_information", arguments)
-    return answer(question, reply.text) if reply.ok else None
+class _Reader:
+    """One episode's reading of the stored filing. A long filing (one reply shows a small part of it) is read as
+    an analyst reads it: the primary statements first (once), the notes' tables whole, a segment's figure in the
+    filing's own words. A short one is answered from the question's reply alone."""
+
+    def __init__(self, tools: Toolbox, long: bool):
+        self.tools = tools
+        self.long = long  # the parse reply's NOTE: longer than large_doc_threshold_chars
+        self.statements: list[Statement] | None = None
+
+    async def retrieve(self, prompt: str, characters: tuple[int, int] | None = None) -> str | None:
+        """retrieve_information on the stored filing (prompt holds its {{key}}), within `characters` if given."""
+        arguments: dict[str, Any] = {"prompt": prompt}
+        if characters:
+            arguments["input_character_ranges"] = [{"key": DOCUMENT_KEY, "start": characters[0],
+                                                    "end": characters[1]}]
+        reply = await self.tools.call("retrieve_information", arguments)
+        return reply.text if reply.ok else None
+
+    async def ask(self, question: Question, prompt: str, characters: tuple[int, int] | None = None
+                  ) -> str | None:
+        reply = await self.retrieve(f"{prompt} {{{{{DOCUMENT_KEY}}}}}", characters)
+        if reply is None:
+            return None
+        reply, statements = await self.read_more(question, prompt, reply)
+        return answer(question, reply, statements)
+
+    async def read_more(self, question: Question, prompt: str, reply: str) -> tuple[str, list[Statement]]:
+        """The reply with what a long filing needs read besides: its statements, the segment's figure asked in
+        the filing's words, and the tables of the reply's best rows."""
+        if _is_cover_fact(question) or not (self.long or _reaches(reply, LONG_DOCUMENT)):
+            return reply, []
+        if self.statements is None:
+            self.statements = await read_statements(self.retrieve, DOCUMENT_KEY)
+        statements = list(self.statements)
+        if name := printed_name(question, statements):
+            # a segment's figure, asked again in the filing's words: "revenue" is printed "net sales" in some
+            again = await self.retrieve(f"{prompt} {name} {{{{{DOCUMENT_KEY}}}}}")
+            reply += "\n" + (again or "")
+        # the tables of the notes' best rows, read whole: a row cut from its table has lost its unit or columns
+        for at in tables_to_read(question, reply, statements):
+            if any(s.holds(at) for s in statements):
+                continue  # in a table read already
+            if table := await read_table(self.retrieve, DOCUMENT_KEY, at, " ".join(sorted(question.keywords))):
+                statements.append(table)
+        return reply, statements
 
 
-async def _ratio(question: Question, tools: Toolbox) -> str | None:
+def _reaches(reply: str, position: int) -> bool:
+    """Whether a passage of the reply ends beyond `position`: the document is at least that long."""
+    return any(int(end) > position for end in re.findall(r" characters \d+-(\d+)\]", reply))
+
+
+async def _cover(question: Question, prompt: str, reader: _Reader) -> str | None:
+    """The public float or the shares outstanding: the cover page's sentence or row first, then the filing's."""
+    for characters in (COVER_PAGE, None):
+        reply = await reader.retrieve(f"{prompt} {{{{{DOCUMENT_KEY}}}}}", characters)
+        if reply is not None and (found := cover_answer(question, reply)):
+            return found
+    return await reader.ask(question, prompt)
+
+
+async def _ratio(question: Question, reader: _Reader) -> str | None:
     """A ratio an analyst computes: each figure asked on its own (same company, same period), then divided."""
     period = _PERIOD_PHRASE.search(question.text)
     values = []
     for part in question.parts:
         text = f"What was ({question.ticker})'s {part} {period.group(0) if period else ''}".strip()
         asked = read_question(text, question.ticker, question.form)
-        reply = await tools.call("retrieve_information", {"prompt": f"{text} {{{{{DOCUMENT_KEY}}}}}"})
-        found = figure(asked, reply.text) if reply.ok else None
+        reply = await reader.retrieve(f"{text} {{{{{DOCUMENT_KEY}}}}}")
+        if reply is None:
+            return None
+        reply, statements = await reader.read_more(asked, text, reply)
+        found = figure(asked, reply, statements)
         if found is None or found.value is None:
             return None
         values.append(found)
@@ -77,7 +141,8 @@ async def _ratio(question: Question, tools: Toolbox) -> str | None:
 
 
 def _is_cover_fact(question: Question) -> bool:
-    return question.kind in ("date", "shares") or "non-affiliates" in question.text
+    """The period's end, the shares outstanding on a date, the public float: the cover page states them."""
+    return question.kind == "date" or is_shares_outstanding(question) or is_public_float(question)
 
 
 def _filings(text: str) -> list[dict[str, Any]]:
