@@ -83,6 +83,18 @@ def period_of(cell: str) -> str | None:
     return None
 
 
+def column_heading(cells: list[str], periods: tuple, spans: tuple) -> tuple[tuple, tuple] | None:
+    """(periods, spans) after a heading row; None for any other row. A row of periods takes the spans of the row
+    above it ("Three Months Ended | Nine Months Ended"), spread over its columns; a row of span words sets them."""
+    if header := periods_of(cells):
+        if spans and len(header) % len(spans) == 0:
+            spans = tuple(s for s in spans for _ in range(len(header) // len(spans)))
+        return header, spans
+    if all(_SPAN_CELL.match(c) for c in cells):
+        return periods, tuple(SPAN_WORDS.get(c.split()[0].lower(), "year") for c in cells)
+    return None
+
+
 def periods_of(cells: list[str]) -> tuple[str, ...] | None:
     """A header row's periods, when every cell is one."""
     found = [period_of(c) for c in cells]
@@ -161,13 +173,8 @@ def _read_passage(context: str | None, body: str, rank: int, reading: Reading, s
         if not stripped:
             continue
         cells = [c.strip() for c in stripped.split("|")]
-        if header := periods_of(cells):
-            periods = header  # a column header: the periods of the rows below
-            if spans and len(periods) % len(spans) == 0:  # "Three Months Ended | Nine Months Ended" above it
-                spans = tuple(s for s in spans for _ in range(len(periods) // len(spans)))
-            continue
-        if all(_SPAN_CELL.match(c) for c in cells):
-            spans = tuple(SPAN_WORDS.get(c.split()[0].lower(), "year") for c in cells)
+        if (columns_now := column_heading(cells, periods, spans)) is not None:
+            periods, spans = columns_now  # the periods (and their lengths) of the rows below
             continue
         caption = stripped.startswith("(") and stripped.endswith(")") and len(stripped) < 200
         if m := _UNIT.fullmatch(stripped.strip("()")) or ((len(stripped) < 40 or caption) and _UNIT.search(stripped)):

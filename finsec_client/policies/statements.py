@@ -16,12 +16,10 @@ from dataclasses import dataclass
 from finsec_client.policies.passages import (
     _AMOUNT,
     _SHARE_UNIT,
-    _SPAN_CELL,
     _UNIT,
     SCALES,
-    SPAN_WORDS,
     Row,
-    periods_of,
+    column_heading,
 )
 
 # retrieve_information, restricted to a (start, end) range of the stored document when one is given: the reply's
@@ -184,13 +182,8 @@ def parse_rows(title: str, kind: str, lines: list[str], unit: str | None = None,
         if not line:
             continue
         cells = [c.strip() for c in line.split("|")]
-        if header := periods_of(cells):
-            periods = header
-            if spans and len(periods) % len(spans) == 0:  # "Three Months Ended | Nine Months Ended" above it
-                spans = tuple(s for s in spans for _ in range(len(periods) // len(spans)))
-            continue
-        if all(_SPAN_CELL.match(c) for c in cells):
-            spans = tuple(SPAN_WORDS.get(c.split()[0].lower(), "year") for c in cells)
+        if (columns_now := column_heading(cells, periods, spans)) is not None:
+            periods, spans = columns_now
             continue
         if unit is None and len(cells) == 1 and (m := _UNIT.search(line)) and len(line) < 200:
             unit = SCALES[m.group(1).lower()]  # the caption: "(In millions, except ... shares in thousands)"

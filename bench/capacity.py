@@ -1,0 +1,232 @@
+"""Capacity a cluster can be sized by: how many concurrent sessions the app holds at an agent's think time, in
+OpenEnv's manner (issue 38), and what its backpressure does past that.
+
+    .venv/bin/python bench/capacity.py                                  # the full sweep (hours; see --help)
+    .venv/bin/python bench/capacity.py --configs serve --thinks 10,60 --rounds 1 --out capacity_quick
+
+For each configuration (started here as users start it: `finsec serve configs/serve.yaml`; `redis` the same with
+its marks in a private redis-server; `inprocess` as `finsec serve --in-process`; `unbounded` the Serve app with
+no request queue bound, as before backpressure) and think time, session counts double from a start until a point
+fails: fewer than 95% of requests served, or the served requests' p99 over `--bound-ms`. The largest count that
+passed is the capacity. Rounds interleave the configurations (this machine drifts between passes); the report
+gives each round's capacity and the median. With `--overload`, each configuration then runs at twice its
+capacity: what backpressure does there (requests turned away, the admitted p99, episodes completed).
+
+Each point is one run of bench/sessions_load.py in its own process (its CPU is reported: it shares the server's
+cores). Latency is reported two ways: the server's (from the moment the client had a connection, so the client
+pool's own queue is left out) and the client's whole wait. Memory per open session is the resident memory of all
+the configuration's processes at the end of a point, less at rest, over the sessions (nearly every session holds
+an open episode at any moment). Writes bench/results/<out>.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import RESULTS, machine, write_report  # noqa: E402
+from serve_rollouts import _rss_kb, _tree  # noqa: E402
+
+from finsec.net.ports import free_port  # noqa: E402
+
+CONFIGS = ("serve", "redis", "inprocess", "unbounded")
+STARTS = {1: 250, 10: 2_000, 30: 4_000, 60: 8_000}  # where the doubling begins, per think time
+
+
+class App:
+    """One configuration, started as a user starts it, until `stop`."""
+
+    def __init__(self, config: str):
+        self.port = free_port()
+        self.stack = ExitStack()
+        env = {**os.environ}
+        argv = [str(ROOT / ".venv/bin/finsec"), "serve"]
+        if config == "inprocess":
+            argv += ["--in-process"]
+        else:
+            argv += [str(self._config_file(config))]
+        if config == "redis":
+            from harness.redis_server import running_redis
+
+            env["FINSEC_MARK_STORE_URL"] = self.stack.enter_context(running_redis()).url
+        self.process = subprocess.Popen([*argv, "--port", str(self.port)], env=env, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        for line in self.process.stdout:
+            if "is up at" in line:
+                break
+        else:
+            raise RuntimeError(f"{config} did not start")
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _config_file(self, config: str) -> Path:
+        if config != "unbounded":
+            return ROOT / "configs/serve.yaml"
+        import yaml
+
+        document = yaml.safe_load((ROOT / "configs/serve.yaml").read_text())
+        ingress = document["applications"][0]["deployments"][0]
+        for key in ("max_queued_requests", "backpressure_config"):
+            ingress.pop(key, None)
+        ingress["max_ongoing_requests"] = 256
+        path = Path(self.stack.enter_context(tempfile.TemporaryDirectory())) / "serve.yaml"
+        path.write_text(yaml.safe_dump(document))
+        return path
+
+    def rss_mb(self) -> float:
+        return sum(_rss_kb(pid) for pid in _tree(self.process.pid)) / 1024
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, 9)
+        self.stack.close()
+
+
+def point(app: App, sessions: int, think: float, seconds: float) -> dict:
+    idle = app.rss_mb()
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        subprocess.run([sys.executable, str(ROOT / "bench/sessions_load.py"), "--url", app.url, "--sessions",
+                        str(sessions), "--think", str(think), "--seconds", str(seconds), "--out", out.name],
+                       check=True, timeout=30 * think + seconds + 600)
+        busy = app.rss_mb()  # the load generator closes its sessions as it ends: read before they go
+        raw = json.loads(Path(out.name).read_text())
+    return summarize(raw, idle, busy)
+
+
+def summarize(raw: dict, idle_mb: float, busy_mb: float) -> dict:
+    admitted = sorted(x for samples in raw["admitted"].values() for x in samples)
+    waits = sorted(raw["pool_wait"])
+    total = sorted(raw["total"])
+    server = sorted(raw["server"])
+    answered = raw["ok"] + raw["failed"]
+    return {
+        "sessions": raw["sessions"], "think": raw["think"],
+        "success": raw["ok"] / answered if answered else 0.0, "requests_per_s": raw["ok"] / raw["seconds"],
+        "rejected": raw["rejected"], "failed": raw["failed"], "failure_samples": raw["failure_samples"],
+        "episodes": raw["episodes"], "episodes_failed": raw["episodes_failed"],
+        "client_p50_ms": _ms(admitted, 0.5), "client_p99_ms": _ms(admitted, 0.99),
+        "server_p50_ms": _ms(server, 0.5), "server_p99_ms": _ms(server, 0.99), "total_p99_ms": _ms(total, 0.99),
+        "pool_wait_p99_ms": _ms(waits, 0.99),
+        "client_cpu_share": raw["cpu_seconds"] / (raw["wall_seconds"] * os.cpu_count()),
+        "idle_mb": idle_mb, "busy_mb": busy_mb, "kb_per_session": 1024 * (busy_mb - idle_mb) / raw["sessions"],
+    }
+
+
+def _ms(ordered: list[float], q: float) -> float | None:
+    return 1e3 * ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else None
+
+
+def passes(result: dict, bound_ms: float) -> bool:
+    return result["success"] >= 0.95 and (result["client_p99_ms"] or 0) <= bound_ms
+
+
+def sweep(app: App, think: float, start: int, ceiling: int, seconds: float, bound_ms: float) -> dict:
+    points, sessions, capacity = [], start, 0
+    while sessions <= ceiling:
+        result = point(app, sessions, think, seconds)
+        points.append(result)
+        print(f"  think {think:g} s, {sessions} sessions: success {result['success']:.3f}, p99 "
+              f"{result['client_p99_ms'] or 0:.0f} ms, {result['requests_per_s']:.0f} req/s", flush=True)
+        if not passes(result, bound_ms):
+            break
+        capacity, sessions = sessions, sessions * 2
+    return {"think": think, "capacity": capacity, "points": points}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--configs", default=",".join(CONFIGS[:3]))
+    parser.add_argument("--thinks", default="1,10,30,60", help="think times, seconds")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--bound-ms", type=float, default=250.0, help="p99 a served request must keep under")
+    parser.add_argument("--ceiling", type=int, default=128_000, help="the most sessions tried")
+    parser.add_argument("--seconds", type=float, help="each point's window (default: half the think time, at least "
+                        "20 s: every session sends a request or more in it)")
+    parser.add_argument("--overload", action="store_true", help="then run each at twice its capacity")
+    parser.add_argument("--out", default="capacity")
+    options = parser.parse_args()
+    thinks = [float(t) for t in options.thinks.split(",")]
+    results = {"machine": machine(), "ran_at": time.strftime("%Y-%m-%d %H:%M"), "bound_ms": options.bound_ms,
+               "command": " ".join(["bench/capacity.py", *sys.argv[1:]]), "rounds": []}
+    for round_ in range(options.rounds):
+        runs = {}
+        for config in options.configs.split(","):
+            print(f"round {round_ + 1}: {config}", flush=True)
+            app = App(config)
+            try:
+                sweeps = []
+                for think in thinks:
+                    seconds = options.seconds or max(20.0, think / 2)
+                    found = sweep(app, think, STARTS.get(int(think), 1_000), options.ceiling, seconds,
+                                  options.bound_ms)
+                    if options.overload and found["capacity"]:  # the failing point is twice the capacity
+                        failed = found["points"][-1]
+                        found["overload"] = failed if failed["sessions"] == 2 * found["capacity"] else \
+                            point(app, 2 * found["capacity"], think, seconds)
+                    sweeps.append(found)
+                runs[config] = sweeps
+            finally:
+                app.stop()
+            RESULTS.mkdir(exist_ok=True)  # after each configuration: a run cut short keeps what it measured
+            (RESULTS / f"{options.out}.json").write_text(json.dumps({**results, "rounds": [*results["rounds"],
+                                                                                          runs]}, indent=1))
+        results["rounds"].append(runs)
+    write_report(f"{options.out}.md", render(results))
+
+
+def render(results: dict) -> str:
+    rounds = results["rounds"]
+    lines = ["# Capacity: concurrent sessions at an agent's think time", "",
+             f"{results['machine']}; {results['ran_at']}. `.venv/bin/python {results['command']}`. A point passes "
+             f"when at least 95% of requests are served and the served requests' p99 (as the client saw it) is "
+             f"under {results['bound_ms']:.0f} ms; capacity is the largest session count that passed, doubling "
+             f"from a start. {len(rounds)} round(s), configurations interleaved.", "",
+             "| configuration | think | capacity by round | median | sessions per core | req/s there | "
+             "p50 / p99 ms (client) | p99 ms (server) | client CPU | KB per open session |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    cores = os.cpu_count() or 1
+    for config in rounds[0]:
+        for index, first in enumerate(rounds[0][config]):
+            found = [r[config][index] for r in rounds if config in r]
+            capacities = [f["capacity"] for f in found]
+            median = statistics.median(capacities)
+            at = [p for f in found for p in f["points"] if p["sessions"] == median] or [found[0]["points"][0]]
+            best = at[0]
+            lines.append(
+                f"| {config} | {first['think']:g} s | {', '.join(map(str, capacities))} | {median:,.0f} | "
+                f"{median / cores:,.0f} | {best['requests_per_s']:.0f} | {best['client_p50_ms'] or 0:.0f} / "
+                f"{best['client_p99_ms'] or 0:.0f} | {best['server_p99_ms'] or 0:.0f} | "
+                f"{best['client_cpu_share']:.0%} | {best['kb_per_session']:.1f} |")
+    lines += ["", "Every point:", "",
+              "| round | configuration | think | sessions | success | req/s | rejected | p50 / p99 ms (client) | "
+              "p99 ms (server) | total p99 ms | episodes done / failed |", "|---" * 11 + "|"]
+    for number, runs in enumerate(rounds, 1):
+        for config, sweeps in runs.items():
+            for found in sweeps:
+                over = found.get("overload")
+                marked = [(p, " (2x)" if p is over else "") for p in found["points"]]
+                marked += [(over, " (2x)")] if over is not None and over not in found["points"] else []
+                for p, note in marked:
+                    lines.append(
+                        f"| {number} | {config} | {p['think']:g} s | {p['sessions']:,}{note} | {p['success']:.3f} | "
+                        f"{p['requests_per_s']:.0f} | {p['rejected']} | {p['client_p50_ms'] or 0:.0f} / "
+                        f"{p['client_p99_ms'] or 0:.0f} | {p['server_p99_ms'] or 0:.0f} | {p['total_p99_ms'] or 0:.0f} "
+                        f"| {p['episodes']} / {p['episodes_failed']} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
