@@ -20,6 +20,7 @@ from finsec.edgar.live import LiveSource, RateLimiter
 from finsec.edgar.source import EdgarSource, MirrorSource
 from finsec.grading.deterministic import DeterministicGrader
 from finsec.grading.grader import Grader
+from finsec.grading.identity import GRADING_VERSION
 from finsec.grading.judge import LlmJudge
 from finsec.grounder import Grounder
 from finsec.metrics import NO_METRICS, Metrics
@@ -33,7 +34,7 @@ from finsec.tools.parse_page import PageParser
 from finsec.tools.retrieve import Retriever
 from finsec.tools.web_search import TavilySearch, WebSearchProvider
 from finsec.verify import Verifier
-from session_store import SessionStore, canonical_digest, code_version
+from session_store import SessionStore, canonical_digest
 
 
 @dataclass
@@ -198,10 +199,9 @@ def _lease_seconds(settings: Settings) -> float | None:
 
 def grading_key(settings: Settings, judge: Grader) -> str:
     """What a verdict depends on besides the verify body: the grader's code and every grading setting."""
-    from finsec import grading
     endpoint = settings.judge_model
-    return canonical_digest({
-        "grader": type(judge).__name__, "code": code_version(grading), "reward_mode": settings.reward_mode,
+    return canonical_digest({  # the grading code's version is the one verify rows name (grading/identity.py)
+        "grader": type(judge).__name__, "code": GRADING_VERSION, "reward_mode": settings.reward_mode,
         "judge": None if endpoint is None else endpoint.model_dump(mode="json", exclude={"api_key"}),
         "template": getattr(judge, "template", None), "params": settings.judge_responses_create_params,
         "require_grounded": settings.require_grounded_answer,

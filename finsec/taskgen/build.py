@@ -143,7 +143,7 @@ class _Builder:
                         question = f"How much revenue did {self.company} generate from {whence} {period}?"
                     else:
                         question = f"What was the operating income of {self.company}'s {name} segment {period}?"
-                    self._keep_fact("segment", f"{figure.key}:{axis}:{member}", question, [fact],
+                    self._keep_fact("segment", f"{figure.key}:{role}:{member.split(':')[-1]}", question, [fact],
                                     signed=figure.signed)
 
     def _change(self, key: str) -> None:
@@ -386,13 +386,15 @@ def _letters(text: str) -> str:
 
 
 def _row_label(document: str, at: int) -> str:
+    """The text of the first cell of the row holding `at` (found with `find`: one pass, whatever the markup)."""
     row = document.rfind("<tr", max(0, at - 20_000), at)
     if row < 0 or document.rfind("</tr>", row, at) >= 0:
         return ""
-    cell = re.search(r"<td\b.*?</td>", document[row:at], re.S)
-    return text_of(cell.group(0)).strip(" :") if cell else ""
+    cell = document.find("<td", row, at)
+    end = document.find("</td>", cell, at) if cell >= 0 else -1
+    return text_of(document[cell:end]).strip(" :") if end >= 0 else ""
 
 
 def _slug(key: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", key.split(":", 1)[0] + (":" + key.split(":")[-1] if ":" in key else "")
-                  ).strip("-")
+    """A task's key as part of its ID: "revenue:segment:EuropeMember" -> "revenue-segment-EuropeMember"."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", key).strip("-")

@@ -112,7 +112,7 @@ def run_build(options: argparse.Namespace) -> int:
 
     try:
         asyncio.run(build())
-    except Exception as error:  # the registry could not be read: one line, not a traceback
+    except RuntimeError as error:  # the company registry could not be read: one line, not a traceback
         raise UsageError(f"cannot read filings: {error}") from None
     out = options.out
     try:
