@@ -1,22 +1,23 @@
 """Capacity a cluster can be sized by: how many concurrent sessions the app holds at an agent's think time, in
 OpenEnv's manner (issue 38), and what its backpressure does past that.
 
-    .venv/bin/python bench/capacity.py                                  # the full sweep (hours; see --help)
+    .venv/bin/python bench/capacity.py --overload                       # the full sweep (hours; see --help)
     .venv/bin/python bench/capacity.py --configs serve --thinks 10,60 --rounds 1 --out capacity_quick
 
 For each configuration (started here as users start it: `finsec serve configs/serve.yaml`; `redis` the same with
 its marks in a private redis-server; `inprocess` as `finsec serve --in-process`; `unbounded` the Serve app with
 no request queue bound, as before backpressure) and think time, session counts double from a start until a point
-fails: fewer than 95% of requests served, or the served requests' p99 over `--bound-ms`. The largest count that
-passed is the capacity. Rounds interleave the configurations (this machine drifts between passes); the report
-gives each round's capacity and the median. With `--overload`, each configuration then runs at twice its
-capacity: what backpressure does there (requests turned away, the admitted p99, episodes completed).
+fails: fewer than 95% of requests answered, or the p99 of an agent's whole wait for an answer over `--bound-ms`.
+The largest count that passed is the capacity. Rounds interleave the configurations (this machine drifts between
+passes), and a repetition starts at the capacity found before, so it measures that count and twice it; the
+report gives each round's capacity and the median. With `--overload`, each configuration also runs at twice its
+capacity: what backpressure does there (requests turned away, the admitted requests' p99 at the server, the
+agent's wait, episodes completed).
 
-Each point is one run of bench/sessions_load.py in its own process (its CPU is reported: it shares the server's
-cores). Latency is reported two ways: the server's (from the moment the client had a connection, so the client
-pool's own queue is left out) and the client's whole wait. Memory per open session is the resident memory of all
-the configuration's processes at the end of a point, less at rest, over the sessions (nearly every session holds
-an open episode at any moment). Writes bench/results/<out>.{md,json}.
+Each point is one run of bench/sessions_load.py in its own process, through the project's own client (its CPU is
+reported: it shares the server's cores). Memory per open session is the resident memory of all the
+configuration's processes at the end of a point, less at rest, over the sessions (nearly every session holds an
+open episode at any moment). Writes bench/results/<out>.{md,json}; `--append` adds rounds to an earlier run's.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from serve_rollouts import _rss_kb, _tree  # noqa: E402
 from finsec.net.ports import free_port  # noqa: E402
 
 CONFIGS = ("serve", "redis", "inprocess", "unbounded")
-STARTS = {1: 250, 10: 2_000, 30: 4_000, 60: 8_000}  # where the doubling begins, per think time
+STARTS = {1: 500, 10: 4_000, 30: 8_000, 60: 12_000}  # where the first round's doubling begins, per think time
 
 
 class App:
@@ -118,7 +119,8 @@ def summarize(raw: dict, idle_mb: float, busy_mb: float) -> dict:
         "rejected": raw["rejected"], "failed": raw["failed"], "failure_samples": raw["failure_samples"],
         "episodes": raw["episodes"], "episodes_failed": raw["episodes_failed"],
         "client_p50_ms": _ms(admitted, 0.5), "client_p99_ms": _ms(admitted, 0.99),
-        "server_p50_ms": _ms(server, 0.5), "server_p99_ms": _ms(server, 0.99), "total_p99_ms": _ms(total, 0.99),
+        "server_p50_ms": _ms(server, 0.5), "server_p99_ms": _ms(server, 0.99),
+        "total_p50_ms": _ms(total, 0.5), "total_p99_ms": _ms(total, 0.99), "seconds": raw["seconds"],
         "pool_wait_p99_ms": _ms(waits, 0.99),
         "client_cpu_share": raw["cpu_seconds"] / (raw["wall_seconds"] * os.cpu_count()),
         "idle_mb": idle_mb, "busy_mb": busy_mb, "kb_per_session": 1024 * (busy_mb - idle_mb) / raw["sessions"],
@@ -130,19 +132,30 @@ def _ms(ordered: list[float], q: float) -> float | None:
 
 
 def passes(result: dict, bound_ms: float) -> bool:
-    return result["success"] >= 0.95 and (result["client_p99_ms"] or 0) <= bound_ms
+    """What an agent sees: its requests answered, and its whole wait for an answer (backpressure's waits and the
+    client's own queue included) under the bound. Past capacity the server keeps the requests it admits fast;
+    it is the wait before admission that grows."""
+    return result["success"] >= 0.95 and (result["total_p99_ms"] or 0) <= bound_ms
 
 
 def sweep(app: App, think: float, start: int, ceiling: int, seconds: float, bound_ms: float) -> dict:
+    """Doubling from `start` until a point fails; a failing start halves instead, down to a passing count."""
     points, sessions, capacity = [], start, 0
-    while sessions <= ceiling:
+    while 10 <= sessions <= ceiling:
         result = point(app, sessions, think, seconds)
         points.append(result)
         print(f"  think {think:g} s, {sessions} sessions: success {result['success']:.3f}, p99 "
-              f"{result['client_p99_ms'] or 0:.0f} ms, {result['requests_per_s']:.0f} req/s", flush=True)
-        if not passes(result, bound_ms):
+              f"{result['total_p99_ms'] or 0:.0f} ms (admitted {result['server_p99_ms'] or 0:.0f} ms), "
+              f"{result['requests_per_s']:.0f} req/s, {result['rejected']} turned away", flush=True)
+        if passes(result, bound_ms):
+            capacity = sessions
+            if any(p["sessions"] == 2 * sessions for p in points):
+                break  # its double failed already
+            sessions *= 2
+        elif capacity:
             break
-        capacity, sessions = sessions, sessions * 2
+        else:
+            sessions //= 2
     return {"think": think, "capacity": capacity, "points": points}
 
 
@@ -151,27 +164,35 @@ def main() -> None:
     parser.add_argument("--configs", default=",".join(CONFIGS[:3]))
     parser.add_argument("--thinks", default="1,10,30,60", help="think times, seconds")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--bound-ms", type=float, default=250.0, help="p99 a served request must keep under")
+    parser.add_argument("--bound-ms", type=float, default=250.0, help="p99 an agent's wait must keep under")
     parser.add_argument("--ceiling", type=int, default=128_000, help="the most sessions tried")
     parser.add_argument("--seconds", type=float, help="each point's window (default: half the think time, at least "
                         "20 s: every session sends a request or more in it)")
     parser.add_argument("--overload", action="store_true", help="then run each at twice its capacity")
+    parser.add_argument("--append", action="store_true",
+                        help="add the rounds to bench/results/<out>.json's (same configurations and think times)")
     parser.add_argument("--out", default="capacity")
     options = parser.parse_args()
     thinks = [float(t) for t in options.thinks.split(",")]
     results = {"machine": machine(), "ran_at": time.strftime("%Y-%m-%d %H:%M"), "bound_ms": options.bound_ms,
                "command": " ".join(["bench/capacity.py", *sys.argv[1:]]), "rounds": []}
-    for round_ in range(options.rounds):
+    if options.append:
+        results = {**json.loads((RESULTS / f"{options.out}.json").read_text()), "appended_at": results["ran_at"]}
+    for _ in range(options.rounds):
         runs = {}
         for config in options.configs.split(","):
-            print(f"round {round_ + 1}: {config}", flush=True)
+            print(f"round {len(results['rounds']) + 1}: {config}", flush=True)
             app = App(config)
             try:
                 sweeps = []
                 for think in thinks:
                     seconds = options.seconds or max(20.0, think / 2)
-                    found = sweep(app, think, STARTS.get(int(think), 1_000), options.ceiling, seconds,
-                                  options.bound_ms)
+                    # A repetition starts at the capacity found so far: it passes there and fails at twice it,
+                    # or it halves (sweep).
+                    found_before = [f["capacity"] for r in results["rounds"] for f in r.get(config, [])
+                                    if f["think"] == think and f["capacity"]]
+                    start = int(statistics.median(found_before)) if found_before else STARTS.get(int(think), 1_000)
+                    found = sweep(app, think, start, options.ceiling, seconds, options.bound_ms)
                     if options.overload and found["capacity"]:  # the failing point is twice the capacity
                         failed = found["points"][-1]
                         found["overload"] = failed if failed["sessions"] == 2 * found["capacity"] else \
@@ -189,15 +210,20 @@ def main() -> None:
 
 def render(results: dict) -> str:
     rounds = results["rounds"]
-    lines = ["# Capacity: concurrent sessions at an agent's think time", "",
-             f"{results['machine']}; {results['ran_at']}. `.venv/bin/python {results['command']}`. A point passes "
-             f"when at least 95% of requests are served and the served requests' p99 (as the client saw it) is "
-             f"under {results['bound_ms']:.0f} ms; capacity is the largest session count that passed, doubling "
-             f"from a start. {len(rounds)} round(s), configurations interleaved.", "",
-             "| configuration | think | capacity by round | median | sessions per core | req/s there | "
-             "p50 / p99 ms (client) | p99 ms (server) | client CPU | KB per open session |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
     cores = os.cpu_count() or 1
+    lines = ["# Capacity: concurrent sessions at an agent's think time", "",
+             f"{results['machine']}; {results['ran_at']}"
+             + (f" (rounds added {results['appended_at']})" if results.get("appended_at") else "")
+             + f". `.venv/bin/python {results['command']}`. A point passes when at least 95% of requests are "
+             f"answered and the p99 of an agent's whole wait for an answer (backpressure's waits and the client's "
+             f"queue included) is under {results['bound_ms']:.0f} ms; capacity is the largest session count that "
+             f"passed, doubling from a start (a repetition starts at the capacity found before). {len(rounds)} "
+             "round(s), configurations interleaved. Latency at the server is an admitted request's, from its "
+             "headers on the wire to the answer's.", "",
+             "| configuration | think | capacity by round | median | sessions per core | req/s there | "
+             "agent's wait p50 / p99 ms | admitted p99 ms (server) | client CPU | KB per open session |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    overloads = []
     for config in rounds[0]:
         for index, first in enumerate(rounds[0][config]):
             found = [r[config][index] for r in rounds if config in r]
@@ -207,12 +233,22 @@ def render(results: dict) -> str:
             best = at[0]
             lines.append(
                 f"| {config} | {first['think']:g} s | {', '.join(map(str, capacities))} | {median:,.0f} | "
-                f"{median / cores:,.0f} | {best['requests_per_s']:.0f} | {best['client_p50_ms'] or 0:.0f} / "
-                f"{best['client_p99_ms'] or 0:.0f} | {best['server_p99_ms'] or 0:.0f} | "
-                f"{best['client_cpu_share']:.0%} | {best['kb_per_session']:.1f} |")
+                f"{median / cores:,.0f} | {best['requests_per_s']:.0f} | {_num(best.get('total_p50_ms'))} / "
+                f"{_num(best['total_p99_ms'])} | {_num(best['server_p99_ms'])} | {best['client_cpu_share']:.0%} | "
+                f"{best['kb_per_session']:.1f} |")
+            overloads += [(number, config, f["overload"]) for number, f in enumerate(found, 1) if f.get("overload")]
+    if overloads:
+        lines += ["", "At twice capacity (backpressure):", "",
+                  "| round | configuration | think | sessions | req/s served | turned away a second | "
+                  "admitted p99 ms (server) | agent's wait p99 ms | requests failed | episodes done / failed |",
+                  "|---" * 10 + "|"]
+        for number, config, p in overloads:
+            lines.append(f"| {number} | {config} | {p['think']:g} s | {p['sessions']:,} | {p['requests_per_s']:.0f} | "
+                         f"{p['rejected'] / p.get('seconds', 1):.0f} | {_num(p['server_p99_ms'])} | "
+                         f"{_num(p['total_p99_ms'])} | {p['failed']} | {p['episodes']} / {p['episodes_failed']} |")
     lines += ["", "Every point:", "",
-              "| round | configuration | think | sessions | success | req/s | rejected | p50 / p99 ms (client) | "
-              "p99 ms (server) | total p99 ms | episodes done / failed |", "|---" * 11 + "|"]
+              "| round | configuration | think | sessions | success | req/s | turned away | admitted p50 / p99 ms "
+              "(server) | agent's wait p50 / p99 ms | episodes done / failed |", "|---" * 10 + "|"]
     for number, runs in enumerate(rounds, 1):
         for config, sweeps in runs.items():
             for found in sweeps:
@@ -222,10 +258,14 @@ def render(results: dict) -> str:
                 for p, note in marked:
                     lines.append(
                         f"| {number} | {config} | {p['think']:g} s | {p['sessions']:,}{note} | {p['success']:.3f} | "
-                        f"{p['requests_per_s']:.0f} | {p['rejected']} | {p['client_p50_ms'] or 0:.0f} / "
-                        f"{p['client_p99_ms'] or 0:.0f} | {p['server_p99_ms'] or 0:.0f} | {p['total_p99_ms'] or 0:.0f} "
-                        f"| {p['episodes']} / {p['episodes_failed']} |")
+                        f"{p['requests_per_s']:.0f} | {p['rejected']} | {_num(p['server_p50_ms'])} / "
+                        f"{_num(p['server_p99_ms'])} | {_num(p.get('total_p50_ms'))} / {_num(p['total_p99_ms'])} | "
+                        f"{p['episodes']} / {p['episodes_failed']} |")
     return "\n".join(lines) + "\n"
+
+
+def _num(ms: float | None) -> str:
+    return "-" if ms is None else f"{ms:.0f}"
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """The capacity benchmark's load generator: N concurrent sessions, each playing 8-request episodes with an agent's
-think time before every request, from its own process, over one shared pool of connections (aiohttp, uvloop).
+think time before every request, from its own process, through the project's own rollout client
+(finsec_client.client.ServerClient: one pool of connections, its retries and its send window), on uvloop.
 
     python bench/sessions_load.py --url http://127.0.0.1:8000 --sessions 8000 --think 10 --seconds 60
 
@@ -9,14 +10,14 @@ back to back (bench/loadgen.py's rollout_steps:
 seed, search, parse, retrieve twice, submit, verify, close), sleeping `think` seconds before each request. When
 the window closes each session closes its open episode at once, so none outlives the run.
 
-A 503 or 429 is backpressure: the request is sent again after its Retry-After (plus up to as much again, so the
-retries of one burst spread out), and counted as rejected, never as failed. A request fails when it gets any other
-non-200, a transport error, no 200 within `--give-up` seconds, or (verify) a reward other than 1.0: failures and
+A 503 or 429 with Retry-After is backpressure: the client sends the request again as its `Retries` say, and
+narrows its window; each such answer is counted as rejected, never as failed. A request fails when it gets any
+other non-200, no reply, no answer within `--give-up` seconds, or (verify) a reward other than 1.0: failures and
 episodes are counted over the whole run. Within the measured window (after `--warmup`), each request that ends
-there counts as served and gives its admitted latency (the attempt that was
-answered 200: what an admitted request costs, as the client saw it), its server latency (that attempt from its
-headers on the wire to the answer's: the client pool's own queue left out) and its total latency (first attempt
-to answer, Retry-After waits included).
+there counts as served and gives its admitted latency (the attempt that was answered 200, from asking the pool
+for a connection: what an admitted request costs, as the client saw it), its server latency (that attempt from
+its headers on the wire to the answer's: the client pool's own queue left out) and its total latency (first
+attempt to answer: the window's queue and the backpressure waits included).
 """
 
 from __future__ import annotations
@@ -40,10 +41,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from loadgen import rollout_steps  # noqa: E402
 
 from finsec.corpus.generate import questions  # noqa: E402
-from finsec_client.client import CLIENT_HEADERS  # noqa: E402
-from harness.cookies import cookie_header, take_cookies  # noqa: E402
-
-BACKPRESSURE = (429, 503)
+from finsec_client.client import (  # noqa: E402
+    BUSY_STATUSES,
+    Call,
+    Cookies,
+    Reply,
+    Retries,
+    ServerClient,
+    TransportFailure,
+)
 
 
 class _Tally:
@@ -67,8 +73,10 @@ async def run(url: str, sessions: int, think: float, seconds: float, warmup: flo
     tally = _Tally()
     began = time.monotonic()
     window = (began + warmup, began + warmup + seconds)
-    connector = aiohttp.TCPConnector(limit=connections, limit_per_host=0)
     tracing = aiohttp.TraceConfig()  # the server's time apart from the client's own queue for a connection
+
+    def inside() -> bool:
+        return window[0] <= time.monotonic() <= window[1]
 
     async def queued(_session, context, _params) -> None:
         context.queued = time.monotonic()
@@ -88,36 +96,28 @@ async def run(url: str, sessions: int, think: float, seconds: float, warmup: flo
     tracing.on_connection_queued_end.append(dequeued)
     tracing.on_request_headers_sent.append(on_the_wire)
     tracing.on_request_end.append(answered)
-    timeout = aiohttp.ClientTimeout(total=give_up)
+
+    def observe(call: Call, _body, _reply) -> None:  # every attempt
+        if not inside():
+            return
+        if call.status in BUSY_STATUSES:
+            tally.rejected += 1
+        elif call.status == 200:
+            tally.admitted.setdefault(call.route, []).append(call.ms / 1e3)
+
     sequence = 0
 
-    def inside() -> bool:
-        return window[0] <= time.monotonic() <= window[1]
-
-    async def send(client: aiohttp.ClientSession, route: str, body: dict, cookies: dict) -> tuple[int, bytes]:
+    async def send(client: ServerClient, route: str, body: dict, cookies: Cookies) -> Reply | None:
         first = time.monotonic()
-        while True:
-            sent = time.monotonic()
-            try:
-                async with client.post("/" + route, json=body, headers=cookie_header(cookies)) as response:
-                    payload, status = await response.read(), response.status
-                    take_cookies(response.headers.getall("Set-Cookie", []), cookies)
-                    wait = response.headers.get("Retry-After")
-            except (aiohttp.ClientError, TimeoutError) as error:
-                return 0, repr(error).encode()
-            if status not in BACKPRESSURE:
-                if status == 200 and inside():
-                    tally.admitted.setdefault(route, []).append(time.monotonic() - sent)
-                    tally.total.append(time.monotonic() - first)
-                return status, payload
-            if inside():
-                tally.rejected += 1
-            delay = float(wait) if wait and wait.replace(".", "", 1).isdigit() else 1.0
-            if time.monotonic() + delay - first > give_up:
-                return status, payload
-            await asyncio.sleep(delay * (1 + random.random()))
+        try:
+            reply = await client.post(route, body, cookies, [])
+        except TransportFailure:
+            return None
+        if reply.status == 200 and inside():
+            tally.total.append(time.monotonic() - first)
+        return reply
 
-    async def session(client: aiohttp.ClientSession) -> None:
+    async def session(client: ServerClient) -> None:
         nonlocal sequence
         # The first episode joins at a random step, the steps before it played at once, so that the window sees
         # the steady mix of routes (seeds, parses, verifies, closes) rather than every session's first steps.
@@ -125,7 +125,7 @@ async def run(url: str, sessions: int, think: float, seconds: float, warmup: flo
         joins = random.randrange(8)
         while time.monotonic() < window[1]:
             sequence += 1
-            cookies: dict[str, str] = {}
+            cookies = Cookies(follow=True)
             ok = True
             steps = rollout_steps(tasks[sequence % len(tasks)], sequence)
             for step, (route, body) in enumerate(steps):
@@ -134,13 +134,13 @@ async def run(url: str, sessions: int, think: float, seconds: float, warmup: flo
                     if route != "seed_session":
                         await send(client, *steps[-1], cookies)
                     return
-                status, payload = await send(client, route, body, cookies)
-                good = status == 200 and (route != "verify" or json.loads(payload).get("reward") == 1.0)
+                reply = await send(client, route, body, cookies)
+                good = reply is not None and reply.status == 200 and (
+                    route != "verify" or (reply.json_or_none() or {}).get("reward") == 1.0)
                 if good:
                     tally.ok += inside()
                 else:  # wherever it falls: a failure is never outside the measurement
-                    tally.fail(f"{route} {status} {payload[:120]!r}")
-                if not good:
+                    tally.fail(f"{route} {reply.status if reply else 'no reply'} {reply.text[:120] if reply else ''!r}")
                     ok = False
                     await send(client, *steps[-1], cookies)  # the episode is lost: release it, start another
                     break
@@ -148,8 +148,9 @@ async def run(url: str, sessions: int, think: float, seconds: float, warmup: flo
             tally.episodes += ok  # every episode that ended, in the window or not
             tally.episodes_failed += not ok
 
-    async with aiohttp.ClientSession(base_url=url, connector=connector, timeout=timeout, headers=CLIENT_HEADERS,
-                                     cookie_jar=aiohttp.DummyCookieJar(), trace_configs=[tracing]) as client:
+    retries = Retries(deadline=give_up)
+    async with ServerClient(url, timeout=give_up, connections=connections, observer=observe, retries=retries,
+                            trace_configs=[tracing]) as client:
         await asyncio.gather(*(session(client) for _ in range(sessions)))
     usage = resource.getrusage(resource.RUSAGE_SELF)
     wall = time.monotonic() - began
@@ -169,7 +170,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, help="seconds before the window (default: two think times + 5, "
                         "when the sessions have started and caught up)")
     parser.add_argument("--connections", type=int, default=512, help="the shared pool's size (default 512)")
-    parser.add_argument("--give-up", type=float, default=120.0, help="a request not answered 200 by then fails")
+    parser.add_argument("--give-up", type=float, default=600.0,
+                        help="a request not answered by then fails (the client's retry deadline)")
     parser.add_argument("--out", type=Path, help="write the result here instead of to standard output")
     options = parser.parse_args()
     warmup = options.warmup if options.warmup is not None else 2 * options.think + 5

@@ -5,23 +5,25 @@ Environment Server sends the episode seed's cookies with every later request, wh
 reply's cookies to its next request.
 
 Every route of the contract is safe to repeat (a retried seed, a repeated close, a re-sent verify, stateless or
-overwriting tools), so a 5xx or a dropped connection is retried (`Retries`: jittered exponential backoff, a 503's
-Retry-After honoured, a total deadline), every attempt recorded. A request that still gets no reply at all
+overwriting tools), so a 5xx or a dropped connection is retried (`Retries`), every attempt recorded. A busy
+server's 503 or 429 with Retry-After (backpressure: the request was not started) is sent again for as long as the
+deadline allows, each wait at least what the server asked and doubling while it stays busy, so thousands of
+sessions back off instead of turning the server's time into refusals. A request that still gets no reply at all
 (refused, reset, timed out) raises `TransportFailure`; any reply, whatever its status, is returned."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
-import stamina
 
-import finsec.net.retry  # noqa: F401  (quiets stamina's own retry log)
+from finsec_client.window import SendWindow
 
 # Headers a client may send with every request: Serve's replica then does not watch the client for a disconnect
 # (a receive task and a request task per request, raced), which saves replica CPU on every request
@@ -31,19 +33,37 @@ import finsec.net.retry  # noqa: F401  (quiets stamina's own retry log)
 CLIENT_HEADERS = {"x-request-disconnect-disabled": "?1"}
 
 RETRIED_STATUSES = frozenset({500, 502, 503, 504})
+BUSY_STATUSES = frozenset({429, 503})  # with a Retry-After: backpressure
 
 
 @dataclass(frozen=True)
 class Retries:
-    """How a request is retried: at most `attempts` tries within `deadline` seconds, waiting `initial` seconds
-    doubled each time up to `longest`, plus up to `jitter`, or as long as a Retry-After says (within the
-    deadline). `attempts=1` never retries."""
+    """How a request is sent again, all within `deadline` seconds.
+
+    A failure (a 5xx without Retry-After, or no reply) is tried at most `attempts` times in all, waiting `initial`
+    seconds doubled each time up to `longest`, plus up to `jitter`. Backpressure (a 503 or 429 with Retry-After)
+    is not a failure: the server did nothing and says when to come back, so it is tried until the deadline,
+    waiting the Retry-After doubled for each busy answer in a row (at most `longest_busy`, or the Retry-After if
+    longer), times 1 to 2 so that the refusals of one burst come back spread out. `attempts=1` never retries."""
 
     attempts: int = 4
-    deadline: float = 60.0
+    deadline: float = 600.0  # a rollout would rather wait out a busy server than lose its episode
     initial: float = 0.2
     longest: float = 5.0
     jitter: float = 0.5
+    longest_busy: float = 60.0
+
+    def wait(self, failures: int, busy: int, retry_after: float | None) -> float | None:
+        """Seconds before the next attempt after `failures` failures and `busy` busy answers so far (the last of
+        them just now, with `retry_after` if it was busy), or None when none is left."""
+        if self.attempts <= 1:
+            return None
+        if retry_after is not None:
+            hint = max(retry_after, self.initial)  # a Retry-After of 0 must not become a tight loop
+            return min(hint * 2 ** (busy - 1), max(hint, self.longest_busy)) * (1 + random.random())
+        if failures >= self.attempts:
+            return None
+        return min(self.initial * 2 ** (failures - 1), self.longest) + random.uniform(0, self.jitter)
 
 
 @dataclass
@@ -66,7 +86,7 @@ class Call:
 
 
 class _Again(Exception):
-    """An attempt to send again: a 5xx (with its Retry-After, if any) or no reply."""
+    """An attempt to send again: a 5xx or no reply, or backpressure (`retry_after` set)."""
 
     def __init__(self, call: Call, reply: Reply | None, retry_after: float | None):
         self.call, self.reply, self.retry_after = call, reply, retry_after
@@ -127,22 +147,27 @@ Observer = Callable[[Call, Any, "Reply | None"], None]
 
 
 class ServerClient:
-    """One per process (or Ray worker): a connection pool to the server, shared by concurrent episodes."""
+    """One per process (or Ray worker): a connection pool to the server, shared by concurrent episodes, and a
+    window of requests in flight that a busy server narrows (`SendWindow`)."""
 
     def __init__(self, base_url: str, *, timeout: float = 60.0, connections: int = 256,
-                 observer: Observer | None = None, retries: Retries | None = None):
+                 observer: Observer | None = None, retries: Retries | None = None,
+                 trace_configs: Sequence[aiohttp.TraceConfig] = ()):
         self.base_url = base_url.rstrip("/")
         self.timeout = aiohttp.ClientTimeout(total=timeout)
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
+        self._trace_configs = list(trace_configs)  # aiohttp's request tracing, for whoever measures the client
         self.observer = observer
-        self.retries = retries or Retries(deadline=2 * timeout)
+        self.retries = retries or Retries()
+        self.window = SendWindow(connections)  # backpressure narrows it: see finsec_client/window.py
 
     async def __aenter__(self) -> ServerClient:
         connector = aiohttp.TCPConnector(limit=self._connections, limit_per_host=self._connections)
         # DummyCookieJar: the session shares no cookies between episodes; Cookies decides what each sends.
         self._session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
-                                              timeout=self.timeout, headers=CLIENT_HEADERS)
+                                              timeout=self.timeout, headers=CLIENT_HEADERS,
+                                              trace_configs=self._trace_configs)
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -160,27 +185,24 @@ class ServerClient:
         """Send until a reply that is not a 5xx, or the retries are spent: then the last 5xx is returned, or
         `TransportFailure` raised when the last attempt got no reply."""
         policy, began = self.retries, time.monotonic()
-
-        def again(error: Exception) -> bool | float:
-            if not isinstance(error, _Again):
-                return False
-            if error.retry_after is not None and error.retry_after > policy.deadline - (time.monotonic() - began):
-                return False  # the server asks for longer than the deadline leaves: its answer stands
-            error.call.retried = True
-            return True if error.retry_after is None else error.retry_after
-
-        try:
-            async for attempt in stamina.retry_context(
-                    on=again, attempts=policy.attempts, timeout=policy.deadline, wait_initial=policy.initial,
-                    wait_max=policy.longest, wait_jitter=policy.jitter):
-                with attempt:
-                    reply = await self._attempt(method, route, body, cookies, calls)
-            return reply
-        except _Again as spent:
-            spent.call.retried = False  # the last attempt: nothing was sent after it
-            if spent.reply is None:
-                raise TransportFailure(route, spent.call.error) from None
-            return spent.reply
+        failures = busy = 0
+        while True:
+            sent_under, refused = await self.window.enter(), False
+            try:
+                return await self._attempt(method, route, body, cookies, calls)
+            except _Again as again:
+                refused = again.retry_after is not None
+                busy += refused
+                failures += again.retry_after is None
+                wait = policy.wait(failures, busy, again.retry_after)
+                if wait is None or time.monotonic() - began + wait > policy.deadline:
+                    if again.reply is None:
+                        raise TransportFailure(route, again.call.error) from None
+                    return again.reply  # the last answer stands
+                again.call.retried = True
+            finally:
+                self.window.leave(sent_under, busy=refused)
+            await asyncio.sleep(wait)
 
     async def _attempt(self, method: str, route: str, body: Any, cookies: Cookies | None,
                        calls: list[Call]) -> Reply:
@@ -203,8 +225,10 @@ class ServerClient:
         if cookies is not None and cookies.follow:
             cookies.take(reply)
         self._observe(call, body, reply)
-        if reply.status in RETRIED_STATUSES:
+        if reply.status in BUSY_STATUSES and hint is not None:
             raise _Again(call, reply, hint)
+        if reply.status in RETRIED_STATUSES:
+            raise _Again(call, reply, None)
         return reply
 
     def _observe(self, call: Call, body: Any, reply: Reply | None) -> None:

@@ -6,11 +6,12 @@ from deployments.http.strict_json import StrictJsonRoute
 
 router = APIRouter(route_class=StrictJsonRoute)
 
+HEALTH_PATHS = frozenset({"/", "/health", "/healthz", "/livez", "/readyz"})
 
-@router.get("/")
-@router.get("/health")
-@router.get("/healthz")
-@router.get("/livez")
-@router.get("/readyz")
+
 async def health() -> dict[str, str]:
     return {"status": "ok"}
+
+
+for _path in sorted(HEALTH_PATHS):
+    router.add_api_route(_path, health, methods=["GET"])

@@ -33,7 +33,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         "generated cookie secret (kept by default, so a restart honours them)")
     parser.add_argument("--in-process", action="store_true",
                         help="serve the app from this one process with uvicorn: no Ray, shards in process, marks in "
-                        "memory (lost when it stops); the config's settings and port apply, its replicas do not")
+                        "memory (lost when it stops); the config's settings, port and FinsecIngress backpressure "
+                        "(max_ongoing_requests, max_queued_requests, backpressure_config) apply, its replicas do not")
     parser.add_argument("--ingress", choices=("haproxy", "proxy"), default="haproxy",
                         help="a local cluster's ingress: Serve's HAProxy (default, faster) or its Python proxy")
     parser.set_defaults(run=run)
@@ -67,15 +68,20 @@ def run(options: argparse.Namespace) -> int:
 
 def _run_in_process(target: ServeTarget) -> int:
     from deployments.about import mark_store
+    from deployments.http.admission import Admission
     from deployments.inprocess import serve_in_process
 
     check_port_free(target.host, target.port)
 
+    admission = Admission.from_deployment_options(target.deployment_options)
+    waiting = "no bound on" if admission.max_queued < 0 else str(admission.max_queued)
+
     def ready(url: str) -> None:
         marks = mark_store(target.settings) if target.settings.mark_store() else "memory"
-        print(f"finsec-serve is up at {url}  (one process, no Ray; marks in {marks})")
+        print(f"finsec-serve is up at {url}  (one process, no Ray; marks in {marks}; {admission.max_ongoing} "
+              f"requests at once, {waiting} waiting)")
         print(f"corpus: {describe_corpus(target.settings)}")
         print(f"stop with Ctrl-C, or: kill -TERM {os.getpid()}", flush=True)
 
-    serve_in_process(target.settings, target.host, target.port, on_ready=ready)
+    serve_in_process(target.settings, target.host, target.port, admission=admission, on_ready=ready)
     return EXIT_OK

@@ -103,3 +103,24 @@ def test_retry_after_is_waited_and_a_hint_past_the_deadline_is_not():
 def test_one_attempt_means_no_retry():
     reply, calls = asyncio.run(post(Flaky(1, 503), Retries(attempts=1)))
     assert reply.status == 503 and len(calls) == 1
+
+
+def test_backpressure_is_sent_again_past_the_attempts_until_it_is_answered():
+    """A 503 with Retry-After is the server saying the request was not started: not a failure, so the attempts
+    for failures do not bound it; the deadline does."""
+    flaky = Flaky(6, 503, retry_after="0")
+    reply, calls = asyncio.run(post(flaky, Retries(attempts=2, deadline=10.0, initial=0.01, longest_busy=0.05)))
+    assert reply.status == 200 and [c.status for c in calls] == [503] * 6 + [200]
+    flaky = Flaky(6, 429, retry_after="0")  # Serve's backpressure_config may say 429
+    reply, calls = asyncio.run(post(flaky, Retries(attempts=2, deadline=10.0, initial=0.01, longest_busy=0.05)))
+    assert reply.status == 200 and len(calls) == 7
+
+
+def test_a_busy_server_s_wait_doubles_from_its_retry_after():
+    policy = Retries(longest_busy=60.0)
+    for busy in range(1, 9):
+        least = min(2.0 * 2 ** (busy - 1), 60.0)
+        assert least <= policy.wait(0, busy, 2.0) <= 2 * least
+    assert Retries(initial=0.2).wait(0, 1, 0.0) >= 0.2  # a Retry-After of 0 is not a tight loop
+    assert Retries(longest_busy=1.0).wait(0, 5, 30.0) >= 30.0  # never sooner than the server asked
+    assert Retries(attempts=1).wait(0, 1, 2.0) is None

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 
 from finsec.net.ports import free_port
 from harness.bodies import close_body, episode_seed, new_session_id, verify_body
 from harness.redis_server import running_redis
+from tests.stalling_edgar import assert_turned_away_and_recovered, settings_for, stalling_edgar
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,11 +56,11 @@ def test_serve_in_process_plays_episodes_and_stops_on_sigterm(tmp_path):
         assert server.wait(30) == 0
 
 
-def serving(port: int, env: dict[str, str]) -> subprocess.Popen:
-    """`finsec serve --in-process` on `port`, once it says it is up."""
-    server = subprocess.Popen([sys.executable, "-m", "finsec_client.cli", "serve", "--in-process", "--port",
-                               str(port)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              env={**os.environ, **env})
+def serving(port: int, env: dict[str, str], config: Path | None = None) -> subprocess.Popen:
+    """`finsec serve --in-process` on `port` (from `config`, else the packaged one), once it says it is up."""
+    server = subprocess.Popen([sys.executable, "-m", "finsec_client.cli", "serve", *([str(config)] if config else []),
+                               "--in-process", "--port", str(port)], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, env={**os.environ, **env})
     said = []
     while not (line := server.stdout.readline()).startswith("finsec-serve is up at"):  # log lines come first
         said.append(line)
@@ -105,5 +107,27 @@ def test_over_redis_fences_and_sessions_outlive_the_process(durable):
                     assert (row["mask_sample"], row["reward"]) == (False, 1.0), row  # restored, and scored
                 else:
                     assert (row["mask_sample"], row["failure_kind"]) == (True, "session_lost"), row  # lost
+        finally:
+            stopped(server)
+
+
+def test_the_config_s_backpressure_bounds_the_one_process_too(tmp_path):
+    """FinsecIngress's max_ongoing_requests, max_queued_requests and backpressure_config bound the one process as
+    they bound a replica: past them, 503 with Retry-After at once; the admitted finish and it serves again
+    (tests/stalling_edgar.py, as tests/integration/test_backpressure_http.py does on Serve). Health checks are
+    never turned away."""
+    with stalling_edgar() as edgar:
+        config = yaml.safe_load((ROOT / "configs/serve.yaml").read_text())
+        app = config["applications"][0]
+        app["args"] = {**app["args"], **settings_for(edgar)}
+        app["deployments"][0].update(max_ongoing_requests=1, max_queued_requests=1,
+                                     backpressure_config={"retry_after_s": 3})
+        (tmp_path / "serve.yaml").write_text(yaml.safe_dump(config))
+        port = free_port()
+        server = serving(port, {}, tmp_path / "serve.yaml")
+        try:
+            url = f"http://127.0.0.1:{port}"
+            health = assert_turned_away_and_recovered(url, edgar, retry_after="3")
+            assert health.status_code == 200, health.text  # asked while it was full
         finally:
             stopped(server)
