@@ -4,27 +4,31 @@ think time before every request, from its own process, through the project's own
 
     python bench/sessions_load.py --url http://127.0.0.1:8000 --sessions 8000 --think 10 --seconds 60
 
-Prints one JSON object. A session starts at a random moment within its first think time (so the load is smooth,
-as thousands of rollouts' model turns are) and joins its first episode at a random step, then plays episodes
-back to back (bench/loadgen.py's rollout_steps:
-seed, search, parse, retrieve twice, submit, verify, close), sleeping `think` seconds before each request. When
-the window closes each session closes its open episode at once, so none outlives the run.
+Prints one JSON object. Each session joins its first episode at a random step (bench/loadgen.py's rollout_steps:
+seed, search, parse, retrieve twice, submit, verify, close), so the load is the steady mix of routes from its
+first request. The steps before it are played first, `--preparing` sessions at a time and unmeasured, so that
+preparing tens of thousands of sessions never floods the server. Then the load starts: every session sends its
+next request at a random moment within one think time (as thousands of rollouts' model turns do) and plays
+episodes back to back, sleeping `think` seconds before each request. When the window closes each session closes
+its open episode at once, so none outlives the run.
 
 A 503 or 429 with Retry-After is backpressure: the client sends the request again as its `Retries` say, and
-narrows its window; each such answer is counted as rejected, never as failed. A request fails when it gets any
-other non-200, no reply, no answer within `--give-up` seconds, or (verify) a reward other than 1.0: failures and
-episodes are counted over the whole run. Within the measured window (after `--warmup`), each request that ends
-there counts as served and gives its admitted latency (the attempt that was answered 200, from asking the pool
-for a connection: what an admitted request costs, as the client saw it), its server latency (that attempt from
-its headers on the wire to the answer's: the client pool's own queue left out) and its total latency (first
-attempt to answer: the window's queue and the backpressure waits included).
+narrows its window; each such answer is counted as turned away, never as failed. A request fails when it gets
+any other non-200, no reply, no answer within `--give-up` seconds, or (verify) a reward other than 1.0: failures
+and episodes are counted over the whole run. A request first sent within the measured window (from `--warmup`
+after the load starts) counts as served when answered, and gives its total latency: the agent's whole wait
+(the window's queue and backpressure's waits included). Each attempt answered within the window also gives its
+admitted latency (the attempt answered 200, from asking the pool for a connection) and its server latency (that
+attempt from its headers on the wire to the answer's: the client's own queues left out).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
+import math
 import os
 import random
 import resource
@@ -68,15 +72,15 @@ class _Tally:
 
 
 async def run(url: str, sessions: int, think: float, seconds: float, warmup: float, connections: int,
-              give_up: float) -> dict:
+              give_up: float, preparing: int) -> dict:
     tasks = questions()
     tally = _Tally()
     began = time.monotonic()
-    window = (began + warmup, began + warmup + seconds)
+    window = (math.inf, math.inf)  # set once every session is prepared
     tracing = aiohttp.TraceConfig()  # the server's time apart from the client's own queue for a connection
 
-    def inside() -> bool:
-        return window[0] <= time.monotonic() <= window[1]
+    def inside(at: float | None = None) -> bool:
+        return window[0] <= (time.monotonic() if at is None else at) <= window[1]
 
     async def queued(_session, context, _params) -> None:
         context.queued = time.monotonic()
@@ -107,46 +111,95 @@ async def run(url: str, sessions: int, think: float, seconds: float, warmup: flo
 
     sequence = 0
 
-    async def send(client: ServerClient, route: str, body: dict, cookies: Cookies) -> Reply | None:
+    async def send(client: ServerClient, route: str, body: dict, cookies: Cookies) -> tuple[Reply | None, bool]:
+        """The reply (None: no reply), and whether the request was first sent inside the window: what counts."""
         first = time.monotonic()
         try:
             reply = await client.post(route, body, cookies, [])
         except TransportFailure:
-            return None
-        if reply.status == 200 and inside():
+            return None, inside(first)
+        if reply.status == 200 and inside(first):
             tally.total.append(time.monotonic() - first)
-        return reply
+        return reply, inside(first)
+
+    collecting = [0.0, 0.0, 0.0]  # this collection's start; the window's longest and total, seconds
+
+    def collector(phase: str, _info: dict) -> None:
+        if phase == "start":
+            collecting[0] = time.perf_counter()
+        elif inside():
+            took = time.perf_counter() - collecting[0]
+            collecting[1], collecting[2] = max(collecting[1], took), collecting[2] + took
+
+    gc.callbacks.append(collector)
+    preparation = asyncio.Semaphore(preparing)
+    unprepared = sessions
+    prepared = asyncio.Event()
 
     async def session(client: ServerClient) -> None:
-        nonlocal sequence
-        # The first episode joins at a random step, the steps before it played at once, so that the window sees
-        # the steady mix of routes (seeds, parses, verifies, closes) rather than every session's first steps.
-        await asyncio.sleep(random.uniform(0, think))
+        nonlocal unprepared, window
         joins = random.randrange(8)
+        # The first episode joins at a random step, so the measured load is the steady mix of routes (seeds, parses,
+        # verifies, closes) from its first request. The steps before it are played first, a few sessions at a time
+        # and unmeasured, so that preparing thousands of sessions never floods the server; then every session
+        # starts at a random moment within one think time, as thousands of rollouts' model turns do.
+        async with preparation:
+            episode = await prepare(client, joins)
+        unprepared -= 1
+        if not unprepared:
+            # What the sessions hold is long-lived: out of the collector's sight, a full collection would scan
+            # every session's objects (seconds at tens of thousands) and stall the whole load at once.
+            gc.collect()
+            gc.freeze()
+            steady = time.monotonic()
+            window = (steady + warmup, steady + warmup + seconds)
+            prepared.set()
+        await prepared.wait()
+        await asyncio.sleep(random.uniform(0, think))
         while time.monotonic() < window[1]:
-            sequence += 1
-            cookies = Cookies(follow=True)
-            ok = True
-            steps = rollout_steps(tasks[sequence % len(tasks)], sequence)
-            for step, (route, body) in enumerate(steps):
-                await asyncio.sleep(think if step >= joins else random.uniform(0, think / 8))
+            if episode is None:
+                episode, joins = new_episode(), 0
+            cookies, steps = episode
+            for step in range(joins, len(steps)):
+                if step > joins:
+                    await asyncio.sleep(think)
                 if time.monotonic() > window[1]:  # measured: close what is open, so no session outlives the run
-                    if route != "seed_session":
+                    if steps[step][0] != "seed_session":
                         await send(client, *steps[-1], cookies)
                     return
-                reply = await send(client, route, body, cookies)
-                good = reply is not None and reply.status == 200 and (
-                    route != "verify" or (reply.json_or_none() or {}).get("reward") == 1.0)
-                if good:
-                    tally.ok += inside()
-                else:  # wherever it falls: a failure is never outside the measurement
-                    tally.fail(f"{route} {reply.status if reply else 'no reply'} {reply.text[:120] if reply else ''!r}")
-                    ok = False
+                if not await played(client, steps[step], cookies):
                     await send(client, *steps[-1], cookies)  # the episode is lost: release it, start another
+                    tally.episodes_failed += 1
                     break
-            joins = 0
-            tally.episodes += ok  # every episode that ended, in the window or not
-            tally.episodes_failed += not ok
+            else:
+                tally.episodes += 1  # every episode that ended, in the window or not
+            episode = None
+            await asyncio.sleep(think)
+
+    def new_episode() -> tuple[Cookies, list]:
+        nonlocal sequence
+        sequence += 1
+        return Cookies(follow=True), rollout_steps(tasks[sequence % len(tasks)], sequence)
+
+    async def prepare(client: ServerClient, joins: int) -> tuple[Cookies, list] | None:
+        episode = new_episode()
+        for step in episode[1][:joins]:
+            if not await played(client, step, episode[0]):
+                await send(client, *episode[1][-1], episode[0])
+                tally.episodes_failed += 1
+                return None
+        return episode
+
+    async def played(client: ServerClient, step: tuple[str, dict], cookies: Cookies) -> bool:
+        route, body = step
+        reply, counted = await send(client, route, body, cookies)
+        good = reply is not None and reply.status == 200 and (
+            route != "verify" or (reply.json_or_none() or {}).get("reward") == 1.0)
+        if good:
+            tally.ok += counted
+        else:  # wherever it falls: a failure is never outside the measurement
+            tally.fail(f"{route} {reply.status if reply else 'no reply'} {reply.text[:120] if reply else ''!r}")
+        return good
 
     retries = Retries(deadline=give_up)
     async with ServerClient(url, timeout=give_up, connections=connections, observer=observe, retries=retries,
@@ -158,7 +211,9 @@ async def run(url: str, sessions: int, think: float, seconds: float, warmup: flo
             "rejected": tally.rejected, "episodes": tally.episodes, "episodes_failed": tally.episodes_failed,
             "failure_samples": tally.failures, "admitted": tally.admitted, "total": tally.total,
             "pool_wait": tally.pool_wait, "server": tally.server,
-            "cpu_seconds": usage.ru_utime + usage.ru_stime, "wall_seconds": wall, "pid": os.getpid()}
+            "cpu_seconds": usage.ru_utime + usage.ru_stime, "wall_seconds": wall, "pid": os.getpid(),
+            "prepared_seconds": window[0] - warmup - began, "client_gc_longest_ms": 1e3 * collecting[1],
+            "client_gc_ms": 1e3 * collecting[2]}
 
 
 def main() -> None:
@@ -167,16 +222,18 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, required=True)
     parser.add_argument("--think", type=float, required=True, help="seconds before each request")
     parser.add_argument("--seconds", type=float, default=60.0, help="the measured window")
-    parser.add_argument("--warmup", type=float, help="seconds before the window (default: two think times + 5, "
-                        "when the sessions have started and caught up)")
+    parser.add_argument("--preparing", type=int, default=24,
+                        help="sessions that play their first steps at once before the load starts (default 24)")
+    parser.add_argument("--warmup", type=float, help="seconds from the start of the load to the window (default: "
+                        "a quarter of the think time + 5)")
     parser.add_argument("--connections", type=int, default=512, help="the shared pool's size (default 512)")
     parser.add_argument("--give-up", type=float, default=600.0,
                         help="a request not answered by then fails (the client's retry deadline)")
     parser.add_argument("--out", type=Path, help="write the result here instead of to standard output")
     options = parser.parse_args()
-    warmup = options.warmup if options.warmup is not None else 2 * options.think + 5
+    warmup = options.warmup if options.warmup is not None else options.think / 4 + 5
     result = json.dumps(uvloop.run(run(options.url, options.sessions, options.think, options.seconds, warmup,
-                                       options.connections, options.give_up)))
+                                       options.connections, options.give_up, options.preparing)))
     if options.out:
         options.out.write_text(result)
     else:

@@ -36,7 +36,7 @@ class SendWindow:
             if turn.done() and not turn.cancelled():  # woken, then cancelled: pass the room on
                 self.in_flight -= 1
                 self._wake_next()
-            else:
+            elif turn in self._waiting:  # `_wake_next` drops a cancelled turn it meets
                 self._waiting.remove(turn)
             raise
         return self.cuts

@@ -11,6 +11,7 @@ import pytest
 from aiohttp import web
 
 from finsec_client.client import Retries, ServerClient, TransportFailure
+from tests.aiohttp_app import start
 
 FAST = Retries(attempts=4, deadline=10.0, initial=0.01, longest=0.05, jitter=0.0)
 
@@ -38,12 +39,7 @@ class Flaky:
 async def serve(flaky: Flaky):
     app = web.Application()
     app.router.add_post("/{route}", flaky.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
-    return runner, f"http://127.0.0.1:{port}"
+    return await start(app)
 
 
 async def post(flaky: Flaky, retries: Retries = FAST):

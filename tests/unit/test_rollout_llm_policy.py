@@ -11,6 +11,7 @@ from aiohttp import web
 from finsec_client.policies.llm import LlmPolicy, ModelSpec
 from finsec_client.tasks import Task
 from finsec_client.toolbox import ToolReply, Trajectory
+from tests.aiohttp_app import start
 
 
 def _call(name: str, arguments: dict, n: int) -> dict:
@@ -49,12 +50,8 @@ def test_a_model_cannot_reach_routes_that_are_not_offered_tools():
     async def main() -> None:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", completions)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]
-        policy = LlmPolicy(ModelSpec(base_url=f"http://127.0.0.1:{port}/v1", model="stub"))
+        runner, url = await start(app)
+        policy = LlmPolicy(ModelSpec(base_url=f"{url}/v1", model="stub"))
         tools = RecordingTools()
         try:
             await policy.play(Task(0, "t", "1", "What?", "42"), tools)

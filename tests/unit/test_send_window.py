@@ -11,6 +11,7 @@ from aiohttp import web
 
 from finsec_client.client import Retries, ServerClient
 from finsec_client.window import SendWindow
+from tests.aiohttp_app import start
 
 
 def test_it_opens_fully_and_holds_what_is_past_it_in_order():
@@ -78,6 +79,7 @@ def test_a_cancelled_waiter_leaks_no_room():
         waiter.cancel()  # still waiting
         window.leave(first, busy=False)  # the room passes to `behind`, not to the cancelled one
         await behind
+        assert (await asyncio.gather(waiter, return_exceptions=True))[0].__class__ is asyncio.CancelledError
         assert window.in_flight == 1
         window.leave(0, busy=False)
         woken_then_cancelled = asyncio.create_task(window.enter())
@@ -112,11 +114,7 @@ def test_the_client_narrows_its_window_on_a_busy_server_and_every_request_is_ans
 
         app = web.Application()
         app.router.add_post("/{route}", handle)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        runner, url = await start(app)
         try:
             retries = Retries(deadline=60, initial=0.01, longest_busy=0.05)
             async with ServerClient(url, connections=64, retries=retries) as client:
