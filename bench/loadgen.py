@@ -157,12 +157,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="write the result here instead of to standard output")
     options = parser.parse_args()
     runner = asyncio.run if options.plain_client else uvloop.run
-    result = json.dumps(runner(run(options.url, options.concurrency, options.seconds, options.warmup,
-                                   options.rollout_prefix, options.no_disconnect_watch, options.plain_client)))
-    if options.out:
-        options.out.write_text(result)
+    emit(runner(run(options.url, options.concurrency, options.seconds, options.warmup, options.rollout_prefix,
+                    options.no_disconnect_watch, options.plain_client)), options.out)
+
+
+def emit(result: dict, out: Path | None) -> None:
+    """A load generator's result as one JSON object, to `out` or to standard output."""
+    text = json.dumps(result)
+    if out:
+        out.write_text(text)
     else:
-        print(result)
+        print(text)
 
 
 if __name__ == "__main__":

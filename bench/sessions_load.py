@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import math
 import os
 import random
@@ -42,7 +41,7 @@ import uvloop
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from loadgen import rollout_steps  # noqa: E402
+from loadgen import emit, rollout_steps  # noqa: E402
 
 from finsec.corpus.generate import questions  # noqa: E402
 from finsec_client.client import (  # noqa: E402
@@ -232,12 +231,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="write the result here instead of to standard output")
     options = parser.parse_args()
     warmup = options.warmup if options.warmup is not None else options.think / 4 + 5
-    result = json.dumps(uvloop.run(run(options.url, options.sessions, options.think, options.seconds, warmup,
-                                       options.connections, options.give_up, options.preparing)))
-    if options.out:
-        options.out.write_text(result)
-    else:
-        print(result)
+    emit(uvloop.run(run(options.url, options.sessions, options.think, options.seconds, warmup, options.connections,
+                        options.give_up, options.preparing)), options.out)
 
 
 if __name__ == "__main__":
