@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -212,8 +213,7 @@ def render(results: dict) -> str:
     rounds = results["rounds"]
     cores = os.cpu_count() or 1
     lines = ["# Capacity: concurrent sessions at an agent's think time", "",
-             f"{results['machine']}; {results['ran_at']}"
-             + (f" (rounds added {results['appended_at']})" if results.get("appended_at") else "")
+             results["machine"] + (f" (rounds added {results['appended_at']})" if results.get("appended_at") else "")
              + f". `.venv/bin/python {results['command']}`. A point passes when at least 95% of requests are "
              f"answered and the p99 of an agent's whole wait for an answer (backpressure's waits and the client's "
              f"queue included) is under {results['bound_ms']:.0f} ms; capacity is the largest session count that "
@@ -221,7 +221,7 @@ def render(results: dict) -> str:
              "round(s), configurations interleaved. Latency at the server is an admitted request's, from its "
              "headers on the wire to the answer's.", "",
              "| configuration | think | capacity by round | median | sessions per core | req/s there | "
-             "agent's wait p50 / p99 ms | admitted p99 ms (server) | client CPU | KB per open session |",
+             "agent's wait p99 ms | admitted p99 ms (server) | client CPU | KB per open session |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     overloads = []
     for config in rounds[0]:
@@ -229,13 +229,14 @@ def render(results: dict) -> str:
             found = [r[config][index] for r in rounds if config in r]
             capacities = [f["capacity"] for f in found]
             median = statistics.median(capacities)
+            # every round's run at the median count (a round that stopped short of it has none)
             at = [p for f in found for p in f["points"] if p["sessions"] == median] or [found[0]["points"][0]]
             best = at[0]
             lines.append(
                 f"| {config} | {first['think']:g} s | {', '.join(map(str, capacities))} | {median:,.0f} | "
-                f"{median / cores:,.0f} | {best['requests_per_s']:.0f} | {_num(best.get('total_p50_ms'))} / "
-                f"{_num(best['total_p99_ms'])} | {_num(best['server_p99_ms'])} | {best['client_cpu_share']:.0%} | "
-                f"{best['kb_per_session']:.1f} |")
+                f"{median / cores:,.0f} | {statistics.median(p['requests_per_s'] for p in at):.0f} | "
+                f"{_span(p['total_p99_ms'] for p in at)} | {_span(p['server_p99_ms'] for p in at)} | "
+                f"{best['client_cpu_share']:.0%} | {best['kb_per_session']:.1f} |")
             overloads += [(number, config, f["overload"]) for number, f in enumerate(found, 1) if f.get("overload")]
     if overloads:
         lines += ["", "At twice capacity (backpressure):", "",
@@ -266,6 +267,14 @@ def render(results: dict) -> str:
 
 def _num(ms: float | None) -> str:
     return "-" if ms is None else f"{ms:.0f}"
+
+
+def _span(values: Iterable[float | None]) -> str:
+    """The range of the rounds' values ("46" when they agree to the millisecond)."""
+    known = sorted(round(v) for v in values if v is not None)
+    if not known:
+        return "-"
+    return str(known[0]) if known[0] == known[-1] else f"{known[0]}-{known[-1]}"
 
 
 if __name__ == "__main__":
