@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from finsec_client.client import Observer, ServerClient
+from finsec_client.client import Observer, Retries, ServerClient
 from finsec_client.drivers import AgentRunSeed, Episode, make_driver, new_record
 from finsec_client.policies import Policy
 from finsec_client.policies.llm import LlmPolicy, ModelSpec
@@ -39,11 +39,18 @@ class RunPlan:
     # as transport failures without being tried, so a hung server cannot hold a long run for hours. 0: never.
     give_up_after: int = 32
     repeats: int = 1  # K plays of each task as one group (GRPO); 1: no groups
+    # How long one request is sent again: a busy server's 503/429 with Retry-After is waited out until then.
+    retry_deadline: float = Retries.deadline
     skip: frozenset[int] = frozenset()  # episodes a resumed run already has
 
     @property
     def policy_name(self) -> str:
         return "scripted" if self.model is None else "llm"
+
+    def client(self, *, connections: int = 256, observer: Observer | None = None) -> ServerClient:
+        """The rollout client this plan's requests go through."""
+        return ServerClient(self.base_url, timeout=self.request_timeout, connections=connections, observer=observer,
+                            retries=Retries(deadline=self.retry_deadline))
 
     def episode(self, index: int) -> Episode:
         d, t, k = len(self.drivers), len(self.tasks), self.repeats
@@ -85,8 +92,7 @@ async def run_episodes(plan: RunPlan, indices: Iterable[int], on_record: Callabl
         in_a_row = in_a_row + 1 if record.failure is not None and record.failure.kind == "transport" else 0
         on_record(record)
 
-    async with ServerClient(plan.base_url, timeout=plan.request_timeout, connections=max(8, plan.concurrency),
-                            observer=observer) as client:
+    async with plan.client(connections=max(8, plan.concurrency), observer=observer) as client:
 
         async def lane() -> None:
             for index in queue:  # one iterator shared by the lanes: each index is played once

@@ -74,7 +74,7 @@ async def trace_episode(plan: RunPlan, out: TextIO) -> EpisodeRecord:
     driver = make_driver(episode.driver, plan.agent_run_seed)
     policy = make_policy(plan)
     out.write(f"episode 0 ({episode.driver} driver, {policy.name} policy): {episode.task.question}\n")
-    async with ServerClient(plan.base_url, timeout=plan.request_timeout, observer=tracer) as client:
+    async with plan.client(observer=tracer) as client:
         state = driver.start(client, episode, policy.name, None)
         try:
             await driver.seed(state)

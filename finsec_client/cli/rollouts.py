@@ -71,6 +71,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--workers", type=int, default=0, help="run the drivers as N Ray actors spread over the "
                      "cluster (default: in this process)")
     run.add_argument("--request-timeout", type=float, default=60.0, help="seconds per request (default 60)")
+    run.add_argument("--retry-deadline", type=float, default=600.0, metavar="SECONDS", help="how long one request "
+                     "is sent again, a busy server's 503 or 429 with Retry-After waited out (default 600)")
     run.add_argument("--give-up-after", type=int, default=32, metavar="K", help="after K transport failures "
                      "in a row, record the episodes left as transport failures without trying them (0: never)")
     run.add_argument("--trace", action="store_true", help="play one episode and print it request by request")
@@ -105,7 +107,7 @@ def _plan_from(options: argparse.Namespace, url: str) -> RunPlan:
     episodes = options.episodes or (len(tasks) * options.repeats * len(drivers) if options.repeats > 1 else 96)
     plan = RunPlan(url, tasks, 1 if options.trace else episodes, options.concurrency, drivers, model,
                    options.request_timeout, options.agent_run_seed, new_run_id(), options.give_up_after,
-                   options.repeats)
+                   options.repeats, retry_deadline=options.retry_deadline)
     return replace(plan, skip=frozenset(r.episode for r in options.resumed)) if options.resumed else plan
 
 
@@ -119,8 +121,9 @@ def _check(options: argparse.Namespace) -> None:
         if value is not None and value < least]
     if options.temperature is not None and not 0 <= options.temperature <= 2:
         problems.append(f"--temperature must be between 0 and 2, not {options.temperature:g}")
-    if options.request_timeout <= 0:
-        problems.append(f"--request-timeout must be positive, not {options.request_timeout:g}")
+    problems += [f"{flag} must be positive, not {value:g}" for flag, value in (
+        ("--request-timeout", options.request_timeout), ("--retry-deadline", options.retry_deadline))
+        if not value > 0]  # NaN too
     if options.policy == "llm" and not (options.model_url and options.model):
         problems.append("--policy llm needs --model-url and --model")
     if problems:

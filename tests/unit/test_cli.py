@@ -177,6 +177,9 @@ def test_each_bad_number_is_named_on_its_own_line(capsys):
                     "finsec: error: --concurrency must be at least 1, not 0",
                     "finsec: error: --workers must be at least 0, not -1",
                     "finsec: error: --temperature must be between 0 and 2, not 3"]
+    said = usage_error(["rollouts", "--request-timeout", "nan", "--retry-deadline", "0"], capsys).splitlines()
+    assert said == ["finsec: error: --request-timeout must be positive, not nan",
+                    "finsec: error: --retry-deadline must be positive, not 0"]
 
 
 def test_a_misspelt_flag_gets_a_suggestion(capsys):

@@ -11,6 +11,8 @@ import pytest
 from aiohttp import web
 
 from finsec_client.client import Retries, ServerClient, TransportFailure
+from finsec_client.runner import RunPlan, run_episodes
+from finsec_client.tasks import embedded_tasks
 from tests.aiohttp_app import start
 
 FAST = Retries(attempts=4, deadline=10.0, initial=0.01, longest=0.05, jitter=0.0)
@@ -120,3 +122,25 @@ def test_a_busy_server_s_wait_doubles_from_its_retry_after():
     assert Retries(initial=0.2).wait(0, 1, 0.0) >= 0.2  # a Retry-After of 0 is not a tight loop
     assert Retries(longest_busy=1.0).wait(0, 5, 30.0) >= 30.0  # never sooner than the server asked
     assert Retries(attempts=1).wait(0, 1, 2.0) is None
+
+
+def test_a_run_s_retry_deadline_ends_its_wait_for_a_server_that_stays_busy():
+    """`finsec rollouts --retry-deadline`: an episode against a server that never stops answering 503 with
+    Retry-After ends with that answer once the run's deadline passes (with the default ten minutes, this test
+    would run into its own timeout instead)."""
+    flaky = Flaky(10**9, 503, retry_after="0")
+
+    async def play() -> list:
+        runner, url = await serve(flaky)
+        try:
+            records: list = []
+            plan = RunPlan(url, tuple(embedded_tasks()), 1, 1, retry_deadline=1.0)
+            await run_episodes(plan, [0], records.append)
+            return records
+        finally:
+            await runner.cleanup()
+
+    [record] = asyncio.run(play())
+    seeds = [call for call in record.calls if call["route"].endswith("seed_session")]
+    assert record.failure is not None and record.reward is None
+    assert len(seeds) > 1 and all(call["status"] == 503 for call in seeds)  # waited out, then the 503 stood
