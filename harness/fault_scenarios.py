@@ -100,11 +100,16 @@ def seeded_by(response: httpx.Response) -> str | None:
     return None
 
 
-async def episode(client: httpx.AsyncClient, retry_5xx: bool, think: float = 0.0) -> Episode:
+def new_sid() -> str:
+    return f"resources-session-{uuid.uuid4().hex}"
+
+
+async def episode(client: httpx.AsyncClient, retry_5xx: bool, think: float = 0.0, sid: str | None = None
+                  ) -> Episode:
     """One episode as single_agent_turn drives it. With `retry_5xx`, a 5xx or a dropped connection is retried,
     as a rollout driver may: every route is safe to repeat by the contract. `think` seconds pass between the
     last tool call and verify."""
-    sid = f"resources-session-{uuid.uuid4().hex}"
+    sid = sid or new_sid()
     ep = {"rollout_id": sid[-10:], "attempt": 0}
     record = Episode(sid, time.monotonic())
     answer = {"type": "function_call", "name": "submit_final_result", "call_id": "c",
@@ -159,22 +164,32 @@ class Fault:
 
 
 async def rollouts(url: str, workers: int, seconds: float, fault, fault_after: float, retry_5xx: bool = False,
-                   think: float = THINK_SECONDS) -> tuple[list[Episode], Fault]:
+                   think: float = THINK_SECONDS, exposed: Callable[[str], bool] | None = None
+                   ) -> tuple[list[Episode], Fault]:
     """Episodes from `workers` concurrent clients for `seconds` (every other client thinks `think` seconds before
-    verify); `fault()` runs (in a thread) after `fault_after` seconds. Returns the episodes and when the fault
-    ran (its `shards` are the caller's to fill in)."""
+    verify); `fault()` runs (in a thread) after `fault_after` seconds and, given `exposed` (whether the fault
+    reaches a session ID), once an episode it reaches is in flight. Returns the episodes and when the fault ran
+    (its `shards` are the caller's to fill in)."""
     done: list[Episode] = []
     stop_at = time.monotonic() + seconds
     window: list[float] = []
+    in_flight: set[str] = set()
 
     async def worker(n: int):
         async with httpx.AsyncClient(base_url=url, timeout=60) as client:
             while time.monotonic() < stop_at:
                 client.cookies.clear()
-                done.append(await episode(client, retry_5xx, think if n % 2 else 0.0))
+                sid = new_sid()
+                in_flight.add(sid)  # before the episode's start time is taken: no await between
+                done.append(await episode(client, retry_5xx, think if n % 2 else 0.0, sid))
+                in_flight.discard(sid)
 
     async def inject():
         await asyncio.sleep(fault_after)
+        # Otherwise every session in flight may sit where the fault does not reach (rarely, but a test of what
+        # the fault does to open sessions then has none)
+        while exposed is not None and not any(map(exposed, in_flight)) and time.monotonic() < stop_at:
+            await asyncio.sleep(0.005)
         window.append(time.monotonic())
         await asyncio.to_thread(fault)
         window.append(time.monotonic())
@@ -403,7 +418,8 @@ def node_loss(seconds: float = 12.0) -> dict:
             wait_gone(doomed)
 
         closed = _closed_ids(url, 8)
-        episodes, fault = asyncio.run(rollouts(url, 8, seconds, remove_victim, fault_after=2.0))
+        episodes, fault = asyncio.run(rollouts(url, 8, seconds, remove_victim, fault_after=2.0,
+                                               exposed=lambda sid: shard_index(sid, settings.num_shards) in lost))
         fault = Fault(fault.began, fault.ended, frozenset(lost))
 
         def shard_of(e: Episode) -> int:
