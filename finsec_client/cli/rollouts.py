@@ -27,6 +27,7 @@ from finsec_client.cli.usage import (
     check_url,
     default_url,
 )
+from finsec_client.client import Retries
 from finsec_client.drivers import DRIVERS
 from finsec_client.policies.llm import ModelSpec
 from finsec_client.progress import Progress
@@ -71,8 +72,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--workers", type=int, default=0, help="run the drivers as N Ray actors spread over the "
                      "cluster (default: in this process)")
     run.add_argument("--request-timeout", type=float, default=60.0, help="seconds per request (default 60)")
-    run.add_argument("--retry-deadline", type=float, default=600.0, metavar="SECONDS", help="how long one request "
-                     "is sent again, a busy server's 503 or 429 with Retry-After waited out (default 600)")
+    run.add_argument("--retry-deadline", type=float, default=Retries.deadline, metavar="SECONDS", help="how long "
+                     "one request is sent again, a busy server's 503 or 429 with Retry-After waited out (default "
+                     "%(default)g)")
     run.add_argument("--give-up-after", type=int, default=32, metavar="K", help="after K transport failures "
                      "in a row, record the episodes left as transport failures without trying them (0: never)")
     run.add_argument("--trace", action="store_true", help="play one episode and print it request by request")
