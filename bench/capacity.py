@@ -1,18 +1,20 @@
 """Capacity a cluster can be sized by: how many concurrent sessions the app holds at an agent's think time, in
-OpenEnv's manner (issue 38), and what its backpressure does past that.
+OpenEnv's manner, and what admission does past that.
 
-    .venv/bin/python bench/capacity.py --overload                       # the full sweep (hours; see --help)
+    .venv/bin/python bench/capacity.py --overload --plain               # the full sweep (hours; see --help)
     .venv/bin/python bench/capacity.py --configs serve --thinks 10,60 --rounds 1 --out capacity_quick
 
 For each configuration (started here as users start it: `finsec serve configs/serve.yaml`; `redis` the same with
-its marks in a private redis-server; `inprocess` as `finsec serve --in-process`; `unbounded` the Serve app with
-no request queue bound, as before backpressure) and think time, session counts double from a start until a point
-fails: fewer than 95% of requests answered, or the p99 of an agent's whole wait for an answer over `--bound-ms`.
+its marks in a private redis-server; `inprocess` as `finsec serve --in-process`) and think time, session counts
+double from a start until a point fails: fewer than 95% of requests answered, or the p99 of an agent's whole wait
+for an answer over `--bound-ms`.
 The largest count that passed is the capacity. Rounds interleave the configurations (this machine drifts between
 passes), and a repetition starts at the capacity found before, so it measures that count and twice it; the
 report gives each round's capacity and the median. With `--overload`, each configuration also runs at twice its
-capacity: what backpressure does there (requests turned away, the admitted requests' p99 at the server, the
-agent's wait, episodes completed).
+capacity: what admission does there (requests turned away, the admitted requests' p99 at the server, the
+agent's wait, episodes completed). With `--plain`, a trainer's plain client (every request sent once, a 503 a
+failure, as NeMo Gym's client) then runs at once, twice and four times the capacity: the share of its requests
+answered, and its agents' wait.
 
 Each point is one run of bench/sessions_load.py in its own process, through the project's own client (its CPU is
 reported: it shares the server's cores). Memory per open session is the resident memory of all the
@@ -42,7 +44,8 @@ from serve_rollouts import _rss_kb, _tree  # noqa: E402
 
 from finsec.net.ports import free_port  # noqa: E402
 
-CONFIGS = ("serve", "redis", "inprocess", "unbounded")
+CONFIGS = ("serve", "redis", "inprocess")
+PLAIN_FACTORS = (1, 2, 4)
 STARTS = {1: 500, 10: 2_000, 30: 8_000, 60: 10_000}  # the first round's: they pass through the issue's points
 
 
@@ -72,18 +75,7 @@ class App:
         self.url = f"http://127.0.0.1:{self.port}"
 
     def _config_file(self, config: str) -> Path:
-        if config != "unbounded":
-            return ROOT / "configs/serve.yaml"
-        import yaml
-
-        document = yaml.safe_load((ROOT / "configs/serve.yaml").read_text())
-        ingress = document["applications"][0]["deployments"][0]
-        for key in ("max_queued_requests", "backpressure_config"):
-            ingress.pop(key, None)
-        ingress["max_ongoing_requests"] = 256
-        path = Path(self.stack.enter_context(tempfile.TemporaryDirectory())) / "serve.yaml"
-        path.write_text(yaml.safe_dump(document))
-        return path
+        return ROOT / "configs/serve.yaml"
 
     def rss_mb(self) -> float:
         return sum(_rss_kb(pid) for pid in _tree(self.process.pid)) / 1024
@@ -97,12 +89,13 @@ class App:
         self.stack.close()
 
 
-def point(app: App, sessions: int, think: float, seconds: float) -> dict:
+def point(app: App, sessions: int, think: float, seconds: float, never_retry: bool = False) -> dict:
     idle = app.rss_mb()
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         subprocess.run([sys.executable, str(ROOT / "bench/sessions_load.py"), "--url", app.url, "--sessions",
-                        str(sessions), "--think", str(think), "--seconds", str(seconds), "--out", out.name],
-                       check=True, timeout=30 * think + seconds + 600)
+                        str(sessions), "--think", str(think), "--seconds", str(seconds), "--out", out.name,
+                        *(["--never-retry"] if never_retry else [])],
+                       check=True, timeout=30 * think + seconds + 1200)
         busy = app.rss_mb()  # the load generator closes its sessions as it ends: read before they go
         raw = json.loads(Path(out.name).read_text())
     return summarize(raw, idle, busy)
@@ -170,6 +163,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, help="each point's window (default: half the think time, at least "
                         "20 s: every session sends a request or more in it)")
     parser.add_argument("--overload", action="store_true", help="then run each at twice its capacity")
+    parser.add_argument("--plain", action="store_true", help="then a client that never retries at 1, 2 and 4 "
+                        "times the capacity")
     parser.add_argument("--append", action="store_true",
                         help="add the rounds to bench/results/<out>.json's (same configurations and think times)")
     parser.add_argument("--out", default="capacity")
@@ -198,6 +193,14 @@ def main() -> None:
                         failed = found["points"][-1]
                         found["overload"] = failed if failed["sessions"] == 2 * found["capacity"] else \
                             point(app, 2 * found["capacity"], think, seconds)
+                    if options.plain and found["capacity"]:
+                        found["plain"] = []
+                        for factor in PLAIN_FACTORS:
+                            plain = point(app, factor * found["capacity"], think, seconds, never_retry=True)
+                            print(f"  plain client at {factor}x ({plain['sessions']} sessions): "
+                                  f"{plain['success']:.4f} answered, wait p99 {plain['total_p99_ms'] or 0:.0f} ms",
+                                  flush=True)
+                            found["plain"].append({"factor": factor, **plain})
                     sweeps.append(found)
                 runs[config] = sweeps
             finally:
@@ -247,6 +250,19 @@ def render(results: dict) -> str:
             lines.append(f"| {number} | {config} | {p['think']:g} s | {p['sessions']:,} | {p['requests_per_s']:.0f} | "
                          f"{p['rejected'] / p.get('seconds', 1):.0f} | {_num(p['server_p99_ms'])} | "
                          f"{_num(p['total_p99_ms'])} | {p['failed']} | {p['episodes']} / {p['episodes_failed']} |")
+    plains = [(number, config, p) for number, r in enumerate(rounds, 1) for config, sweeps in r.items()
+              for f in sweeps for p in f.get("plain", [])]
+    if plains:
+        lines += ["", "A client that never retries (each request sent once, a 503 a failure) at 1, 2 and 4 times "
+                  "the capacity:", "",
+                  "| round | configuration | think | x capacity | sessions | requests answered | refused | "
+                  "agent's wait p50 / p99 ms | admitted p99 ms (server) | req/s | episodes done / failed |",
+                  "|---" * 11 + "|"]
+        for number, config, p in plains:
+            lines.append(f"| {number} | {config} | {p['think']:g} s | {p['factor']} | {p['sessions']:,} | "
+                         f"{p['success']:.2%} | {p['rejected']} | {_num(p.get('total_p50_ms'))} / "
+                         f"{_num(p['total_p99_ms'])} | {_num(p['server_p99_ms'])} | {p['requests_per_s']:.0f} | "
+                         f"{p['episodes']} / {p['episodes_failed']} |")
     lines += ["", "Every point:", "",
               "| round | configuration | think | sessions | success | req/s | turned away | admitted p50 / p99 ms "
               "(server) | agent's wait p50 / p99 ms | episodes done / failed |", "|---" * 10 + "|"]

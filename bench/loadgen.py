@@ -23,7 +23,6 @@ import os
 import resource
 import sys
 import time
-import uuid
 from collections import defaultdict
 from pathlib import Path
 
@@ -35,27 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from finsec.corpus.generate import questions  # noqa: E402
 from finsec_client.client import CLIENT_HEADERS  # noqa: E402
 from harness.cookies import cookie_header, take_cookies  # noqa: E402
-
-
-def rollout_steps(task: dict, n: int) -> list[tuple[str, dict]]:
-    sid = f"resources-session-{uuid.uuid4().hex}"
-    episode = {"rollout_id": f"bench-{n}", "attempt": 0}
-    answer = {"type": "function_call", "name": "submit_final_result", "call_id": "c",
-              "arguments": json.dumps({"final_result": task["expected_answer"]})}
-    return [
-        ("seed_session", {"resources_session_id": sid, "episode_id": episode,
-                          "task_id": {"taskset": "bench", "task_id": str(n)}, "task_data": {}}),
-        ("sec_filing_search", {"ticker": task["ticker"], "form_types": [task["form"]]}),
-        ("parse_html_page", {"url": task["url"], "key": "filing"}),
-        ("retrieve_information", {"prompt": task["question"] + " {{filing}}"}),
-        ("retrieve_information", {"prompt": "total revenues and net income {{filing}}",
-                                  "input_character_ranges": [{"key": "filing", "start": 0, "end": 20_000}]}),
-        ("submit_final_result", {"final_result": task["expected_answer"]}),
-        ("verify", {"responses_create_params": {"input": [{"role": "user", "content": task["question"]}]},
-                    "response": {"output": [answer]}, "question": task["question"],
-                    "expected_answer": task["expected_answer"]}),
-        ("close_session", {"resources_session_id": sid, "episode_id": episode}),
-    ]
+from harness.episodes import rollout_steps  # noqa: E402
 
 
 async def run(url: str, concurrency: int, seconds: float, warmup: float, rollout_prefix: bool = False,

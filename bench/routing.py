@@ -58,11 +58,11 @@ async def _call(app, path: str, body: bytes, cookie: bytes | None) -> tuple[int,
 
 async def _measure_app(root: Path) -> dict:
     import yaml
-    from loadgen import rollout_steps
 
     from deployments.inprocess import in_process_app
     from deployments.settings import Settings
     from finsec.corpus.generate import questions
+    from harness.episodes import rollout_steps
 
     args = yaml.safe_load((root / "configs/serve.yaml").read_text())["applications"][0]["args"]
     api = in_process_app(Settings(**{**args, "app_name": f"routing-{uuid.uuid4().hex[:6]}"})).api

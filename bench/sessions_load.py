@@ -4,7 +4,7 @@ think time before every request, from its own process, through the project's own
 
     python bench/sessions_load.py --url http://127.0.0.1:8000 --sessions 8000 --think 10 --seconds 60
 
-Prints one JSON object. Each session joins its first episode at a random step (bench/loadgen.py's rollout_steps:
+Prints one JSON object. Each session joins its first episode at a random step (harness/episodes.py's rollout_steps:
 seed, search, parse, retrieve twice, submit, verify, close), so the load is the steady mix of routes from its
 first request. The steps before it are played first, `--preparing` sessions at a time and unmeasured, so that
 preparing tens of thousands of sessions never floods the server. Then the load starts: every session sends its
@@ -13,7 +13,9 @@ episodes back to back, sleeping `think` seconds before each request. When the wi
 its open episode at once, so none outlives the run.
 
 A 503 or 429 with Retry-After is backpressure: the client sends the request again as its `Retries` say, and
-narrows its window; each such answer is counted as turned away, never as failed. A request fails when it gets
+narrows its window; each such answer is counted as turned away, never as failed. With `--never-retry` the client
+is a trainer's plain one instead (NeMo Gym's): every request sent once, no send window (the connection pool is its
+only bound), and a 503 fails the request and its episode. A request fails when it gets
 any other non-200, no reply, no answer within `--give-up` seconds, or (verify) a reward other than 1.0: failures
 and episodes are counted over the whole run. A request first sent within the measured window (from `--warmup`
 after the load starts) counts as served when answered, and gives its total latency: the agent's whole wait
@@ -41,7 +43,7 @@ import uvloop
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from loadgen import emit, rollout_steps  # noqa: E402
+from loadgen import emit  # noqa: E402
 
 from finsec.corpus.generate import questions  # noqa: E402
 from finsec_client.client import (  # noqa: E402
@@ -53,6 +55,7 @@ from finsec_client.client import (  # noqa: E402
     ServerClient,
     TransportFailure,
 )
+from harness.episodes import rollout_steps  # noqa: E402
 
 
 class _Tally:
@@ -70,8 +73,18 @@ class _Tally:
             self.failures.append(what)
 
 
+class _NoWindow:
+    """A plain client's: as many requests in flight as its pool has connections, however busy the server."""
+
+    async def enter(self) -> int:
+        return 0
+
+    def leave(self, sent_under: int, *, busy: bool) -> None:
+        pass
+
+
 async def run(url: str, sessions: int, think: float, seconds: float, warmup: float, connections: int,
-              give_up: float, preparing: int) -> dict:
+              give_up: float, preparing: int, never_retry: bool = False) -> dict:
     tasks = questions()
     tally = _Tally()
     began = time.monotonic()
@@ -200,13 +213,16 @@ async def run(url: str, sessions: int, think: float, seconds: float, warmup: flo
             tally.fail(f"{route} {reply.status if reply else 'no reply'} {reply.text[:120] if reply else ''!r}")
         return good
 
-    retries = Retries(deadline=give_up)
+    retries = Retries(attempts=1) if never_retry else Retries(deadline=give_up)
     async with ServerClient(url, timeout=give_up, connections=connections, observer=observe, retries=retries,
                             trace_configs=[tracing]) as client:
+        if never_retry:
+            client.window = _NoWindow()
         await asyncio.gather(*(session(client) for _ in range(sessions)))
     usage = resource.getrusage(resource.RUSAGE_SELF)
     wall = time.monotonic() - began
-    return {"sessions": sessions, "think": think, "seconds": seconds, "ok": tally.ok, "failed": tally.failed,
+    return {"sessions": sessions, "think": think, "seconds": seconds, "never_retry": never_retry,
+            "ok": tally.ok, "failed": tally.failed,
             "rejected": tally.rejected, "episodes": tally.episodes, "episodes_failed": tally.episodes_failed,
             "failure_samples": tally.failures, "admitted": tally.admitted, "total": tally.total,
             "pool_wait": tally.pool_wait, "server": tally.server,
@@ -228,11 +244,13 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=512, help="the shared pool's size (default 512)")
     parser.add_argument("--give-up", type=float, default=600.0,
                         help="a request not answered by then fails (the client's retry deadline)")
+    parser.add_argument("--never-retry", action="store_true",
+                        help="a trainer's plain client: each request sent once, no send window")
     parser.add_argument("--out", type=Path, help="write the result here instead of to standard output")
     options = parser.parse_args()
     warmup = options.warmup if options.warmup is not None else options.think / 4 + 5
     emit(uvloop.run(run(options.url, options.sessions, options.think, options.seconds, warmup, options.connections,
-                        options.give_up, options.preparing)), options.out)
+                        options.give_up, options.preparing, options.never_retry)), options.out)
 
 
 if __name__ == "__main__":

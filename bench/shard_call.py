@@ -55,11 +55,10 @@ async def record_batches(rollouts: int) -> list[list]:
     import yaml
 
     sys.path.insert(0, str(ROOT / "bench"))
-    from loadgen import rollout_steps
-
     from deployments.inprocess import in_process_app
     from deployments.settings import Settings
     from finsec.corpus.generate import questions
+    from harness.episodes import rollout_steps
     from session_store.shard import ShardService
 
     args = yaml.safe_load((ROOT / "configs/serve.yaml").read_text())["applications"][0]["args"]

@@ -47,6 +47,8 @@ def shape(settings: Settings, marks_kept_in: str | None = None) -> dict[str, Any
         "grader": f"judge {judge.model or judge.base_url}" if judge else "deterministic",
         "retrieval": f"model {retrieval.model or retrieval.base_url}" if retrieval else "bm25 passages",
         "session_ttl_seconds": settings.session_ttl_seconds, "fence_ttl_seconds": settings.fence_ttl_seconds,
+        # how long a request may wait for a place: a client's timeout must be longer (finsec rollouts checks it)
+        "admission_running": settings.admission_running, "admission_wait_seconds": settings.admission_wait_seconds,
     }
 
 

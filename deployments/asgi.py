@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from deployments.http.admission import Admission, AdmissionMiddleware, AdmissionState
 from deployments.http.error_handlers import install_error_handlers
 from deployments.http.identity import SessionIdentityMiddleware
 from deployments.http.prefixes import RolloutPrefixMiddleware
@@ -36,6 +37,7 @@ def create_api(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.services = await build_services()
+        app.state.admission.metrics = app.state.services.metrics
         try:
             async with mcp_running():  # inside the services: ending MCP sessions releases what they seeded
                 yield
@@ -60,6 +62,9 @@ def create_api(
     named = {route.path for route in named_routes} | {MCP_PATH}
     app.add_middleware(StrictJsonMiddleware, max_bytes=settings.max_request_bytes, max_depth=settings.max_body_depth,
                        checks=named.__contains__, repairs={"/verify", "/aggregate_metrics"}.__contains__)
+    # Inside the identity middleware, so a refusal carries the session's cookie as every reply does (§A.0).
+    app.state.admission = AdmissionState(Admission.from_settings(settings))
+    app.add_middleware(AdmissionMiddleware, state=app.state.admission, event_streams=frozenset({MCP_PATH}))
     app.add_middleware(
         SessionIdentityMiddleware,
         cookie_name=settings.cookie_name,

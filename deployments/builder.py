@@ -8,6 +8,7 @@ from typing import Any
 from ray.serve import Application
 
 from deployments import serve_tuning
+from deployments.http.admission import Admission
 from deployments.ingress import FinsecIngress
 from deployments.mark_store import begin_mark_store, cookie_secret
 from deployments.settings import Settings
@@ -16,7 +17,11 @@ log = logging.getLogger("ray.serve")
 
 
 def ingress_application(settings: Settings, **deployment_options: Any) -> Application:
-    ingress = FinsecIngress.options(**deployment_options) if deployment_options else FinsecIngress
+    """The app, its ingress deployment configured by `deployment_options` (a serve config's FinsecIngress section).
+    Every request reaches a replica at once, where admission times its wait: Serve's own bound on the requests a
+    replica holds is what admission may hold, unless the options say otherwise (`finsec check` says why not to)."""
+    held = Admission.from_settings(settings).most_held()
+    ingress = FinsecIngress.options(**{"max_ongoing_requests": held, **deployment_options})
     begin_mark_store(settings)
     return ingress.bind(settings, cookie_secret(settings))
 

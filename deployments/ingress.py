@@ -38,10 +38,9 @@ def destroy_app_actors(settings: Settings) -> int:
     return app_actors(settings).destroy()
 
 
-# Requests spend most of their time awaiting shards and upstream I/O, so one replica takes many at once: with
-# Serve's default of 5 the ingress keeps hitting full replicas. Many requests in flight also make the shard
-# calls of one replica coalesce into bigger batches (bench/results/serve_rollouts.md).
-@serve.deployment(name="FinsecIngress", max_ongoing_requests=256)
+# The app admits requests itself, by waiting time (deployments/http/admission.py): Serve hands each replica every
+# request at once (the builder sets max_ongoing_requests from the admission settings) and queues none of its own.
+@serve.deployment(name="FinsecIngress", max_queued_requests=-1)
 @serve.ingress()
 class FinsecIngress:
     def __init__(self, settings: Settings, cookie_secret: str):

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from fastapi import FastAPI
 
 from deployments.asgi import create_api
-from deployments.http.admission import Admission, AdmissionMiddleware
 from deployments.mark_store import begin_mark_store, durable_records
 from deployments.mark_store import cookie_secret as kept_cookie_secret
 from deployments.services import build_services
@@ -77,15 +76,13 @@ def in_process_app(settings: Settings, cookie_secret: str | None = None,
     return InProcessApp(api, store, documents, marks, reaper, settings)
 
 
-def serve_in_process(settings: Settings, host: str, port: int, *, admission: Admission | None = None,
+def serve_in_process(settings: Settings, host: str, port: int, *,
                      on_ready: Callable[[str], None] | None = None) -> None:
-    """Serve the app from this process until SIGINT or SIGTERM, the reaper ticking every reaper_interval_seconds,
-    with Serve's backpressure where `admission` bounds it."""
+    """Serve the app from this process until SIGINT or SIGTERM, the reaper ticking every reaper_interval_seconds."""
     import uvicorn
 
     app = in_process_app(settings)
-    edge = AdmissionMiddleware(app.api, admission) if admission is not None else app.api
-    server = uvicorn.Server(uvicorn.Config(edge, host=host, port=port, log_level="warning", access_log=False))
+    server = uvicorn.Server(uvicorn.Config(app.api, host=host, port=port, log_level="warning", access_log=False))
 
     async def reap() -> None:
         while True:

@@ -45,6 +45,17 @@ class Settings(BaseSettings):
     reaper_interval_seconds: float = Field(30.0, gt=0, description="how often the reaper evicts what is past its TTL "
                                            "and sweeps unreferenced texts")
     max_rollout_time_seconds: float | None = Field(None, ge=0, description="per-session tool time budget (§A.15)")
+    # admission (deployments/http/admission.py): requests wait for a place by time, bounded by memory, never by a
+    # small count, since most trainers' clients take a 503 as a lost rollout
+    admission_running: int = Field(32, ge=1, le=4096, description="requests one replica (or the one process) works "
+                                   "on at once; the others wait for a place, first come first served")
+    admission_wait_seconds: float = Field(
+        60.0, gt=0, le=3600, description="a request that has waited this long for a place (its body's arrival "
+        "included) gets 503 with Retry-After, unstarted; a slower body gets 408")
+    admission_waiting_bytes: int = Field(
+        256_000_000, ge=1_000_000, description="memory the requests waiting on one replica may hold (their bodies "
+        "and 16 KB each besides); past it a request gets 503 with Retry-After at once")
+    admission_retry_after_seconds: int = Field(5, ge=0, le=3600, description="the Retry-After of those 503s")
     # bounds on what sessions, shards and requests may hold; each breach is a clear error, never a crash
     max_request_bytes: int = Field(16_000_000, ge=1024, description="larger request bodies get 413")
     max_body_depth: int = Field(64, ge=8, description="deeper JSON nesting gets 422")

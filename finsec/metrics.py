@@ -16,7 +16,9 @@ shards' session events are the reaper's (session_store/ray_actors.py); these are
   error)
 - `ray_finsec_cache_lookups_total`: a replica's caches; `cache` (texts, indexes, verdicts), `result` (hit, miss)
 - `ray_finsec_unavailable_total`: 503s; `cause` (actor_unreachable, store_full, not_durable, marks_unreadable,
-  store_forgot, store_unsafe, judge_busy, internal, ...)
+  store_forgot, store_unsafe, judge_busy, admission_waited, admission_memory, internal, ...)
+- `ray_finsec_admission_wait_seconds`: how long a request that found no free place waited for one; `outcome`
+  (admitted, refused): waits that grow towards `admission_wait_seconds` say the replicas need more cores
 
 Every metric also has `app`. A replica exports them through Ray (deployments/observability/ray_metrics.py);
 outside a Ray worker (the one-process app, the Ray-free tests) they are counted in memory instead
@@ -51,6 +53,8 @@ DEFINITIONS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "finsec_model_call_seconds": ("histogram", "Seconds of one judge or retrieval-model call", ("model", "outcome")),
     "finsec_cache_lookups": ("counter", "Replica cache lookups, by cache and result", ("cache", "result")),
     "finsec_unavailable": ("counter", "503 answers, by cause", ("cause",)),
+    "finsec_admission_wait_seconds": ("histogram", "Seconds a request that found no free place waited for one",
+                                      ("outcome",)),
 }
 
 
@@ -98,6 +102,9 @@ class Metrics:
 
     def unavailable(self, cause: str) -> None:
         self._add("finsec_unavailable", cause=cause)
+
+    def admission_wait(self, seconds: float, admitted: bool) -> None:
+        self._observe("finsec_admission_wait_seconds", seconds, outcome="admitted" if admitted else "refused")
 
     # ----- where it goes ----------------------------------------------------------------------------------
 

@@ -150,7 +150,7 @@ class ServerClient:
     """One per process (or Ray worker): a connection pool to the server, shared by concurrent episodes, and a
     window of requests in flight that a busy server narrows (`SendWindow`)."""
 
-    def __init__(self, base_url: str, *, timeout: float = 60.0, connections: int = 256,
+    def __init__(self, base_url: str, *, timeout: float = 180.0, connections: int = 256,
                  observer: Observer | None = None, retries: Retries | None = None,
                  trace_configs: Sequence[aiohttp.TraceConfig] = ()):
         self.base_url = base_url.rstrip("/")

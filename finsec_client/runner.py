@@ -32,7 +32,7 @@ class RunPlan:
     concurrency: int
     drivers: tuple[str, ...] = ("environment-server",)
     model: ModelSpec | None = None  # None: the scripted policy
-    request_timeout: float = 60.0
+    request_timeout: float = 180.0  # a busy server's wait for a place (60 s by default), then the work
     agent_run_seed: AgentRunSeed = "task"
     run_id: str = ""
     # After this many transport failures in a row the server is taken for gone: the episodes left are recorded

@@ -29,6 +29,16 @@ def session_counters(url: str, timeout: float = TIMEOUT) -> dict[str, Any]:
     return body
 
 
+def admission_wait_seconds(url: str, timeout: float = TIMEOUT) -> float | None:
+    """How long the server lets a request wait for a place before its work starts (GET /status), or None."""
+    try:
+        response = httpx.get(url + "/status", timeout=timeout)
+        wait = response.json()["settings"]["admission_wait_seconds"]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return None
+    return float(wait) if isinstance(wait, (int, float)) else None
+
+
 def aggregate_metrics(url: str, verify_rows: list[dict[str, Any]], timeout: float = TIMEOUT) -> dict[str, Any]:
     try:
         response = httpx.post(url + "/aggregate_metrics", json={"verify_responses": verify_rows},

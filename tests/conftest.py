@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from finsec.net.ports import free_port
 from harness.redis_server import RedisServer, running_redis
 from tests.llm_stub import LlmStub, running_stub
 
@@ -32,3 +33,18 @@ def redis_server() -> Iterator[RedisServer]:
             yield server
     except RuntimeError as error:
         pytest.fail(str(error))
+
+
+METRICS_PORT = free_port()  # the node's metrics-export port, scraped by tests/integration/test_metrics_scrape.py
+
+
+@pytest.fixture(scope="session")
+def serve_url() -> Iterator[str]:
+    """One local Ray cluster and Serve proxy for the whole test session (the recipes' and the integration tests')."""
+    from deployments.local import start_ray_and_serve, stop_ray_and_serve  # Ray only for the tests that use it
+
+    # Metrics reach the export port every second (Ray's default: 10 s), so a scrape test need not wait long.
+    base_url = start_ray_and_serve(_metrics_export_port=METRICS_PORT,
+                                   _system_config={"metrics_report_interval_ms": 1000})
+    yield base_url
+    stop_ray_and_serve()

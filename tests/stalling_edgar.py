@@ -1,6 +1,6 @@
-"""Saturation by construction, for the backpressure tests (issue 38): a live-EDGAR mirror on loopback whose
-filings wait until the test releases them, and a scenario that fills an app admitting one request and queueing one
-with parse_html_page calls held there, then sends more. No timing involved."""
+"""A held place by construction, for the admission tests: a live-EDGAR mirror on loopback whose filings wait until
+the test releases them, and a scenario that holds the one place of an app with a parse_html_page waiting there,
+then sends more (tests/unit/test_serve_in_process.py and tests/integration/test_admission_http.py share it)."""
 
 from __future__ import annotations
 
@@ -65,43 +65,47 @@ def settings_for(edgar: StallingEdgar) -> dict:
             "sec_data_base_url": edgar.url, "fetch_trusted_networks": ["127.0.0.1/32"], "request_timeout": 120}
 
 
-def saturate(app_url: str, edgar: StallingEdgar, probe: str = "healthz") -> tuple[list[httpx.Response], ...]:
-    """Fill an app that runs one request and queues one, send six more, release: (the seven answers past the one
-    held, the held one's, one sent after, a GET of `probe` while it was full)."""
+def admission_settings(edgar: StallingEdgar) -> dict:
+    """An app that works on one request at a time and lets the others wait 5 s for the place, its filings from
+    `edgar`."""
+    return {**settings_for(edgar), "admission_running": 1, "admission_wait_seconds": 5,
+            "admission_retry_after_seconds": 3}
 
-    async def scenario() -> tuple[list[httpx.Response], ...]:
+
+def assert_waits_then_refuses(app_url: str, edgar: StallingEdgar) -> httpx.Response:
+    """The promises of admission by waiting time, on an app of `admission_settings`: with its one place held by a
+    parse waiting on EDGAR, requests wait for it; past the 5 s bound they get 503 with Retry-After, unstarted;
+    requests that wait less are all served once the place comes free, and the app serves on. Returns a health check
+    asked while the place was held."""
+
+    async def scenario() -> httpx.Response:
         async with httpx.AsyncClient(base_url=app_url + "/", timeout=120) as client:
             seeded = await client.post("seed_session", json=episode_seed(new_session_id()))
             assert seeded.status_code == 200, seeded.text
             client.cookies = seeded.cookies
             parse = {"url": FILING, "key": "filing"}
+            search = {"ticker": "EXM"}
             held = asyncio.create_task(client.post("parse_html_page", json=parse))
-            while edgar.waiting < 1:  # the one slot is taken: its request waits on EDGAR
+            while edgar.waiting < 1:  # the one place is taken: its request waits on EDGAR
                 await asyncio.sleep(0.05)
-            # Seven more: one takes the queue's one place, the six others are turned away at once (waited for
-            # up to a minute, so an app that queued them all fails the test instead of hanging it).
-            more = [asyncio.create_task(client.post("parse_html_page", json=parse))]
-            more += [asyncio.create_task(client.post("sec_filing_search", json={"ticker": "EXM"})) for _ in range(6)]
-            for _ in range(1200):
-                if sum(task.done() for task in more) >= 6:
-                    break
-                await asyncio.sleep(0.05)
-            probed = await client.get(probe)
+            probed = await client.get("healthz")
+            # Past the bound: turned away, unstarted, with the config's Retry-After.
+            late = await asyncio.gather(*(client.post("sec_filing_search", json=search) for _ in range(3)))
+            assert [r.status_code for r in late] == [503] * 3, [r.text for r in late]
+            assert all(r.headers.get("retry-after") == "3" and "admission_wait_seconds" in r.json()["detail"]
+                       for r in late)
+            # Within it: they wait, however many, and are served once the place is free (on a server that
+            # refused by count, all but one or two would be 503 now).
+            waiting = [asyncio.create_task(client.post("parse_html_page", json=parse))]
+            waiting += [asyncio.create_task(client.post("sec_filing_search", json=search)) for _ in range(6)]
+            await asyncio.sleep(1)  # for them to reach the server: well within the bound
             edgar.released.set()
             admitted = await held
-            answered = list(await asyncio.gather(*more))
-            after = await client.post("sec_filing_search", json={"ticker": "EXM"})
-            return answered, admitted, after, probed
+            assert admitted.status_code == 200 and "SUCCESS" in admitted.text, admitted.text
+            answered = await asyncio.gather(*waiting)
+            assert [r.status_code for r in answered] == [200] * 7, [r.text[:200] for r in answered]
+            after = await client.post("sec_filing_search", json=search)
+            assert after.status_code == 200, after.text
+            return probed
 
     return asyncio.run(scenario())
-
-
-def assert_turned_away_and_recovered(app_url: str, edgar: StallingEdgar, retry_after: str) -> httpx.Response:
-    """The scenario's promises; returns the health check asked while the app was full."""
-    answered, admitted, after, probed = saturate(app_url, edgar)
-    statuses = sorted(r.status_code for r in answered)
-    assert statuses == [200] + [503] * 6, statuses  # one queued, then served; six turned away
-    assert all(r.headers.get("retry-after") == retry_after for r in answered if r.status_code == 503)
-    assert admitted.status_code == 200 and "SUCCESS" in admitted.text
-    assert after.status_code == 200  # the load gone, it serves again
-    return probed

@@ -25,8 +25,9 @@ from typing import Any
 from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from deployments.http.bodies import replay, too_large
 from deployments.http.prefixes import route_path
 from finsec import offload
 
@@ -163,27 +164,13 @@ class StrictJsonMiddleware:
                 await response(scope, receive, send)
                 return
             scope = {**scope, PARSED: parsed}
-        await self.app(scope, _replay(body, receive), send)
+        await self.app(scope, replay(body, receive), send)
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = JSONResponse(
-            {"detail": f"The request body is larger than {self.max_bytes:,} bytes (max_request_bytes)."},
+            {"detail": too_large(self.max_bytes)},
             status_code=413, headers={"Connection": "close"})
         await response(scope, receive, send)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """The body once, then whatever the connection says next (its disconnect)."""
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
 
 
 class StrictJsonRoute(APIRoute):

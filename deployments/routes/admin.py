@@ -50,6 +50,7 @@ async def status(request: Request) -> dict:
             "held": {k: stats[k] for k in ("sessions", "documents", "fences", "expired_marks")},
             # ok unless a shard decides nothing from absent marks: the store forgot records, or may forget them
             "mark_store": {"ok": stats["store_problem"] is None, "problem": stats["store_problem"]},
+            "admission": request.app.state.admission.report(),  # this replica's places
             "shards": [{"shard": k, **{f: row.get(f) for f in _SHARD_FIELDS}}
                        for k, row in enumerate(stats.get("shards", []))],
             "actors": await asyncio.to_thread(about.actors, app.settings)}

@@ -40,6 +40,7 @@ from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from deployments.http import identity
+from deployments.http.admission import ADMITTED
 from deployments.http.prefixes import mount_path
 from deployments.routes.tools import TOOL_NAMES, unknown_tool_result
 from deployments.settings import Settings
@@ -231,7 +232,8 @@ async def _post(request: Request, route: str, body: bytes, cookie: str | None) -
     scope = {"type": "http", "asgi": outer.get("asgi", {"version": "3.0"}), "http_version": "1.1",
              "method": "POST", "scheme": outer.get("scheme", "http"), "path": path, "raw_path": path.encode(),
              "root_path": outer.get("root_path", ""), "query_string": b"", "headers": headers,
-             "client": outer.get("client"), "server": outer.get("server"), "state": dict(outer.get("state", {}))}
+             "client": outer.get("client"), "server": outer.get("server"), "state": dict(outer.get("state", {})),
+             ADMITTED: True}  # inside the /mcp request's place
     status, set_cookies, chunks, done, sent = 500, [], [], asyncio.Event(), False
 
     async def receive() -> Message:

@@ -71,7 +71,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                      "`finsec corpus questions` writes one)")
     run.add_argument("--workers", type=int, default=0, help="run the drivers as N Ray actors spread over the "
                      "cluster (default: in this process)")
-    run.add_argument("--request-timeout", type=float, default=60.0, help="seconds per request (default 60)")
+    run.add_argument("--request-timeout", type=float, default=RunPlan.request_timeout,
+                     help=f"seconds per request (default {RunPlan.request_timeout:g}): longer than the server's "
+                     "admission_wait_seconds (60 by default) plus the slowest tool call")
     run.add_argument("--retry-deadline", type=float, default=Retries.deadline, metavar="SECONDS", help="how long "
                      "one request is sent again, a busy server's 503 or 429 with Retry-After waited out (default "
                      "%(default)g)")
@@ -262,6 +264,11 @@ def _run(options: argparse.Namespace, plan: RunPlan, url: str) -> int:
         before = server_view.session_counters(url, min(server_view.TIMEOUT, plan.request_timeout))
     except server_view.Unavailable as why:
         before, notes = None, [f"no session counters: {why}"]
+    waits = server_view.admission_wait_seconds(url, min(server_view.TIMEOUT, plan.request_timeout))
+    if waits is not None and plan.request_timeout <= waits:
+        print(f"warning: the server lets a busy request wait up to {waits:g} s for a place before it starts "
+              f"(admission_wait_seconds), longer than --request-timeout {plan.request_timeout:g}: such requests "
+              "time out here and are sent again. Raise --request-timeout past it.", file=sys.stderr, flush=True)
     records: list[EpisodeRecord] = list(options.resumed)
     to_play = plan.to_play()
     progress = None if options.quiet else Progress(len(to_play))

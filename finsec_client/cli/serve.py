@@ -33,8 +33,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         "generated cookie secret (kept by default, so a restart honours them)")
     parser.add_argument("--in-process", action="store_true",
                         help="serve the app from this one process with uvicorn: no Ray, shards in process, marks in "
-                        "memory (lost when it stops); the config's settings, port and FinsecIngress backpressure "
-                        "(max_ongoing_requests, max_queued_requests, backpressure_config) apply, its replicas do not")
+                        "memory (lost when it stops); the config's settings (admission included) and port apply, "
+                        "its FinsecIngress options do not")
     parser.add_argument("--ingress", choices=("haproxy", "proxy"), default="haproxy",
                         help="a local cluster's ingress: Serve's HAProxy (default, faster) or its Python proxy")
     parser.set_defaults(run=run)
@@ -42,6 +42,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def run(options: argparse.Namespace) -> int:
     target = load_serve_config(options.config or packaged_config(), reach=True)  # `finsec check`, before Ray starts
+    _open_files_to_hard_limit()
     if options.port is not None:
         target = replace(target, port=options.port)
     if options.in_process:
@@ -66,22 +67,34 @@ def run(options: argparse.Namespace) -> int:
 
 
 
+def _open_files_to_hard_limit() -> None:
+    """A connection is a file: every request waiting for a place holds one, and thousands may wait (macOS starts a
+    shell at 256). The processes a local cluster starts inherit the raised limit."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        hard = max(soft, 65536)
+    if soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):  # macOS refuses more than OPEN_MAX however high the hard limit
+            pass
+
+
 def _run_in_process(target: ServeTarget) -> int:
     from deployments.about import mark_store
-    from deployments.http.admission import Admission
     from deployments.inprocess import serve_in_process
 
     check_port_free(target.host, target.port)
-
-    admission = Admission.from_deployment_options(target.deployment_options)
-    waiting = "no bound on" if admission.max_queued < 0 else str(admission.max_queued)
+    settings = target.settings
 
     def ready(url: str) -> None:
-        marks = mark_store(target.settings) if target.settings.mark_store() else "memory"
-        print(f"finsec-serve is up at {url}  (one process, no Ray; marks in {marks}; {admission.max_ongoing} "
-              f"requests at once, {waiting} waiting)")
+        marks = mark_store(settings) if settings.mark_store() else "memory"
+        print(f"finsec-serve is up at {url}  (one process, no Ray; marks in {marks}; {settings.admission_running} "
+              f"requests at once, the others waiting up to {settings.admission_wait_seconds:g} s)")
         print(f"corpus: {describe_corpus(target.settings)}")
         print(f"stop with Ctrl-C, or: kill -TERM {os.getpid()}", flush=True)
 
-    serve_in_process(target.settings, target.host, target.port, admission=admission, on_ready=ready)
+    serve_in_process(settings, target.host, target.port, on_ready=ready)
     return EXIT_OK

@@ -82,6 +82,8 @@ def load_serve_config(path: Path, *, reach: bool = False) -> ServeTarget:
         options["logging_config"] = app.logging_config.model_dump(exclude_unset=True)
     settings, sources, settings_problems = checked_settings(app.args or {})
     problems += settings_problems
+    if settings is not None:
+        problems += _admission_problems(options, settings)
     if settings is not None and reach:
         problems += reach_problems(settings, sources)
     if problems or settings is None:
@@ -89,6 +91,26 @@ def load_serve_config(path: Path, *, reach: bool = False) -> ServeTarget:
     http = config.http_options
     return ServeTarget(settings, app.name, app.route_prefix or "/", options, http.host or "127.0.0.1",
                        http.port or 8000)
+
+
+def _admission_problems(options: dict[str, Any], settings: Settings) -> list[str]:
+    """FinsecIngress options that would refuse or hold requests before the app's admission can time their wait."""
+    from deployments.http.admission import Admission
+
+    where = f"{INGRESS_DEPLOYMENT}."
+    problems = []
+    if options.get("max_queued_requests", -1) != -1:
+        problems.append(f"{where}max_queued_requests: Serve would answer 503 at once past that many waiting requests, "
+                        "where the app's admission lets them wait up to admission_wait_seconds; leave it out")
+    if "backpressure_config" in options:
+        problems.append(f"{where}backpressure_config: the app answers its own 503s (admission_retry_after_seconds "
+                        "sets their Retry-After); leave it out")
+    held = Admission.from_settings(settings).most_held()
+    if options.get("max_ongoing_requests", held) < held:
+        problems.append(f"{where}max_ongoing_requests {options['max_ongoing_requests']}: requests past it wait in "
+                        "Serve's queue, where admission_wait_seconds cannot bound their wait; leave it out (the app "
+                        f"takes {held:,}, what its admission settings may hold) and set admission_running instead")
+    return problems
 
 
 def _unknown_keys(raw: dict[str, Any]) -> list[str]:

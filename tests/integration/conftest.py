@@ -1,4 +1,5 @@
-"""One local Ray cluster and Serve proxy per test session; each module deploys the app it needs."""
+"""Each module deploys the app it needs on the test session's one Ray cluster and Serve proxy (`serve_url`,
+tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -8,32 +9,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import pytest
 
 from deployments.ingress import app_actors, session_actors_spec
 from deployments.local import (
     QUIET_LOGS,
     deploy_application,
-    free_port,
-    start_ray_and_serve,
-    stop_ray_and_serve,
     undeploy,
 )
 from deployments.settings import Settings
 from finsec.corpus.generate import embedded_corpus_dir
 from harness.bodies import close_body, cookie_claims, episode_seed, new_session_id, verify_body  # noqa: F401 (shared)
 from session_store.ray_store import RaySessionStore, SessionActors
-
-METRICS_PORT = free_port()  # the node's metrics-export port, scraped by test_metrics_scrape.py
-
-
-@pytest.fixture(scope="session")
-def serve_url() -> Iterator[str]:
-    # Metrics reach the export port every second (Ray's default: 10 s), so a scrape test need not wait long.
-    base_url = start_ray_and_serve(_metrics_export_port=METRICS_PORT,
-                                   _system_config={"metrics_report_interval_ms": 1000})
-    yield base_url
-    stop_ray_and_serve()
 
 
 @dataclass

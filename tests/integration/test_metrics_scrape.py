@@ -14,10 +14,11 @@ import pytest
 
 from deployments.local import QUIET_LOGS
 from finsec.corpus.generate import filings, write_corpus
+from tests.conftest import METRICS_PORT
 from tests.llm_stub import responses_reply
 from tests.sec_server import SecServer
 
-from .conftest import METRICS_PORT, close_body, deployed_app, episode_seed, new_session_id, verify_body
+from .conftest import close_body, deployed_app, episode_seed, new_session_id, verify_body
 
 ROOT = Path(__file__).parents[2]
 FIRST, OTHER = [f for f in filings() if f.form == "10-K"][:2]

@@ -24,7 +24,7 @@ from tests.llm_stub import LlmStub, running_stub
 @dataclass
 class Finsec:
     url: str
-    app: InProcessApp
+    app: InProcessApp | None  # None: the Serve app
 
     def counters(self) -> dict:
         return httpx.get(self.url + "/session_counters", timeout=10).json()
@@ -34,7 +34,7 @@ class Finsec:
 
 
 @pytest.fixture(scope="module")
-def finsec() -> Iterator[Finsec]:
+def finsec_in_process() -> Iterator[Finsec]:
     app = in_process_app(Settings(app_name="recipe", num_shards=2, corpus_dir=embedded_corpus_dir()))
     with ThreadedServer(app.api, lifespan="on") as server:
         yield Finsec(server.url, app)
@@ -53,3 +53,9 @@ def recipe_python(name: str) -> Path:
     if not (ROOT / f".venv-{name}" / ".installed").exists():
         pytest.skip(f"no {name} environment: `make .venv-{name}/.installed` builds it (make test does)")
     return python
+
+
+@pytest.fixture(scope="module")
+def finsec(finsec_in_process: Finsec) -> Finsec:
+    """The finsec-serve a recipe's client plays against (a module may serve it other ways too)."""
+    return finsec_in_process

@@ -1,9 +1,11 @@
 """The NeMo Gym recipe (docs/recipes/nemo-gym.md) as its page runs it: `finsec recipe nemo-gym` writes the folder,
 `finsec tasks nemo-gym` the rows, and nemo-gym 0.7.0's own `gym env start` and `gym eval run --no-serve` play
 them with finance_agent (the legacy path) and with the single_agent_turn Environment Server, against a real
-finsec-serve on loopback and the agent model (tests/recipes/agent_model.py). Gym joins a private loopback Ray
-cluster the test starts, and everything it started is stopped by PID or process group, never by `ray stop`.
-Skips without `.venv-nemo-gym` (it needs a Python 3.13)."""
+finsec-serve on loopback, both ways it is served (the one process, and the Serve app as configs/serve.yaml deploys
+it), and the agent model (tests/recipes/agent_model.py); then again with 512 rollouts in flight at once, which
+Gym's client sends once each (it retries only dropped connections), so every one must be admitted. Gym joins a
+private loopback Ray cluster the test starts, and everything it started is stopped by PID or process group, never
+by `ray stop`. Skips without `.venv-nemo-gym` (it needs a Python 3.13)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,13 +23,18 @@ from pathlib import Path
 import pytest
 import yaml
 
+from deployments.local import QUIET_LOGS, deploy_application, undeploy
+from deployments.settings import Settings
+from finsec.corpus.generate import embedded_corpus_dir
 from finsec.net.ports import free_port
 from finsec_client.cli import main
+from finsec_client.cli.serve_config import load_serve_config
 from finsec_client.recipes import GYM_SERVERS
 from finsec_client.tasks import embedded_tasks
+from harness.bodies import ROOT
 from tests.ray_head import RayHead
 from tests.recipes.agent_model import AgentModel
-from tests.recipes.conftest import recipe_python
+from tests.recipes.conftest import Finsec, recipe_python
 
 _ALL = embedded_tasks()
 # Four 10-K questions, a 10-Q and an 8-K; the second and the fifth are answered wrongly.
@@ -60,17 +68,43 @@ class GymRayHead(RayHead):
                         "--disable-usage-stats"], env=self.env, check=True, capture_output=True, timeout=120)
 
 
+IN_FLIGHT = 512
+REFUSALS = ("The server is busy", "Request dropped due to backpressure")  # finsec's admission; Serve's own
+REPEATS = -(-IN_FLIGHT // len(TASKS))  # every task this many times: at least IN_FLIGHT rollouts
+
+
+@pytest.fixture(scope="module", params=["one-process", "serve"])
+def finsec(request, finsec_in_process: Finsec) -> Iterator[Finsec]:
+    """finsec-serve both ways: the recipes' one process, or the Serve app as configs/serve.yaml deploys it (its
+    replicas and admission) on the test session's Ray cluster, at route prefix "/" as Gym needs it."""
+    if request.param == "one-process":
+        yield finsec_in_process
+        return
+    recipe_python("nemo-gym")  # skip before deploying anything
+    target = load_serve_config(ROOT / "configs/serve.yaml")
+    settings = Settings(**{**target.settings.model_dump(exclude_unset=True), "app_name": "recipe-gym",
+                           "corpus_dir": embedded_corpus_dir()})
+    url = deploy_application(settings, request.getfixturevalue("serve_url"), name="recipe-gym", options={
+        **target.deployment_options, "ray_actor_options": {"num_cpus": 0}, "logging_config": QUIET_LOGS})
+    try:
+        yield Finsec(url, None)
+    finally:
+        undeploy(settings, purge=True)
+
+
 @dataclass
 class Gym:
     folder: Path
     bin: Path
     env: dict[str, str]
+    said: str = ""  # what the last run printed
 
     def eval_run(self, *args: str) -> list[dict]:
         """`gym eval run --no-serve --config gym.yaml ARGS`, run as the recipe page gives it; its rollouts."""
         done = subprocess.run([str(self.bin / "gym"), "eval", "run", "--no-serve", "--config", "gym.yaml", *args],
                               cwd=self.folder, env=self.env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+        self.said = done.stdout + done.stderr
+        assert done.returncode == 0, self.said[-4000:]
         out = self.folder / args[args.index("-o") + 1]
         failures = out.with_name(out.stem + "_failures.jsonl")
         assert not failures.exists() or not failures.read_text().strip(), failures.read_text()[:2000]
@@ -160,6 +194,49 @@ def test_the_environment_server_plays_the_episode_rows(gym, finsec):
     for counter in ("seeds.episode.created", "closes"):
         assert after.get(counter, 0) - before.get(counter, 0) == len(TASKS), counter
     assert after.get("seeds.agent_run", 0) == before.get("seeds.agent_run", 0)
+    assert finsec.held() == 0
+
+
+class HeldPeak:
+    """The most sessions finsec held at once while a run went on (GET /status, polled): rollouts in flight."""
+
+    def __init__(self, finsec: Finsec):
+        self.finsec, self.most, self._stop = finsec, 0, threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.2):
+            try:
+                self.most = max(self.most, self.finsec.held())
+            except Exception:  # a busy server's slow answer: the next poll
+                pass
+
+    def __enter__(self) -> HeldPeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+
+@pytest.mark.parametrize("agent, rows", [("finance_agent", "tasks.jsonl"), (None, "episodes.jsonl")])
+def test_512_rollouts_in_flight_all_complete_clean(gym, finsec, agent, rows):
+    """Gym's own chain with IN_FLIGHT rollouts at once against finsec-serve as shipped: every rollout completes with
+    its reward (none in the failures file, which eval_run checks), and no tool result carries a refusal."""
+    chosen = ["--agent", agent] if agent else []
+    with HeldPeak(finsec) as peak:
+        rollouts = gym.eval_run(*chosen, "-i", rows, "-o", f"runs/scale-{agent or 'episodes'}.jsonl",
+                                "--num-repeats", str(REPEATS), "--concurrency", str(IN_FLIGHT))
+    assert len(rollouts) == REPEATS * len(TASKS)
+    assert f"Querying with {IN_FLIGHT} concurrent requests" in gym.said, gym.said[-2000:]
+    # Sessions held at once, polled: the first rollouts end while the burst's last seeds still wait for a place,
+    # so the peak is below the rollouts in flight, but far above what a server that ran them in turn would hold.
+    assert peak.most >= IN_FLIGHT // 2, peak.most
+    expected = {i: reward for i, reward in enumerate(EXPECTED)}
+    assert [row["reward"] for row in rollouts] == [expected[row["_ng_task_index"]] for row in rollouts]
+    refused = [row for row in rollouts if any(word in json.dumps(row) for word in REFUSALS)]
+    assert not refused, json.dumps(refused[0])[:2000]
     assert finsec.held() == 0
 
 

@@ -31,6 +31,7 @@ dataset = "{rows}"
 
 [env.taskset.task]
 resources_url = "{finsec_url}"
+request_timeout = 180
 
 [env.agent]
 max_turns = 12

@@ -4,6 +4,7 @@ stopped by SIGTERM."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -17,8 +18,9 @@ import yaml
 
 from finsec.net.ports import free_port
 from harness.bodies import close_body, episode_seed, new_session_id, verify_body
+from harness.episodes import burst
 from harness.redis_server import running_redis
-from tests.stalling_edgar import assert_turned_away_and_recovered, settings_for, stalling_edgar
+from tests.stalling_edgar import admission_settings, assert_waits_then_refuses, stalling_edgar
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -111,23 +113,31 @@ def test_over_redis_fences_and_sessions_outlive_the_process(durable):
             stopped(server)
 
 
-def test_the_config_s_backpressure_bounds_the_one_process_too(tmp_path):
-    """FinsecIngress's max_ongoing_requests, max_queued_requests and backpressure_config bound the one process as
-    they bound a replica: past them, 503 with Retry-After at once; the admitted finish and it serves again
-    (tests/stalling_edgar.py, as tests/integration/test_backpressure_http.py does on Serve). Health checks are
-    never turned away."""
+def test_admission_holds_the_one_process_as_it_holds_a_replica(tmp_path):
+    """The config's admission settings bound the one process by waiting time, as on Serve
+    (tests/integration/test_admission_http.py): requests wait for the held place and are served; past the bound they
+    get 503 with Retry-After, unstarted; health checks are never made to wait."""
     with stalling_edgar() as edgar:
         config = yaml.safe_load((ROOT / "configs/serve.yaml").read_text())
         app = config["applications"][0]
-        app["args"] = {**app["args"], **settings_for(edgar)}
-        app["deployments"][0].update(max_ongoing_requests=1, max_queued_requests=1,
-                                     backpressure_config={"retry_after_s": 3})
+        app["args"] = {**app["args"], **admission_settings(edgar)}
         (tmp_path / "serve.yaml").write_text(yaml.safe_dump(config))
         port = free_port()
         server = serving(port, {}, tmp_path / "serve.yaml")
         try:
-            url = f"http://127.0.0.1:{port}"
-            health = assert_turned_away_and_recovered(url, edgar, retry_after="3")
-            assert health.status_code == 200, health.text  # asked while it was full
+            health = assert_waits_then_refuses(f"http://127.0.0.1:{port}", edgar)
+            assert health.status_code == 200, health.text  # asked while the place was held
         finally:
             stopped(server)
+
+
+def test_a_burst_of_episodes_from_a_client_that_never_retries_all_complete():
+    """1,024 episodes at once, each request sent once (as NeMo Gym's client sends it), against the packaged config
+    as `finsec serve --in-process` serves it: every one completes."""
+    port = free_port()
+    server = serving(port, {})
+    try:
+        played = asyncio.run(burst(f"http://127.0.0.1:{port}", 1024))
+    finally:
+        stopped(server)
+    assert played.completed == 1024, (dict(played.failures), played.samples)
