@@ -100,16 +100,14 @@ def _admission_problems(options: dict[str, Any], settings: Settings) -> list[str
     where = f"{INGRESS_DEPLOYMENT}."
     problems = []
     if options.get("max_queued_requests", -1) != -1:
-        problems.append(f"{where}max_queued_requests: Serve would answer 503 at once past that many waiting requests, "
-                        "where the app's admission lets them wait up to admission_wait_seconds; leave it out")
+        problems.append(f"{where}max_queued_requests: Serve would refuse requests at once that admission lets wait "
+                        "(admission_wait_seconds); leave it out")
     if "backpressure_config" in options:
-        problems.append(f"{where}backpressure_config: the app answers its own 503s (admission_retry_after_seconds "
-                        "sets their Retry-After); leave it out")
+        problems.append(f"{where}backpressure_config: the app's 503s take admission_retry_after_seconds; leave it out")
     held = Admission.from_settings(settings).most_held()
     if options.get("max_ongoing_requests", held) < held:
-        problems.append(f"{where}max_ongoing_requests {options['max_ongoing_requests']}: requests past it wait in "
-                        "Serve's queue, where admission_wait_seconds cannot bound their wait; leave it out (the app "
-                        f"takes {held:,}, what its admission settings may hold) and set admission_running instead")
+        problems.append(f"{where}max_ongoing_requests {options['max_ongoing_requests']}: Serve would hold the rest "
+                        f"in its own queue, untimed; leave it out (the app takes {held:,}) or set admission_running")
     return problems
 
 

@@ -62,6 +62,22 @@ def test_a_misspelt_serve_key_is_not_dropped(tmp_path, capsys):
     assert "deployments[0].num_replica" in line and "did you mean num_replicas?" in line
 
 
+def test_serve_options_that_would_queue_or_refuse_before_admission_are_refused(tmp_path, capsys):
+    """Serve's count-based backpressure would turn away requests the app's admission lets wait; a smaller
+    max_ongoing_requests would hold them in Serve's queue, untimed."""
+    deployment = {"max_queued_requests": 16, "backpressure_config": {"retry_after_s": 1}, "max_ongoing_requests": 16}
+    lines = errors(["check", config(tmp_path, {"admission_running": 8}, deployment)], capsys)
+    assert len(lines) == 3, lines
+    queued, backpressure, ongoing = lines
+    assert "FinsecIngress.max_queued_requests" in queued and "admission_wait_seconds" in queued
+    assert "FinsecIngress.backpressure_config" in backpressure and "admission_retry_after_seconds" in backpressure
+    assert "FinsecIngress.max_ongoing_requests 16" in ongoing and "admission_running" in ongoing
+    # what admission may hold, or more, passes; so does leaving them out
+    held = 8 + Settings().admission_waiting_bytes // 16_384
+    assert main(["check", config(tmp_path, {"admission_running": 8}, {"max_ongoing_requests": held,
+                                                                      "max_queued_requests": -1})]) == 0
+
+
 def test_a_bad_variable_is_blamed_on_the_variable(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("FINSEC_NUM_SHARDS", "abc")
     [line] = errors(["check", config(tmp_path, {"num_shards": 2})], capsys)
