@@ -8,6 +8,7 @@ message and exits with status 0.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -107,6 +108,31 @@ def run_loadgen(url: str, concurrency: int, seconds: float, warmup: float, flags
                         str(concurrency), "--seconds", str(seconds), "--warmup", str(warmup), *flags,
                         "--out", str(out)], check=True)
         return json.loads(out.read_text())
+
+
+class FinsecServe:
+    """`finsec serve ARGS --port P` as a user starts it, in its own process group, once it says it is up."""
+
+    def __init__(self, args: list[str], env: dict[str, str] | None = None):
+        from finsec.net.ports import free_port
+
+        self.port = free_port()
+        self.process = subprocess.Popen([str(ROOT / ".venv/bin/finsec"), "serve", *args, "--port", str(self.port)],
+                                        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        start_new_session=True)
+        for line in self.process.stdout:
+            if "is up at" in line:
+                break
+        else:
+            raise RuntimeError(f"finsec serve {' '.join(args)} did not start")
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, 9)
 
 
 @contextmanager

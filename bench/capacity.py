@@ -31,18 +31,19 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable
 from contextlib import ExitStack
 from pathlib import Path
 
+import httpx
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _common import RESULTS, machine, write_report  # noqa: E402
+from _common import RESULTS, FinsecServe, machine, write_report  # noqa: E402
 from serve_rollouts import _rss_kb, _tree  # noqa: E402
-
-from finsec.net.ports import free_port  # noqa: E402
 
 CONFIGS = ("serve", "redis", "inprocess")
 PLAIN_FACTORS = (1, 2, 4)
@@ -53,52 +54,65 @@ class App:
     """One configuration, started as a user starts it, until `stop`."""
 
     def __init__(self, config: str):
-        self.port = free_port()
         self.stack = ExitStack()
         env = {**os.environ}
-        argv = [str(ROOT / ".venv/bin/finsec"), "serve"]
-        if config == "inprocess":
-            argv += ["--in-process"]
-        else:
-            argv += [str(self._config_file(config))]
         if config == "redis":
             from harness.redis_server import running_redis
 
             env["FINSEC_MARK_STORE_URL"] = self.stack.enter_context(running_redis()).url
-        self.process = subprocess.Popen([*argv, "--port", str(self.port)], env=env, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        for line in self.process.stdout:
-            if "is up at" in line:
-                break
-        else:
-            raise RuntimeError(f"{config} did not start")
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def _config_file(self, config: str) -> Path:
-        return ROOT / "configs/serve.yaml"
+        self.server = FinsecServe(["--in-process"] if config == "inprocess" else [str(ROOT / "configs/serve.yaml")],
+                                  env)
+        self.url = self.server.url
 
     def rss_mb(self) -> float:
-        return sum(_rss_kb(pid) for pid in _tree(self.process.pid)) / 1024
+        return sum(_rss_kb(pid) for pid in _tree(self.server.process.pid)) / 1024
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, 9)
+        self.server.stop()
         self.stack.close()
+
+
+class Watch:
+    """While a point runs: a health check every half second (its slowest answer, and how many were not a 200
+    within 5 s), and the configuration's peak resident memory."""
+
+    def __init__(self, app: App):
+        self.app, self.slowest_health_s, self.health_failures, self.peak_mb = app, 0.0, 0, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        with httpx.Client(timeout=5) as client:
+            while not self._stop.wait(0.5):
+                self.peak_mb = max(self.peak_mb, self.app.rss_mb())
+                began = time.monotonic()
+                try:
+                    ok = client.get(self.app.url + "/healthz").status_code == 200
+                except httpx.HTTPError:
+                    ok = False
+                self.slowest_health_s = max(self.slowest_health_s, time.monotonic() - began)
+                self.health_failures += not ok
+
+    def __enter__(self) -> Watch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def point(app: App, sessions: int, think: float, seconds: float, never_retry: bool = False) -> dict:
     idle = app.rss_mb()
-    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+    with tempfile.NamedTemporaryFile(suffix=".json") as out, Watch(app) as watch:
         subprocess.run([sys.executable, str(ROOT / "bench/sessions_load.py"), "--url", app.url, "--sessions",
                         str(sessions), "--think", str(think), "--seconds", str(seconds), "--out", out.name,
                         *(["--never-retry"] if never_retry else [])],
                        check=True, timeout=30 * think + seconds + 1200)
         busy = app.rss_mb()  # the load generator closes its sessions as it ends: read before they go
         raw = json.loads(Path(out.name).read_text())
-    return summarize(raw, idle, busy)
+    return {**summarize(raw, idle, busy), "peak_mb": watch.peak_mb, "slowest_health_ms": 1e3 * watch.slowest_health_s,
+            "health_failures": watch.health_failures}
 
 
 def summarize(raw: dict, idle_mb: float, busy_mb: float) -> dict:
@@ -256,13 +270,15 @@ def render(results: dict) -> str:
         lines += ["", "A client that never retries (each request sent once, a 503 a failure) at 1, 2 and 4 times "
                   "the capacity:", "",
                   "| round | configuration | think | x capacity | sessions | requests answered | refused | "
-                  "agent's wait p50 / p99 ms | admitted p99 ms (server) | req/s | episodes done / failed |",
-                  "|---" * 11 + "|"]
+                  "agent's wait p50 / p99 ms | admitted p99 ms (server) | req/s | episodes done / failed | "
+                  "slowest health check ms | peak MB |",
+                  "|---" * 13 + "|"]
         for number, config, p in plains:
             lines.append(f"| {number} | {config} | {p['think']:g} s | {p['factor']} | {p['sessions']:,} | "
                          f"{p['success']:.2%} | {p['rejected']} | {_num(p.get('total_p50_ms'))} / "
                          f"{_num(p['total_p99_ms'])} | {_num(p['server_p99_ms'])} | {p['requests_per_s']:.0f} | "
-                         f"{p['episodes']} / {p['episodes_failed']} |")
+                         f"{p['episodes']} / {p['episodes_failed']} | {_num(p.get('slowest_health_ms'))} | "
+                         f"{_num(p.get('peak_mb'))} |")
     lines += ["", "Every point:", "",
               "| round | configuration | think | sessions | success | req/s | turned away | admitted p50 / p99 ms "
               "(server) | agent's wait p50 / p99 ms | episodes done / failed |", "|---" * 10 + "|"]

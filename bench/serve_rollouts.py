@@ -98,7 +98,7 @@ def serve(config: str, code_root: Path, port: int, corpus: str | None, replicas:
     import yaml
     from pydantic import SecretStr
 
-    args = yaml.safe_load((ROOT / "configs/serve.yaml").read_text())["applications"][0]["args"]
+    args = yaml.safe_load((code_root / "configs/serve.yaml").read_text())["applications"][0]["args"]  # its own
     from deployments.settings import Settings
 
     shape = config.removeprefix("before-")  # "before-<shape>": that shape on the earlier commit's code

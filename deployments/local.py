@@ -191,7 +191,7 @@ def undeploy(settings: Settings, *, purge: bool = False) -> int:
 def deploy_application(settings: Settings, base_url: str, *, name: str, route_prefix: str = "/",
                        options: dict[str, Any] | None = None, timeout: float = 120.0) -> str:
     """Deploy the app as a serve config describes it (Serve application `name` at `route_prefix`, the
-    FinsecIngress `options`: replicas or autoscaling, max_ongoing_requests, ray_actor_options), wait until a
+    FinsecIngress `options`: replicas or autoscaling, ray_actor_options), wait until a
     real route answers, and return the app's URL."""
     from ray import serve
 

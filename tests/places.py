@@ -14,7 +14,7 @@ import httpx
 from harness.bodies import episode_seed, new_session_id
 
 RUNNING = 2
-WAIT_SECONDS = 3
+WAIT_SECONDS = 8  # far beyond what a seed takes on a busy machine, short enough for a failing test
 SETTINGS = {"admission_running": RUNNING, "admission_wait_seconds": WAIT_SECONDS}
 
 

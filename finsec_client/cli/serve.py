@@ -19,7 +19,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "serve", help="serve the app from a serve config until Ctrl-C",
         description="Start a local Ray cluster (or join one with --address) and deploy finsec-serve from a serve "
         "config: its application's args are the Settings (FINSEC_<FIELD> in the environment overrides them), "
-        "its FinsecIngress options set replicas or autoscaling, max_ongoing_requests and ray_actor_options, and "
+        "its FinsecIngress options set replicas or autoscaling and ray_actor_options (admission is in the args), and "
         "http_options.port is the port. Ctrl-C or SIGTERM removes the app and its actors, and stops a cluster "
         "it started; the app's fences, episode seeds and cookie secret stay (see --purge). With --in-process, "
         "the same app runs in this one process instead, without Ray.")

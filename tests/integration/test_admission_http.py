@@ -17,8 +17,9 @@ from finsec.corpus.generate import embedded_corpus_dir
 from finsec_client.cli.serve_config import load_serve_config
 from harness.bodies import ROOT
 from harness.episodes import burst
+from harness.stalling_edgar import StallingEdgar, stalling_edgar
 from tests import places
-from tests.stalling_edgar import StallingEdgar, admission_settings, assert_waits_then_refuses, stalling_edgar
+from tests.held_place import admission_settings, assert_waits_then_refuses
 
 ONE_REPLICA = {"num_replicas": 1, "ray_actor_options": {"num_cpus": 0}, "logging_config": QUIET_LOGS}
 

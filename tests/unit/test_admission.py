@@ -19,20 +19,25 @@ from deployments.inprocess import InProcessApp, in_process_app
 from deployments.settings import Settings
 from finsec.corpus.generate import embedded_corpus_dir
 from finsec_client.threaded_server import ThreadedServer
-from harness.bodies import episode_seed, new_session_id
+from harness.stalling_edgar import settings_for, stalling_edgar
 from tests import places
-from tests.stalling_edgar import FILING, settings_for, stalling_edgar
+from tests.held_place import hold_the_place
 
 
 def run(coroutine):
     return asyncio.run(coroutine)
 
 
+async def one_place_held() -> tuple[Places, asyncio.AbstractEventLoop]:
+    places = Places(1)
+    loop = asyncio.get_running_loop()
+    assert await places.take(loop.time() + 10)
+    return places, loop
+
+
 def test_places_are_taken_first_come_first_served():
     async def scenario() -> list[int]:
-        places_ = Places(1)
-        loop = asyncio.get_running_loop()
-        assert await places_.take(loop.time() + 10)
+        places_, loop = await one_place_held()
         order: list[int] = []
 
         async def wait(n: int) -> None:
@@ -53,9 +58,7 @@ def test_places_are_taken_first_come_first_served():
 
 def test_a_waiter_past_its_deadline_gives_up_its_turn_and_the_next_one_gets_the_place():
     async def scenario() -> None:
-        places_ = Places(1)
-        loop = asyncio.get_running_loop()
-        assert await places_.take(loop.time() + 10)
+        places_, loop = await one_place_held()
         late = asyncio.create_task(places_.take(loop.time() + 0.05))
         patient = asyncio.create_task(places_.take(loop.time() + 10))
         assert await late is False
@@ -69,9 +72,7 @@ def test_a_waiter_past_its_deadline_gives_up_its_turn_and_the_next_one_gets_the_
 
 def test_a_cancelled_waiter_that_was_just_given_the_place_passes_it_on():
     async def scenario() -> None:
-        places_ = Places(1)
-        loop = asyncio.get_running_loop()
-        assert await places_.take(loop.time() + 10)
+        places_, loop = await one_place_held()
         cancelled = asyncio.create_task(places_.take(loop.time() + 10))
         nxt = asyncio.create_task(places_.take(loop.time() + 10))
         await asyncio.sleep(0)
@@ -89,9 +90,7 @@ def test_a_cancelled_waiter_that_was_just_given_the_place_passes_it_on():
 
 def test_waiters_that_left_are_forgotten_so_the_queue_does_not_grow_with_them():
     async def scenario() -> None:
-        places_ = Places(1)
-        loop = asyncio.get_running_loop()
-        assert await places_.take(loop.time() + 10)
+        places_, loop = await one_place_held()
         for _ in range(10):  # each expires while the place stays held
             assert await places_.take(loop.time() + 0.001) is False
         assert places_.waiting == 0 and len(places_._waiters) <= 1
@@ -119,12 +118,8 @@ def test_past_the_memory_bound_a_request_is_turned_away_at_once():
     with stalling_edgar() as edgar, serving(**settings_for(edgar), admission_running=1,
                                             admission_waiting_bytes=1_000_000) as (app, url):
         async def scenario() -> tuple[httpx.Response, list[httpx.Response]]:
-            async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-                seeded = await client.post("/seed_session", json=episode_seed(new_session_id()))
-                client.cookies = seeded.cookies
-                held = asyncio.create_task(client.post("/parse_html_page", json={"url": FILING, "key": "f"}))
-                while edgar.waiting < 1:
-                    await asyncio.sleep(0.02)
+            async with httpx.AsyncClient(base_url=url + "/", timeout=60) as client:
+                held = await hold_the_place(client, edgar)
                 big = {"ticker": "EXM", "padding": "x" * 600_000}  # waits, holding its 600 KB
                 waiting = asyncio.create_task(client.post("/sec_filing_search", json=big))
                 while app.api.state.admission.places.waiting < 1:
@@ -174,12 +169,8 @@ def test_health_checks_are_never_made_to_wait():
     with stalling_edgar() as edgar, serving(**settings_for(edgar), admission_running=1,
                                             admission_wait_seconds=1) as (app, url):
         async def scenario() -> httpx.Response:
-            async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-                seeded = await client.post("/seed_session", json=episode_seed(new_session_id()))
-                client.cookies = seeded.cookies
-                held = asyncio.create_task(client.post("/parse_html_page", json={"url": FILING, "key": "f"}))
-                while edgar.waiting < 1:
-                    await asyncio.sleep(0.02)
+            async with httpx.AsyncClient(base_url=url + "/", timeout=60) as client:
+                held = await hold_the_place(client, edgar)
                 waiting = asyncio.create_task(client.get("/status"))  # not a health check: it waits
                 while app.api.state.admission.places.waiting < 1:
                     await asyncio.sleep(0.02)

@@ -20,7 +20,8 @@ from finsec.net.ports import free_port
 from harness.bodies import close_body, episode_seed, new_session_id, verify_body
 from harness.episodes import burst
 from harness.redis_server import running_redis
-from tests.stalling_edgar import admission_settings, assert_waits_then_refuses, stalling_edgar
+from harness.stalling_edgar import stalling_edgar
+from tests.held_place import admission_settings, assert_waits_then_refuses
 
 ROOT = Path(__file__).resolve().parents[2]
 
