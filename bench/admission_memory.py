@@ -80,7 +80,8 @@ async def measure(app: App, edgar: StallingEdgar, waiting: int) -> dict:
         cookies = dict(seeded.cookies)
         edgar.released.clear()
         edgar.waiting = 0
-        held = asyncio.create_task(client.post("/parse_html_page", json={"url": FILING, "key": "f"},
+        fresh = FILING.replace(".htm", f"-{waiting}.htm")  # a filing not parsed yet: it must reach EDGAR
+        held = asyncio.create_task(client.post("/parse_html_page", json={"url": fresh, "key": "f"},
                                                cookies=cookies))
         while edgar.waiting < 1:
             await asyncio.sleep(0.05)

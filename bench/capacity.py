@@ -256,7 +256,7 @@ def render(results: dict) -> str:
                 f"{best['client_cpu_share']:.0%} | {best['kb_per_session']:.1f} |")
             overloads += [(number, config, f["overload"]) for number, f in enumerate(found, 1) if f.get("overload")]
     if overloads:
-        lines += ["", "At twice capacity (backpressure):", "",
+        lines += ["", "At twice capacity:", "",
                   "| round | configuration | think | sessions | req/s served | turned away a second | "
                   "admitted p99 ms (server) | agent's wait p99 ms | requests failed | episodes done / failed |",
                   "|---" * 10 + "|"]

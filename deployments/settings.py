@@ -54,7 +54,7 @@ class Settings(BaseSettings):
         "included) gets 503 with Retry-After, unstarted; a slower body gets 408")
     admission_waiting_bytes: int = Field(
         256_000_000, ge=1_000_000, description="memory the requests waiting on one replica may hold (their bodies "
-        "and 16 KB each besides); past it a request gets 503 with Retry-After at once")
+        "and 32 KB each besides); past it a request gets 503 with Retry-After at once")
     admission_retry_after_seconds: int = Field(5, ge=0, le=3600, description="the Retry-After of those 503s")
     # bounds on what sessions, shards and requests may hold; each breach is a clear error, never a crash
     max_request_bytes: int = Field(16_000_000, ge=1024, description="larger request bodies get 413")

@@ -43,7 +43,7 @@ __all__ = ["ADMITTED", "Admission", "AdmissionMiddleware", "AdmissionState", "Pl
 ADMITTED = "finsec.admitted"  # a scope key: set on requests made from inside an admitted request
 # What a waiting request holds besides its body (its connection's buffers, its task, its scope): a round figure above
 # what one costs a replica, so that the byte bound is also a bound on how many wait.
-REQUEST_OVERHEAD_BYTES = 16_384
+REQUEST_OVERHEAD_BYTES = 32_768
 
 
 @dataclass(frozen=True)

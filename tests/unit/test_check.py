@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from deployments.http.admission import Admission
 from deployments.settings import Settings
 from finsec.corpus.generate import embedded_corpus_dir
 from finsec_client.cli import main
@@ -73,7 +74,7 @@ def test_serve_options_that_would_queue_or_refuse_before_admission_are_refused(t
     assert "FinsecIngress.backpressure_config" in backpressure and "admission_retry_after_seconds" in backpressure
     assert "FinsecIngress.max_ongoing_requests 16" in ongoing and "admission_running" in ongoing
     # what admission may hold, or more, passes; so does leaving them out
-    held = 8 + Settings().admission_waiting_bytes // 16_384
+    held = Admission.from_settings(Settings(admission_running=8)).most_held()
     assert main(["check", config(tmp_path, {"admission_running": 8}, {"max_ongoing_requests": held,
                                                                       "max_queued_requests": -1})]) == 0
 
