@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from deployments.http.bodies import replay, too_large
+from deployments.http.bodies import declared_over, replay, too_large
 from deployments.http.prefixes import route_path
 from deployments.routes.health import HEALTH_PATHS
 from finsec.metrics import NO_METRICS, Metrics
@@ -96,11 +96,12 @@ class Places:
         timer = loop.call_at(deadline, self._expire, place)
         try:
             return await place
-        except asyncio.CancelledError:  # a place handed to a cancelled waiter goes on to the next
-            if place.done() and not place.cancelled() and place.result():
-                self.give_back()
-            else:
+        except asyncio.CancelledError:
+            if place.cancelled() or not place.done():  # cancelled while it waited
                 self._forget_one()
+            elif place.result():  # handed a place, then cancelled before it ran: the place goes on to the next
+                self.give_back()
+            # else it had expired (`_expire` forgot it already) and was cancelled before it ran
             raise
         finally:
             timer.cancel()
@@ -163,7 +164,7 @@ class AdmissionMiddleware:
             if state.held_bytes > admission.waiting_bytes:
                 await self._refuse(send, "memory")
                 return
-            if _declared_length(scope) > admission.max_body_bytes:
+            if declared_over(scope, admission.max_body_bytes):
                 await self._too_large(send)
                 return
             chunks, size = [], 0
@@ -229,13 +230,6 @@ class AdmissionMiddleware:
 
     async def _too_large(self, send: Send) -> None:
         await _reply(send, 413, too_large(self.state.admission.max_body_bytes), [(b"connection", b"close")])
-
-
-def _declared_length(scope: Scope) -> int:
-    for name, value in scope["headers"]:
-        if name == b"content-length":
-            return int(value) if value.isdigit() else 0
-    return 0
 
 
 async def _reply(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]]) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from starlette.types import Message, Receive
+from starlette.types import Message, Receive, Scope
 
-__all__ = ["replay", "too_large"]
+__all__ = ["declared_over", "replay", "too_large"]
 
 
 def replay(body: bytes, receive: Receive) -> Receive:
@@ -24,3 +24,14 @@ def replay(body: bytes, receive: Receive) -> Receive:
 def too_large(max_bytes: int) -> str:
     """What a 413 says."""
     return f"The request body is larger than {max_bytes:,} bytes (max_request_bytes)."
+
+
+def declared_over(scope: Scope, max_bytes: int) -> bool:
+    """Whether the request's Content-Length says more than `max_bytes`. Compared as digits, never converted: a
+    header of thousands of digits is past Python's int conversion limit, and would raise."""
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            digits = value.strip().lstrip(b"0")
+            limit = str(max_bytes).encode()
+            return digits.isdigit() and (len(digits), digits) > (len(limit), limit)
+    return False

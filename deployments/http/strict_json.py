@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from deployments.http.bodies import replay, too_large
+from deployments.http.bodies import declared_over, replay, too_large
 from deployments.http.prefixes import route_path
 from finsec import offload
 
@@ -137,8 +137,7 @@ class StrictJsonMiddleware:
         if scope["type"] != "http" or scope["method"] != "POST" or not self.checks(route_path(scope)):
             await self.app(scope, receive, send)
             return
-        declared = dict(scope["headers"]).get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > self.max_bytes:
+        if declared_over(scope, self.max_bytes):
             await self._too_large(scope, receive, send)
             return
         chunks, size, more = [], 0, True

@@ -73,11 +73,10 @@ def _open_files_to_hard_limit() -> None:
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY:
-        hard = max(soft, 65536)
-    if soft < hard:
+    wanted = max(soft, 65536) if hard == resource.RLIM_INFINITY else hard
+    if soft < wanted:
         try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))  # the hard limit stays as it was
         except (ValueError, OSError):  # macOS refuses more than OPEN_MAX however high the hard limit
             pass
 

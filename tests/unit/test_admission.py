@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from deployments.http.admission import REQUEST_OVERHEAD_BYTES, Admission, Places
+from deployments.http.bodies import declared_over
 from deployments.inprocess import InProcessApp, in_process_app
 from deployments.settings import Settings
 from finsec.corpus.generate import embedded_corpus_dir
@@ -88,6 +89,26 @@ def test_a_cancelled_waiter_that_was_just_given_the_place_passes_it_on():
     run(scenario())
 
 
+def test_a_waiter_that_expired_and_was_cancelled_before_it_ran_is_forgotten_once():
+    """The deadline's timer and a cancellation can both reach one waiter before it runs: the queue's count of
+    live waiters stays right, so no newcomer takes a place ahead of them."""
+    async def scenario() -> None:
+        places_, loop = await one_place_held()
+        doomed = asyncio.create_task(places_.take(loop.time() + 10))
+        live = [asyncio.create_task(places_.take(loop.time() + 10)) for _ in range(3)]
+        await asyncio.sleep(0)
+        places_._expire(places_._waiters[0])  # its deadline passes...
+        doomed.cancel()  # ...and its request is cancelled, before it runs again
+        with pytest.raises(asyncio.CancelledError):
+            await doomed
+        assert places_.waiting == 3 and not places_.free()
+        for _ in live:
+            places_.give_back()
+        assert all(await asyncio.gather(*live))
+
+    run(scenario())
+
+
 def test_waiters_that_left_are_forgotten_so_the_queue_does_not_grow_with_them():
     async def scenario() -> None:
         places_, loop = await one_place_held()
@@ -96,6 +117,15 @@ def test_waiters_that_left_are_forgotten_so_the_queue_does_not_grow_with_them():
         assert places_.waiting == 0 and len(places_._waiters) <= 1
 
     run(scenario())
+
+
+@pytest.mark.parametrize("declared, over", [(b"1000001", True), (b"1000000", False), (b"0001000000", False),
+                                             (b"9" * 5000, True), (b"12ab", False), (b"", False)])
+def test_a_declared_length_is_compared_without_converting_it(declared, over):
+    """A Content-Length of thousands of digits is past Python's int conversion limit: compared as digits, it is
+    simply too large, never an exception (a 500)."""
+    scope = {"headers": [(b"content-length", declared)]}
+    assert declared_over(scope, 1_000_000) is over
 
 
 def test_serve_is_told_to_hand_a_replica_all_that_its_admission_may_hold():

@@ -171,6 +171,13 @@ def test_a_body_of_more_tiny_containers_than_a_parse_can_afford_is_a_422_that_sa
     assert roomy.post("/verify", content=brackets_in_text, headers=JSON).status_code == 200
 
 
+def test_a_content_length_of_thousands_of_digits_is_a_413_not_a_500(app):
+    """Past Python's int conversion limit (4,300 digits) a declared length must be compared, not converted."""
+    response = app.post("/seed_session", content=b"{}", headers={**JSON, "content-length": "9" * 5_000})
+    assert response.status_code == 413 and "max_request_bytes" in response.json()["detail"]
+    still_works(app)
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("route", ROUTES)
 def test_a_body_over_max_request_bytes_is_a_413_before_it_is_read(app, route):
