@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from fastapi import FastAPI
 
 from deployments.asgi import create_api
+from deployments.http.admission import Admission
 from deployments.mark_store import begin_mark_store, durable_records
 from deployments.mark_store import cookie_secret as kept_cookie_secret
 from deployments.services import build_services
@@ -82,7 +83,11 @@ def serve_in_process(settings: Settings, host: str, port: int, *,
     import uvicorn
 
     app = in_process_app(settings)
-    server = uvicorn.Server(uvicorn.Config(app.api, host=host, port=port, log_level="warning", access_log=False))
+    # Admission, not the kernel, decides who waits: the listen queue holds as many connections as admission may
+    # (the kernel caps it at net.core.somaxconn).
+    backlog = Admission.from_settings(settings).most_held()
+    server = uvicorn.Server(uvicorn.Config(app.api, host=host, port=port, log_level="warning", access_log=False,
+                                           backlog=backlog))
 
     async def reap() -> None:
         while True:

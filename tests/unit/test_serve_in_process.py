@@ -16,6 +16,8 @@ import httpx
 import pytest
 import yaml
 
+from deployments.http.admission import Admission
+from deployments.settings import Settings
 from finsec.net.ports import free_port
 from harness.bodies import close_body, episode_seed, new_session_id, verify_body
 from harness.episodes import burst
@@ -38,6 +40,7 @@ def test_serve_in_process_plays_episodes_and_stops_on_sigterm(tmp_path):
         loaded = httpx.get(url + "/status", timeout=10).json()
         assert loaded["settings"]["num_shards"] == 2  # the config's settings apply
         assert loaded["settings"]["mark_store"] == "memory"  # where its marks are, not the settings' default
+        assert listen_queue(port) == min(most_held(), somaxconn()), listen_queue(port)  # admission decides, not it
 
         out = tmp_path / "runs.jsonl"
         played = subprocess.run([sys.executable, "-m", "finsec_client.cli", "rollouts", "--url", url, "-n", "6",
@@ -57,6 +60,21 @@ def test_serve_in_process_plays_episodes_and_stops_on_sigterm(tmp_path):
     finally:
         server.send_signal(signal.SIGTERM)
         assert server.wait(30) == 0
+
+
+def listen_queue(port: int) -> int:
+    """The listening socket's backlog as the kernel holds it (`ss` shows it as Send-Q)."""
+    shown = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True, check=True).stdout
+    return int(shown.split()[2])
+
+
+def somaxconn() -> int:
+    return int(Path("/proc/sys/net/core/somaxconn").read_text())
+
+
+def most_held() -> int:
+    config = yaml.safe_load((ROOT / "configs/serve.yaml").read_text())
+    return Admission.from_settings(Settings(**config["applications"][0]["args"])).most_held()
 
 
 def serving(port: int, env: dict[str, str], config: Path | None = None) -> subprocess.Popen:
