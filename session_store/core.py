@@ -17,7 +17,8 @@ Where each rule lives:
 | what a verify's answer is grounded in             | `document_refs`, `Scored.documents`             |
 | TTL eviction and expired marks (§C.9, D10)        | `evict_expired`, `_evict`, `_open`              |
 | lost sessions: incarnations in cookies            | `_note_if_lost`, `mark_lost`                    |
-| durable marks (fences, expired marks, seeds)      | `Mark`, `wants_mark`, `learn_mark`, `take_mark_writes` |
+| durable marks (fences, expired marks, seeds)      | `Mark`, `wants_mark`, `learn_mark`, `take_changes` |
+| one owner per record: another life took it over   | `_change`, `forget`                             |
 | documents by content, reference counts            | `DocumentRef`, `_refs`, `referenced_digests`    |
 
 Lost sessions. A shard that restarts comes back empty under a new `incarnation`. Cookies carry the incarnation
@@ -33,6 +34,13 @@ Durable seeds. An episode seed is written too, as a mark that names the incarnat
 (`Mark.open_in`), and deleted or replaced by a fence when the session ends. A later life of the shard that reads
 it back for an ID it does not hold knows that the session was open in a life that is gone: it is lost (tools 404
 `session_lost`, verify masked, seeds 409), whether or not a cookie names it.
+
+One owner at a time. Two lives of a shard can run at once (a redeploy's old and new shard actors, two
+processes over one Redis). The record of an open session names the life that holds it open (`open_in`), and
+every write says which owner it expects the record to have (`take_changes`): the life that last wrote it, or
+none. The store refuses a write whose expectation is wrong, so a life that read the record and took the session
+over (restored it, or fenced it lost) fences out the one that held it: that one `forget`s the ID and reads it
+again. A verify that scores writes the record too, so a life that was taken over never scores.
 
 Expiry index. The session TTL is fixed for a core's life and the clock never goes back, so sessions expire in
 the order they were seeded. Keeping the sessions dict in that order (a re-seed re-inserts at the end) makes it
@@ -243,6 +251,9 @@ class SessionCore:
         self._sessions: dict[str, Session] = {}  # in seed order: the session expiry index
         self._marks: dict[str, Mark] = {}  # nearly in drop order
         self._mark_writes: dict[str, Mark | None] = {}  # changed since the shell last took them; None: deleted
+        self._owners: dict[str, str] = {}  # ID -> the life the stored record names as holding it open
+        self._expected: dict[str, str | None] = {}  # ID -> its record's owner before the changes not yet taken
+        self._lapsed_owners: dict[str, str] = {}  # owners of lapsed records read since the last take
         self._refs: Counter[str] = Counter()  # document digest -> how many session keys name it
         self.counters: Counter[str] = Counter()  # what the contract decided, for the operator's metrics
         self._held: Counter[str] = Counter()  # totals kept as they change, so stats() costs O(1)
@@ -258,22 +269,47 @@ class SessionCore:
     def learn_mark(self, sid: str, mark: Mark) -> None:
         """A mark read back from the durable store. What this core holds is newer, so it wins: so does a seed
         this life wrote (the session was released since). Another life's seed is a lost session."""
-        if not self.wants_mark(sid) or mark.drop_at <= self.clock():
+        if not self.wants_mark(sid):
+            return
+        if mark.drop_at <= self.clock():
+            if mark.open_in not in (None, self.incarnation):  # lapsed, but stored until the store drops it
+                self._lapsed_owners[sid] = mark.open_in
             return
         if mark.open_in is not None:
             if mark.open_in == self.incarnation:
                 return
+            # Another life's: this one takes it over, and its write fences that life out.
+            self._owners[sid] = mark.open_in
             if mark.session is not None and self.durable_sessions:
                 self._restore(sid, mark.session)
                 return
             # The episode stays named: a close for another episode is 409 in every life (§C.4).
-            mark = Mark(fence_until=mark.fence_until, cause="lost", episode_id=mark.episode_id)
+            self._set_mark(sid, Mark(fence_until=mark.fence_until, cause="lost", episode_id=mark.episode_id))
+            return
         self._marks[sid] = mark
         self._count_mark(mark, +1)
 
-    def take_mark_writes(self) -> dict[str, Mark | None]:
+    def take_changes(self) -> tuple[dict[str, Mark | None], dict[str, str | None]]:
+        """The record changes since the last take, and for each the owner its record had before them (None:
+        held open by no life): the store writes a change only over that owner, or over this life."""
         writes, self._mark_writes = self._mark_writes, {}
-        return writes
+        expected, self._expected = self._expected, {}
+        self._lapsed_owners.clear()
+        return writes, expected
+
+    def take_mark_writes(self) -> dict[str, Mark | None]:
+        return self.take_changes()[0]
+
+    def forget(self, sid: str) -> None:
+        """Another life holds the ID's record now (the store refused a write over it): drop what this life held
+        of it, writing nothing. The next operation on it reads the record again."""
+        self._drop_session(sid)
+        held = self._marks.pop(sid, None)
+        if held is not None:
+            self._count_mark(held, -1)
+        for kept in (self._owners, self._mark_writes, self._expected):
+            kept.pop(sid, None)
+        self.counters["superseded"] += 1
 
     # ----- seeds (§C.2, §C.3) -----
 
@@ -396,7 +432,7 @@ class SessionCore:
             self._release(sid)  # verify is the agent-run session's release (legacy agents never close)
             self.counters["verifies.scored"] += 1
             return GradeNow(record=False)
-        cached = self._cached(session, body_digest)
+        cached = self._cached(sid, session, body_digest)
         if cached is not None:
             return cached
         now = self.clock()
@@ -404,6 +440,7 @@ class SessionCore:
         if lapse is not None and lapse > now:
             return Pending(retry_after=min(0.25, lapse - now))
         session.judging[body_digest] = now + lease_seconds
+        self._write_session(sid, session)  # scored only while this life holds the record (the module's docstring)
         self.counters["verifies.scored"] += 1
         return GradeNow(record=True)
 
@@ -422,7 +459,7 @@ class SessionCore:
             return masked
         session = self._sessions.get(sid)
         if session is not None and session.episode is not None:
-            cached = self._cached(session, body_digest)
+            cached = self._cached(sid, session, body_digest)
             if cached is not None:
                 return cached
             self._keep_verdict(sid, session, body_digest, verdict)
@@ -563,14 +600,28 @@ class SessionCore:
         self._set_mark(sid, mark)
 
     def _release(self, sid: str) -> None:
+        session = self._sessions.get(sid)
+        if session is not None and (session.episode is not None or self.durable_sessions):
+            self._change(sid, None)  # its durable record goes (a fence set next replaces it)
+        self._drop_session(sid)
+
+    def _drop_session(self, sid: str) -> None:
         session = self._sessions.pop(sid, None)
         if session is not None:
             for ref in session.documents.values():
                 self._unref(ref.digest)
             self._held.subtract(documents=len(session.documents), verdicts=len(session.verdicts),
                                 document_chars=sum(d.chars for d in session.documents.values()))
-            if session.episode is not None or self.durable_sessions:
-                self._mark_writes[sid] = None  # its durable record goes (a fence set next replaces it)
+
+    def _change(self, sid: str, mark: Mark | None) -> None:
+        """List a change of the ID's durable record, noting the owner the record had before the first one."""
+        if sid not in self._expected:
+            self._expected[sid] = self._owners.get(sid, self._lapsed_owners.get(sid))
+        self._mark_writes[sid] = mark
+        if mark is not None and mark.open_in is not None:
+            self._owners[sid] = mark.open_in
+        else:
+            self._owners.pop(sid, None)
 
     def _unref(self, digest: str) -> None:
         self._refs[digest] -= 1
@@ -583,10 +634,10 @@ class SessionCore:
             self._count_mark(held, -1)
         if mark is not None and (mark.fence_until is not None or mark.expired_until is not None):
             self._marks[sid] = mark
-            self._mark_writes[sid] = mark
+            self._change(sid, mark)
             self._count_mark(mark, +1)
         else:
-            self._mark_writes[sid] = None
+            self._change(sid, None)
 
     def _count_mark(self, mark: Mark, sign: int) -> None:
         self._held["fences"] += sign * (mark.fence_until is not None)
@@ -626,10 +677,11 @@ class SessionCore:
             return Masked("session_lost", f"Session {sid!r} is not open: {_FENCE_WHY[fence.cause]}.")
         return None
 
-    def _cached(self, session: Session, body_digest: str) -> Cached | None:
+    def _cached(self, sid: str, session: Session, body_digest: str) -> Cached | None:
         verdict = session.verdicts.get(body_digest)
         if verdict is None:
             return None
+        self._write_session(sid, session)  # given back only while this life holds the record
         self.counters["verifies.cached"] += 1
         return Cached(verdict, dict(session.documents))
 
@@ -639,8 +691,7 @@ class SessionCore:
         while len(session.verdicts) > self.limits.verdicts_per_session:  # the oldest is judged again if re-sent
             session.verdicts.popitem(last=False)
         self._held["verdicts"] += len(session.verdicts) - held
-        if self.durable_sessions:
-            self._write_session(sid, session)
+        self._write_session(sid, session)  # with the verdict, or (not durable) the seed again: see _cached
 
     # ----- durable sessions -----
 
@@ -649,10 +700,10 @@ class SessionCore:
         with durable sessions, everything the session holds, for a later life to restore."""
         if session.episode is None and not self.durable_sessions:
             return
-        self._mark_writes[sid] = Mark(
+        self._change(sid, Mark(
             fence_until=session.started_at + self.session_ttl + self.fence_ttl,
             episode_id=session.episode.episode_id if session.episode else None, open_in=self.incarnation,
-            session=_record(session) if self.durable_sessions else None)
+            session=_record(session) if self.durable_sessions else None))
 
     def _restore(self, sid: str, record: JsonDict) -> None:
         """An open session of an earlier life, as its record has it; this life holds it from now on."""

@@ -19,6 +19,11 @@ Batches of several replicas (and the reaper's tick) run concurrently on the acto
 *pending* until a write of it succeeds: an operation on an ID with a pending change (its own, an earlier batch's
 still in flight, or one whose write failed) answers only once that change is durable. Writes go one at a time,
 each taking every pending change, so an ID's last write is its newest mark.
+
+One owner at a time (`core.py`): each write expects the owner the record had before its changes, or this life.
+When another life has taken the record over, the store skips the write; the shard forgets the ID and runs the
+operations that touched it once more, from the record as it now is (a durable session is restored here, a
+closed one is fenced). An operation that meets another life again answers as on a lost session: never scored.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import asyncio
 import gc
 import heapq
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -34,7 +40,7 @@ from typing import Any
 from .clock import SessionClock
 from .core import EvictionReport, Limits, Masked, SessionCore
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreFull, StoreUnavailable
-from .marks import MarkStore, MemoryMarkStore, StoreForgot, StoreHealth
+from .marks import MarkStore, MemoryMarkStore, StoreForgot, StoreHealth, Written
 from .operations import OPERATIONS, Operation
 from .routing import owned_partitions
 from .timings import ShardTimings
@@ -50,6 +56,19 @@ FORGOT = ("The mark store lost records (its marker is gone: a restart without pe
           "until an operator acknowledges the loss (`finsec store acknowledge-loss`).")
 _RUN = 5_000  # marks sorted at once while settling
 _ABSENT = object()
+_SUPERSEDED: Outcome = (False, None)  # a marker, compared by identity
+
+
+def _taken_over(op: Op) -> Outcome:
+    """The answer of an operation that met another life's record twice: a lost session's, never scored."""
+    name, args = op
+    why = "another life of its shard holds it now (a redeploy, or two servers over one mark store)"
+    operation = OPERATIONS.get(name)
+    if operation is not None and operation.unproven == "mask":
+        return True, Masked("session_lost", f"Session {args[0]!r} cannot be scored here: {why}.")
+    if operation is not None and operation.unproven == "refuse":
+        return False, StoreUnavailable(f"Session {args[0]!r} is held by {why}; retry the request.", "superseded")
+    return False, SessionLost(args[0], why)
 
 
 def _drop_at(item: tuple[str, Any]) -> float:
@@ -87,6 +106,10 @@ class ShardService:
                                  durable_sessions=config.durable_sessions)
         self._marks = marks if marks is not None else MemoryMarkStore()
         self._pending: dict[str, Any] = {}  # mark changes not yet known durable (None deletes), by ID
+        self._expected: dict[str, str | None] = {}  # per pending ID: the owner its stored record has
+        self._superseded: dict[str, int] = {}  # ID -> when (in `_forgets`) another life's record made it forgotten
+        self._forgets = 0
+        self._running: Counter[int] = Counter()  # batches in flight, by the `_forgets` they started at
         self._write_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._batches = self._operations = 0  # how well the ingress replicas' calls coalesce
         self._timings = ShardTimings()
@@ -103,11 +126,31 @@ class ShardService:
         self._batches += 1
         self._operations += len(ops)
         with self._timings.timed("batch_us"):
-            return await self._run(ops)
+            outcomes = await self._run(ops)
+            again = [i for i, outcome in enumerate(outcomes) if outcome is _SUPERSEDED]
+            if again:  # once more, from the records as they are now
+                for i, outcome in zip(again, await self._run([ops[i] for i in again])):
+                    outcomes[i] = _taken_over(ops[i]) if outcome is _SUPERSEDED else outcome
+            return outcomes
 
     async def _run(self, ops: list[Op]) -> list[Outcome]:
+        """The operations' outcomes; _SUPERSEDED for one whose ID another life took over while it ran."""
+        began = self._forgets
+        self._running[began] += 1
+        try:
+            outcomes = await self._run_once(ops)
+            return [_SUPERSEDED if args and self._superseded.get(args[0], -1) >= began else outcome
+                    for (_, args), outcome in zip(ops, outcomes)]
+        finally:
+            self._running[began] -= 1
+            if not self._running[began]:
+                del self._running[began]
+                oldest = min(self._running, default=self._forgets)
+                self._superseded = {sid: n for sid, n in self._superseded.items() if n >= oldest}
+
+    async def _run_once(self, ops: list[Op]) -> list[Outcome]:
         self._core.evict_expired()  # costs what it evicts; keeps expired marks durable between reaper ticks
-        self._pending.update(self._core.take_mark_writes())
+        self._take_changes()
         unreadable, unproven = await self._learn_marks(ops)
         outcomes: list[Outcome] = []
         depends: list[set[str]] = []  # per operation: the IDs whose durable write its answer relies on
@@ -124,8 +167,7 @@ class ShardService:
                 outcomes.append(self._unproven(op))
             else:
                 outcomes.append(self._apply(op, args))
-            changed = self._core.take_mark_writes()
-            self._pending.update(changed)
+            changed = self._take_changes()
             depends.append(set(changed) | ({sid} if sid in self._pending else set()))
         failed = await self._make_durable(set().union(*depends))
         for i, ids in enumerate(depends):
@@ -133,6 +175,14 @@ class ShardService:
                 outcomes[i] = (False, StoreUnavailable(
                     "The session store could not record this durably; retry the request shortly.", "not_durable"))
         return outcomes
+
+    def _take_changes(self) -> set[str]:
+        """Move the core's changes to the pending ones; returns the IDs changed."""
+        writes, expected = self._core.take_changes()
+        for sid, owner in expected.items():
+            self._expected.setdefault(sid, owner)  # pending already: the stored record is still the older one's
+        self._pending.update(writes)
+        return set(writes)
 
     def _apply(self, op: Operation, args: tuple) -> Outcome:
         try:
@@ -200,16 +250,32 @@ class ShardService:
             if not wanted:
                 return set()
             writes = dict(self._pending)
+            # A store that forgot lost the records of sessions this life holds: its memory is the proof then.
+            forgot = (None,) if self._health.forgot else ()
+            owners = {sid: (self._expected.get(sid), self.incarnation, *forgot) for sid in writes}
             try:
                 with self._timings.timed("mark_write_us", "mark_writes"):
-                    failed = await self._marks.write(writes)
+                    written = await self._marks.write(writes, owners)
             except Exception:
                 log.warning("could not write %d durable marks", len(writes), exc_info=True)
-                failed = set(writes)
-            for sid in writes.keys() - failed:
+                written = Written(failed=set(writes))
+            for sid in writes.keys() - written.failed - written.superseded:
                 if self._pending.get(sid, _ABSENT) is writes[sid]:  # not changed again meanwhile
                     del self._pending[sid]
-            return wanted & failed
+                    self._expected.pop(sid, None)
+                else:
+                    self._expected[sid] = writes[sid].open_in if writes[sid] is not None else None
+            for sid in written.superseded:
+                self._forget(sid)
+            return wanted & written.failed
+
+    def _forget(self, sid: str) -> None:
+        """Another life holds the ID's record: drop it here, and mark the operations in flight on it."""
+        self._pending.pop(sid, None)
+        self._expected.pop(sid, None)
+        self._core.forget(sid)
+        self._superseded[sid] = self._forgets
+        self._forgets += 1
 
     def _lock(self) -> asyncio.Lock:
         """The mark-write lock of the running loop (an actor has one loop; tests run several in turn)."""
@@ -225,7 +291,7 @@ class ShardService:
             self._saw_marker(not health.forgot)
             self._health = StoreHealth(self._health.forgot, health.durability_problem)
         evicted = self._core.evict_expired()
-        self._pending.update(self._core.take_mark_writes())
+        self._take_changes()
         await self._make_durable(set(self._pending))  # also retries what failed before
         return TickReport(evicted, self._core.counts(), self._core.referenced_digests(), dict(self._core.counters),
                           self._core.incarnation, {"batches": self._batches, **self._timings.as_dict()},

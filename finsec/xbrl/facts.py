@@ -18,14 +18,15 @@ __all__ = ["Context", "Fact", "Filing", "read_filing"]
 
 _CONTEXT = re.compile(r"<((?:\w+:)?)context\b([^<>]{0,4000})>")
 _DATE = re.compile(r"<(?:\w+:)?(startDate|endDate|instant)>\s*(\d{4}-\d{2}-\d{2})\s*<")
-_MEMBER = re.compile(r"<(?:\w+:)?explicitMember\b[^>]*?dimension=\"([^\"]+)\"[^>]*>\s*([^<\s]+)\s*<")
+_MEMBER = re.compile(r"<(?:\w+:)?explicitMember\b([^<>]*+)>\s*+([^<\s]++)\s*+<")
 _TYPED = re.compile(r"<(?:\w+:)?typedMember\b")
 _UNIT = re.compile(r"<((?:\w+:)?)unit\b([^<>]{0,4000})>")
 _MEASURE = re.compile(r"<(?:\w+:)?measure>\s*([^<\s]+)\s*<")
 _NUMERIC = re.compile(r"<(ix:)nonFraction\b([^<>]{0,4000})>")
 _TEXT_FACT = re.compile(r"<(ix:)nonNumeric\b([^<>]{0,4000})>")
 _LONGEST = {"context": 20_000, "unit": 4_000, "nonFraction": 2_000, "nonNumeric": 4_000}  # inner text, characters
-_ATTRIBUTE = re.compile(r"([\w:.-]+)\s*=\s*\"([^\"]*)\"")
+# A name starts only where no name character precedes it and is never given back: one pass over a tag, however long.
+_ATTRIBUTE = re.compile(r"(?<![\w:.-])([\w:.-]++)\s*+=\s*+\"([^\"]*+)\"")
 _TAG = re.compile(r"<[^<>]*>")
 _SPACE = re.compile(r"\s+")
 _NUMBER = re.compile(r"^\d{1,3}(?:,\d{3})*(?:\.\d+)?$|^\d+(?:\.\d+)?$")
@@ -154,8 +155,13 @@ def _contexts(document: str) -> dict[str, Context]:
         except ValueError:
             continue
         cid = _id(attributes)
-        out[cid] = Context(cid, start, end, tuple(sorted(_MEMBER.findall(body))), bool(_TYPED.search(body)))
+        out[cid] = Context(cid, start, end, _members(body), bool(_TYPED.search(body)))
     return out
+
+
+def _members(body: str) -> tuple[tuple[str, str], ...]:
+    found = ((_attributes(attributes).get("dimension"), member) for attributes, member in _MEMBER.findall(body))
+    return tuple(sorted((dimension, member) for dimension, member in found if dimension))
 
 
 def _fact(attributes: str, inner: str, at: int, end: int, contexts: dict[str, Context], units: dict[str, str],

@@ -42,7 +42,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                           help="a taskset of the episode rows, routed to the Environment Server; repeatable "
                           "(default: finsec-embedded, the embedded questions'; a task file's rows are its "
                           "`taskset` key or the file's name)")
-    nemo_gym.add_argument("--force", action="store_true", help="write over an existing DIR/gym.yaml")
+    nemo_gym.add_argument("--force", action="store_true",
+                          help="write into a DIR that is not empty, over the recipe's own files")
     nemo_gym.set_defaults(run=run_nemo_gym)
 
 

@@ -93,6 +93,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     output = parser.add_argument_group("output")
     output.add_argument("--out", type=Path, help="episodes JSONL (default runs/rollouts-<time>.jsonl); the "
                         "summary goes beside it as .summary.json")
+    output.add_argument("--force", action="store_true", help="replace an existing --out file (without it, a run "
+                        "never overwrites one: --resume goes on with it)")
     output.add_argument("--plot", type=Path, metavar="DIR", help="write reward.png and latency.png to DIR")
     output.add_argument("--quiet", action="store_true", help="no progress line")
     output.add_argument("--fail-on-masked", action="store_true",
@@ -134,6 +136,9 @@ def _check(options: argparse.Namespace) -> None:
         raise UsageError("\n".join(problems))
     if options.url:
         options.url = check_url(options.url)
+    if options.out and options.resume is None and options.out.exists() and not options.force:
+        raise UsageError(f"--out {options.out} exists and holds an earlier run: --resume {options.out} goes on with "
+                         "it, --force replaces it, or give another --out")
     options.resumed = _resumed(options)
     if options.resumed:
         _check_resumed(_plan_from(options, "http://127.0.0.1"), options.resumed, from_file=run is not None)

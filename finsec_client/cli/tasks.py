@@ -93,6 +93,7 @@ def run_build(options: argparse.Namespace) -> int:
     tickers = [t.strip().upper() for t in options.tickers.split(",") if t.strip()] if options.tickers else None
     forms = [f.strip().upper() for f in options.forms.split(",") if f.strip()]
     held_out = [t.strip().upper() for t in options.hold_out.split(",") if t.strip()]
+    _check_out(options.out, SPLITS)
     source = _source(options, tickers)
     report, rows = BuildReport(), {name: [] for name in SPLITS}
 
@@ -120,7 +121,9 @@ def run_build(options: argparse.Namespace) -> int:
     except OSError as error:
         raise UsageError(f"cannot write {out}: {error.strerror}") from None
     for split, tasks in rows.items():
-        if not tasks:  # no company fell in it: a task file holds at least one task
+        if not tasks:  # no company fell in it: a task file holds at least one task, and an earlier build's goes
+            for stale in (out / f"{split}.jsonl", out / "nemo-gym" / f"{split}.jsonl"):
+                stale.unlink(missing_ok=True)
             continue
         write_jsonl(tasks, out / f"{split}.jsonl")
         write_jsonl((flat_row(task_of(task, split)) for task in tasks), out / "nemo-gym" / f"{split}.jsonl")
@@ -128,6 +131,20 @@ def run_build(options: argparse.Namespace) -> int:
     (out / "report.md").write_text(report.render())
     sys.stdout.write(report.render())
     return EXIT_OK
+
+
+def _check_out(out: Path, splits: Iterable[str]) -> None:
+    """A build writes over an earlier build's files, and nobody else's: --out must hold only those, if anything."""
+    files = {f"{split}.jsonl" for split in splits}
+    owned = {".": files | {"nemo-gym", "report.json", "report.md"}, "nemo-gym": files}
+    others = sorted(str(path.relative_to(out)) for folder, names in owned.items() if (out / folder).is_dir()
+                    for path in (out / folder).iterdir() if path.name not in names)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file: give a folder")
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        raise UsageError(f"--out {out} holds files a tasks build did not write ({shown}): give a new or empty "
+                         "folder, or one an earlier build wrote")
 
 
 def _fractions(text: str) -> tuple[float, float, float]:

@@ -64,8 +64,9 @@ def write_nemo_gym(folder: Path, *, finsec_url: str, model_url: str, model: str,
     config = folder / "gym.yaml"
     if folder.exists() and not folder.is_dir():
         raise RecipeError(f"{folder} exists and is not a folder")
-    if config.exists() and not force:
-        raise RecipeError(f"{config} exists; --force writes over it")
+    if folder.is_dir() and any(folder.iterdir()) and not force:  # the recipe's files would replace someone's
+        raise RecipeError(f"{folder} is not empty; give a new folder, or --force to write the recipe's files over "
+                          "the ones it holds")
     written = []
     placeholder = folder / PLACEHOLDER
     placeholder.mkdir(parents=True, exist_ok=True)

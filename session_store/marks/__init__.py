@@ -15,6 +15,11 @@ The stores:
   command, reads per ID, and it outlives the Ray cluster.
 `open_mark_store` picks one from the settings.
 
+One owner at a time. A write may name, per ID, the owners its record may have for the write to apply (`Owners`:
+a life's incarnation, or None for a record held open by no life or absent); the store checks and writes in one
+step, and reports the IDs whose record another life holds (`Written.superseded`). The shard's core says why
+(`core.py`, "One owner at a time").
+
 A store that forgets. Redis can lose data while the app runs: a restart without persistence, an eviction, a
 failover to an empty replica, a flush. An absent mark then proves nothing, and a closed ID would be seeded again.
 So a store has a marker, a record with no expiry, written when a deployment begins the store (`begin`) and read
@@ -30,7 +35,7 @@ import json
 import logging
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from ..core import Mark
@@ -59,6 +64,28 @@ class StoreHealth:
     durability_problem: str | None = None
 
 
+Owners = tuple[str | None, ...]  # the owners a record may have for a write over it to apply
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a write left unwritten: `failed` may pass on a retry; `superseded` never will (another life holds the
+    record)."""
+
+    failed: set[str] = field(default_factory=set)
+    superseded: set[str] = field(default_factory=set)
+
+
+def _owner(raw: bytes | None) -> str | None:
+    mark = decode(raw) if raw is not None else None
+    return mark.open_in if mark is not None else None
+
+
+def refused(current: dict[str, bytes | None], owners: dict[str, Owners]) -> set[str]:
+    """The IDs whose current record (raw, None when absent) has an owner their write does not accept."""
+    return {sid for sid, accepted in owners.items() if _owner(current.get(sid)) not in accepted}
+
+
 class MarkStore(Protocol):
     lists_marks: bool  # whether `scan` lists a shard's marks, so that the shard can settle
 
@@ -66,8 +93,9 @@ class MarkStore(Protocol):
         """The durable marks of these IDs (IDs with none are absent). Raises StoreForgot when the marker is gone,
         and any other error if the store cannot be read."""
 
-    async def write(self, changes: dict[str, Mark | None]) -> set[str]:
-        """Apply the changes (None deletes), as one group; returns the IDs whose change could not be written."""
+    async def write(self, changes: dict[str, Mark | None], owners: dict[str, Owners] | None = None) -> Written:
+        """Apply the changes (None deletes), as one group; a change with `owners` only over a record one of them
+        holds (checked and written in one step)."""
 
     async def scan(self, partitions: range) -> dict[str, Mark]:
         """Every live mark of IDs in these partitions (a shard that settles loads its own once); only where
@@ -138,15 +166,18 @@ class MemoryMarkStore:
             raise StoreForgot(found)
         return found
 
-    async def write(self, changes: dict[str, Mark | None]) -> set[str]:
+    async def write(self, changes: dict[str, Mark | None], owners: dict[str, Owners] | None = None) -> Written:
         if self.failing:
-            return set(changes)
+            return Written(failed=set(changes))
+        superseded = refused({sid: self.marks.get(sid) for sid in owners or {}}, owners or {})
         for sid, mark in changes.items():
+            if sid in superseded:
+                continue
             if mark is None:
                 self.marks.pop(sid, None)
             else:
                 self.marks[sid] = encode(mark)
-        return set()
+        return Written(superseded=superseded)
 
     async def scan(self, partitions: range) -> dict[str, Mark]:
         if self.failing:
@@ -202,5 +233,5 @@ def open_mark_store(url: str | None, namespace: str) -> MarkStore:
     return GcsMarkStore(namespace.encode())
 
 
-__all__ = ["Beginning", "MarkStore", "MemoryMarkStore", "StoreForgot", "StoreHealth", "app_namespace", "decode",
-           "encode", "marker", "open_mark_store"]
+__all__ = ["Beginning", "MarkStore", "MemoryMarkStore", "Owners", "StoreForgot", "StoreHealth", "Written",
+           "app_namespace", "decode", "encode", "marker", "open_mark_store", "refused"]

@@ -3,6 +3,8 @@
 One key per ID, `mark:<partition>:<id>` in the application's KV namespace, so a shard that settles lists only the
 prefixes of the partitions it owns. The GCS API has no multi-put and no expiry: a group commit is concurrent
 puts, and lapsed marks are deleted by `sweep`, which the reaper runs (never a serving shard), in small batches.
+A write with owners reads the records first and skips those another life holds: the GCS has no compare-and-set,
+so the check and the write are two steps (a life that takes a record over between them is not seen).
 Its write rate is limited (bench/results/state_scale.md): the head's one GCS process serves them, beside Ray's own
 control plane.
 """
@@ -14,7 +16,7 @@ import asyncio
 from ..app_actors import gcs_kv
 from ..core import Mark
 from ..routing import PARTITIONS, hex_prefixes, partition
-from . import Beginning, StoreForgot, decode, encode, marker
+from . import Beginning, Owners, StoreForgot, Written, decode, encode, marker, refused
 
 _MARK = b"mark:"
 _BATCH = 500  # keys read or decoded between yields to the event loop
@@ -44,8 +46,16 @@ class GcsMarkStore:
             raise StoreForgot(marks)
         return marks
 
-    async def write(self, changes: dict[str, Mark | None]) -> set[str]:
+    async def write(self, changes: dict[str, Mark | None], owners: dict[str, Owners] | None = None) -> Written:
         client = gcs_kv()
+        superseded: set[str] = set()
+        if owners:
+            try:
+                current = await client.async_internal_kv_multi_get([self._key(sid) for sid in owners],
+                                                                   self._namespace, timeout=self._timeout)
+            except Exception:
+                return Written(failed=set(changes))
+            superseded = refused({sid: current.get(self._key(sid)) for sid in owners}, owners)
 
         async def one(sid: str, mark: Mark | None) -> None:
             if mark is None:
@@ -54,8 +64,9 @@ class GcsMarkStore:
                 await client.async_internal_kv_put(self._key(sid), encode(mark), True, self._namespace,
                                                    timeout=self._timeout)
 
-        results = await asyncio.gather(*(one(sid, mark) for sid, mark in changes.items()), return_exceptions=True)
-        return {sid for sid, result in zip(changes, results) if isinstance(result, BaseException)}
+        written = [sid for sid in changes if sid not in superseded]
+        results = await asyncio.gather(*(one(sid, changes[sid]) for sid in written), return_exceptions=True)
+        return Written({sid for sid, result in zip(written, results) if isinstance(result, BaseException)}, superseded)
 
     async def _each_batch(self, partitions: range):
         """(key, raw) batches of the marks of these partitions, one prefix listing at a time."""

@@ -11,6 +11,8 @@ for clusters, and the store that outlives the Ray cluster, its head included.
   reply), where Redis's own per mark is small.
 - Reads and writes are packed by hiredis (C), which redis-py's asyncio client does not use: its Python packer
   cost noticeably more CPU a mark.
+- A change with owners is checked in the same script: the record's owner (the fifth field of its JSON,
+  `open_in`) must be one of them, else the change is skipped and reported superseded.
 - Keys are `finsec:<app namespace>:{<partition>}:m:<id>`: the hash tag keeps a partition's keys in one slot,
   ready for Redis Cluster. The marker (`finsec:<app namespace>:store`, no expiry) is read in the same MGET as
   the marks.
@@ -31,20 +33,34 @@ import hiredis
 
 from ..core import Mark
 from ..routing import PARTITIONS, partition
-from . import Beginning, StoreForgot, decode, encode, marker
+from . import Beginning, Owners, StoreForgot, Written, decode, encode, marker
 
 _PURGE_BATCH = 500  # keys unlinked at once
-# KEYS: the marks. ARGV: per mark its value ("" deletes), then per mark its expiry (ms since the epoch).
+# KEYS: the marks. ARGV: per mark its value ("" deletes), then per mark its expiry (ms since the epoch), then per
+# mark the owners its record may have, comma-separated ("" for none), or "*" for any. Returns the skipped indices.
 _GROUP_COMMIT = """
 local n = #KEYS
+local skipped = {}
 for i = 1, n do
-  if ARGV[i] == '' then
+  local accepted = ARGV[2 * n + i]
+  local apply = accepted == '*'
+  if not apply then
+    local owner, held = '', redis.call('GET', KEYS[i])
+    if held then
+      local ok, record = pcall(cjson.decode, held)
+      if ok and type(record) == 'table' and type(record[5]) == 'string' then owner = record[5] end
+    end
+    apply = string.find(',' .. accepted .. ',', ',' .. owner .. ',', 1, true) ~= nil
+  end
+  if not apply then
+    skipped[#skipped + 1] = i
+  elseif ARGV[i] == '' then
     redis.call('DEL', KEYS[i])
   else
     redis.call('SET', KEYS[i], ARGV[i], 'PXAT', ARGV[n + i])
   end
 end
-return n
+return skipped
 """
 _GROUP_COMMIT_SHA = hashlib.sha1(_GROUP_COMMIT.encode()).hexdigest()
 
@@ -86,16 +102,16 @@ class RedisMarkStore:
         finally:
             await pool.release(connection)
 
-    async def _group_commit(self, keys: list[str], args: list) -> None:
+    async def _group_commit(self, keys: list[str], args: list) -> list[int]:
         """EVALSHA of the script; loads the script when the server does not know it (a new or restarted Redis)."""
         from redis.exceptions import NoScriptError
 
         command = ("EVALSHA", _GROUP_COMMIT_SHA, len(keys), *keys, *args)
         try:
-            await self._execute(*command)
+            return await self._execute(*command)
         except NoScriptError:
             await self._client().script_load(_GROUP_COMMIT)
-            await self._execute(*command)
+            return await self._execute(*command)
 
     def _key(self, sid: str) -> str:
         return f"{self._prefix}{{{partition(sid):03x}}}:m:{sid}"
@@ -112,20 +128,23 @@ class RedisMarkStore:
             raise StoreForgot(found)
         return found
 
-    async def write(self, changes: dict[str, Mark | None]) -> set[str]:
+    async def write(self, changes: dict[str, Mark | None], owners: dict[str, Owners] | None = None) -> Written:
         """All or nothing as far as the caller knows: a failed command is retried whole, and each change is
-        idempotent, so a partly applied one does no harm."""
+        idempotent, so a partly applied one does no harm (a retried change with owners finds its own)."""
         if not changes:
-            return set()
+            return Written()
         # Every mark is written with its drop time: Redis drops one already past it at once. Judging "past" here
         # would take this node's wall clock, which can step, where the shard's session clock does not.
         values = [b"" if mark is None else encode(mark) for mark in changes.values()]
         expiries = [0 if mark is None else int(mark.drop_at * 1000) + 1 for mark in changes.values()]
+        accepted = ["*" if owners is None or sid not in owners else ",".join(o or "" for o in owners[sid])
+                    for sid in changes]
         try:
-            await self._group_commit([self._key(sid) for sid in changes], [*values, *expiries])
+            skipped = await self._group_commit([self._key(sid) for sid in changes], [*values, *expiries, *accepted])
         except Exception:
-            return set(changes)
-        return set()
+            return Written(failed=set(changes))
+        ids = list(changes)
+        return Written(superseded={ids[i - 1] for i in skipped})
 
     async def scan(self, partitions: range) -> dict[str, Mark]:
         raise NotImplementedError("the Redis mark store is read per ID: a shard over it never settles")

@@ -8,6 +8,7 @@ import time
 import uuid
 
 from session_store.core import Mark
+from session_store.marks import Written
 from session_store.marks.gcs_store import GcsMarkStore
 from session_store.routing import PARTITIONS, owned_partitions, shard_index
 
@@ -21,7 +22,7 @@ def test_marks_round_trip_and_the_sweep_deletes_only_what_lapsed(serve_url):
 
     async def main():
         assert await store.write({"lapsed": Mark(now - 5, "closed"), "live": Mark(now + 3600, "closed"),
-                                  "expired": Mark(expired_until=now + 3600)}) == set()
+                                  "expired": Mark(expired_until=now + 3600)}) == Written()
         assert set(await store.read(["lapsed", "live", "missing"])) == {"lapsed", "live"}
         assert set(await store.scan(EVERYTHING)) == {"lapsed", "live", "expired"}
         assert await store.sweep(now) == 1

@@ -267,6 +267,13 @@ def test_the_folder_holds_gyms_config_for_the_running_finsec(tmp_path, capsys):
     assert main(["recipe", "nemo-gym", str(folder), "--finsec-url", "http://127.0.0.1:8000",
                  "--model-url", "http://127.0.0.1:8001/v1", "--model", "m"]) == 2  # not over an existing one
     assert "--force" in capsys.readouterr().err
+    mine = tmp_path / "mine"
+    (mine / "resources_servers/finsec_external").mkdir(parents=True)
+    (mine / "resources_servers/finsec_external/app.py").write_text("# the user's own\n")  # no gym.yaml beside it
+    assert main(["recipe", "nemo-gym", str(mine), "--finsec-url", "http://127.0.0.1:8000",
+                 "--model-url", "http://127.0.0.1:8001/v1", "--model", "m"]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert (mine / "resources_servers/finsec_external/app.py").read_text() == "# the user's own\n"
 
 
 @pytest.mark.parametrize("url, says", [("http://127.0.0.1:8000/finsec", "route prefix"), ("https://h:8000", "http"),

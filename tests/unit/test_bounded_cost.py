@@ -148,3 +148,21 @@ _SOURCE = Source("0000000001", "EXM", "10-K", "0000000001-25-000001", "https://w
 @pytest.mark.parametrize("shape", list(FILINGS))
 def test_building_tasks_is_linear_in_the_filing(shape):
     assert growth(lambda document: build_tasks(_SOURCE, document), FILINGS[shape], 100_000) < LINEAR
+
+
+_TAGS = 40  # the number of tags stays; what grows is one tag's attributes (inside the readers' 4,000-character window)
+ONE_TAG = {
+    "a fact's unquoted attribute": lambda n: "<ix:header>" + _CONTEXT + _TAGS * (
+        '<ix:nonFraction name="us-gaap:Revenues" contextRef="c" unitRef="usd" ' + "a" * n + ">1,234</ix:nonFraction>"),
+    "a context's attributes": lambda n: "<ix:header>" + _TAGS * (
+        '<xbrli:context id="c" ' + "a" * n + "><xbrli:period><xbrli:instant>2024-12-31</xbrli:instant></xbrli:period>"
+        "</xbrli:context>"),
+    "a member's repeated dimensions": lambda n: "<ix:header>" + _TAGS * (
+        '<xbrli:context id="c"><xbrli:period><xbrli:instant>2024-12-31</xbrli:instant></xbrli:period>'
+        "<xbrldi:explicitMember " + fill('dimension="x" ', n) + ">m</xbrldi:explicitMember></xbrli:context>"),
+}
+
+
+@pytest.mark.parametrize("shape", list(ONE_TAG))
+def test_reading_a_filing_is_linear_in_one_tags_attributes(shape):
+    assert growth(lambda document: build_tasks(_SOURCE, document), ONE_TAG[shape], 900) < LINEAR

@@ -239,3 +239,14 @@ def test_the_application_s_logging_config_reaches_its_replicas():
     for name in ("serve.yaml", "serve-cluster.yaml"):
         options = load_serve_config(ROOT / "configs" / name).deployment_options
         assert options["logging_config"]["enable_access_log"] is False, name
+
+
+def test_a_run_never_overwrites_an_earlier_one(tmp_path, capsys):
+    earlier = tmp_path / "run.jsonl"
+    earlier.write_text('{"run": {}}\n')
+    url = closed_port_url().removesuffix("/v1")
+    said = usage_error(["rollouts", "--url", url, "-n", "1", "--out", str(earlier)], capsys)
+    assert "--resume" in said and "--force" in said, said
+    assert earlier.read_text() == '{"run": {}}\n'
+    forced = usage_error(["rollouts", "--url", url, "-n", "1", "--out", str(earlier), "--force"], capsys)
+    assert "no server answers" in forced  # past the check: --force lets it replace the file

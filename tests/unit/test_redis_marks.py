@@ -13,6 +13,7 @@ import redis
 
 from session_store import ShardConfig, ShardService, StoreUnavailable
 from session_store.core import EpisodeSeed, Mark
+from session_store.marks import Written
 from session_store.marks.redis_store import RedisMarkStore
 from session_store.routing import partition
 
@@ -39,12 +40,12 @@ def test_marks_round_trip_and_expire_by_themselves(redis_server) -> None:
     async def go():
         assert await marks.write({"short": Mark(fence_until=now + 0.3, cause="closed"),
                                   "long": Mark(fence_until=now + 60, cause="closed", episode_id={"a": 1}),
-                                  "gone": Mark(fence_until=now - 1, cause="closed")}) == set()
+                                  "gone": Mark(fence_until=now - 1, cause="closed")}) == Written()
         found = await marks.read(["short", "long", "gone", "never"])
         assert set(found) == {"short", "long"} and found["long"].episode_id == {"a": 1}
         await asyncio.sleep(0.6)
         assert set(await marks.read(["short", "long"])) == {"long"}  # no sweep ran: Redis expired it
-        assert await marks.write({"long": None}) == set()
+        assert await marks.write({"long": None}) == Written()
         assert await marks.read(["long"]) == {}
 
     asyncio.run(go())
@@ -115,7 +116,7 @@ def test_a_redis_that_forgot_the_script_gets_it_again_and_a_read_sees_the_write(
         await marks.write({"a": Mark(fence_until=now + 60, cause="closed")})
         redis.Redis.from_url(redis_server.url).script_flush()
         failed = await marks.write({"b": Mark(fence_until=now + 60, cause="closed"), "a": None})
-        assert failed == set()
+        assert failed == Written()
         return await marks.read(["a", "b", "never-written"])
 
     found = asyncio.run(main())

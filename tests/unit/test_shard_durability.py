@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from session_store import MemoryMarkStore, ShardConfig, ShardService, StoreUnavailable
+from session_store.marks import Written
 
 TTL = 100.0
 
@@ -23,12 +24,12 @@ class ScriptedMarkStore(MemoryMarkStore):
         self.script = script  # (gate to wait for, or None; whether the write fails)
         self.calls = 0
 
-    async def write(self, changes):
+    async def write(self, changes, owners=None):
         gate, fails = self.script[self.calls] if self.calls < len(self.script) else (None, False)
         self.calls += 1
         if gate is not None:
             await gate.wait()
-        return set(changes) if fails else await super().write(changes)
+        return Written(failed=set(changes)) if fails else await super().write(changes, owners)
 
 
 def test_a_failed_fence_write_answers_503_and_the_retry_makes_it_durable():

@@ -19,11 +19,11 @@ class SlowMarkStore(MemoryMarkStore):
         await asyncio.sleep(READ_S)
         return await super().read(sids)
 
-    async def write(self, changes):
+    async def write(self, changes, owners=None):
         await asyncio.sleep(WRITE_S)
         if self.write_fails:
             raise ConnectionError("mark store unreachable")
-        return await super().write(changes)
+        return await super().write(changes, owners)
 
 
 def seed(sid: str) -> tuple:

@@ -155,3 +155,18 @@ def _empty_mirror(root: Path) -> Path:
     (root / "files" / "company_tickers.json").write_text(json.dumps({"0": {"cik_str": 1, "ticker": "EXM",
                                                                           "title": "Example Corp"}}))
     return root
+
+
+@needs_real_filings
+def test_a_build_replaces_an_earlier_builds_splits_and_refuses_a_folder_of_other_files(tmp_path, capsys):
+    out = tmp_path / "tasks"
+    assert main(["tasks", "build", "--corpus", str(EDGAR_REAL), "--out", str(out), "--tickers", "AAPL,NVDA",
+                 "--forms", "10-K", "--hold-out", "NVDA"]) == 0
+    assert (out / "test.jsonl").is_file()
+    assert main(["tasks", "build", "--corpus", str(EDGAR_REAL), "--out", str(out), "--tickers", "AAPL",
+                 "--forms", "10-K", "--split", "1,0,0"]) == 0
+    assert sorted(p.name for p in out.glob("*.jsonl")) == ["train.jsonl"]  # no test split left from the first
+    assert sorted(p.name for p in (out / "nemo-gym").iterdir()) == ["train.jsonl"]
+    (out / "notes.txt").write_text("mine")
+    assert main(["tasks", "build", "--corpus", str(EDGAR_REAL), "--out", str(out), "--tickers", "AAPL"]) == 2
+    assert "notes.txt" in capsys.readouterr().err and (out / "notes.txt").read_text() == "mine"

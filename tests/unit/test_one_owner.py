@@ -1,0 +1,143 @@
+"""One owner at a time (contract §C.11): two or three lives of one shard running at once over one mark store (a
+redeploy's old and new shard actors, servers over one Redis) never split a session, never score one another closed
+and never re-seed a closed ID. The life that reads a record another life holds takes it over; the store refuses
+the other's later writes, and that life reads the record again before it answers.
+
+The shards over the in-memory store and a real Redis (its check-and-write script), then three `finsec serve
+--in-process` over one Redis, driven over HTTP as the issue tried them."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import httpx
+import pytest
+
+from finsec.corpus.generate import filings
+from finsec.net.ports import free_port
+from harness.bodies import close_body, episode_seed, new_session_id, verify_body
+from harness.redis_server import running_redis
+from session_store import Claims, MemoryMarkStore, SessionLost, ShardConfig, ShardService
+from session_store.core import DocumentRef, EpisodeSeed, Masked, Scored, Verdict
+from session_store.errors import SessionConflict
+from tests.unit.test_redis_marks import store
+from tests.unit.test_serve_in_process import serving, stopped
+
+TTL = 600.0
+SEED = EpisodeSeed({"rollout_id": "r1", "attempt": 0}, {"taskset": "t", "task_id": "1"}, "digest")
+WIN = Verdict(1.0, 2)
+
+
+def doc(n: int) -> DocumentRef:
+    return DocumentRef(f"{n}" * 64, 100 + n, f"https://www.sec.gov/Archives/edgar/data/1/2/{n}.htm")
+
+
+@pytest.fixture(params=["memory", "redis"])
+def lives(request, redis_server):
+    """Lives of one shard over one store, all running at once: `lives(durable)()` makes the next."""
+    namespace = f"owners-{uuid.uuid4().hex[:8]}"
+    memory = MemoryMarkStore()
+
+    def make(durable: bool):
+        marks = memory if request.param == "memory" else None
+        return lambda: ShardService(ShardConfig(TTL, durable_sessions=durable),
+                                    marks or store(redis_server.url, namespace))
+    return make
+
+
+def outcome(shard: ShardService, name: str, *args):
+    [(ok, value)] = asyncio.run(shard.run([(name, args)]))
+    if not ok:
+        raise value
+    return value
+
+
+def test_a_session_closed_by_a_later_life_is_never_scored_by_the_earlier_one(lives):
+    life = lives(True)
+    a, b = life(), life()
+    claims = Claims(outcome(a, "seed_episode", "s", SEED).incarnation, "episode")
+    outcome(a, "put_document", "s", "first", doc(1), claims)
+    outcome(b, "put_document", "s", "second", doc(2), claims)  # b restores it: b holds it now
+    assert outcome(b, "read_documents", "s", [], claims).keys == ["first", "second"]
+    outcome(b, "close", "s", SEED.episode_id)
+
+    late = outcome(a, "finish_verify", "s", "body", WIN, claims)  # a still holds it in memory
+    assert isinstance(late, Masked) and late.failure_kind == "session_lost", late
+    with pytest.raises(SessionLost):
+        outcome(a, "put_document", "s", "third", doc(3), claims)
+    with pytest.raises(SessionConflict, match="closed"):
+        outcome(a, "seed_episode", "s", SEED)
+
+    c = life()  # a third life, first touched now: the fence holds (a's write did not replace it)
+    with pytest.raises(SessionConflict, match="closed"):
+        outcome(c, "seed_episode", "s", SEED)
+    assert isinstance(outcome(c, "plan_verify", "s", "body", claims), Masked)
+
+
+def test_without_durable_sessions_a_later_life_fences_the_earlier_one_out(lives):
+    life = lives(False)
+    a, b = life(), life()
+    claims = Claims(outcome(a, "seed_episode", "s", SEED).incarnation, "episode")
+    outcome(b, "close", "s", SEED.episode_id)  # b finds a's seed: the session is lost to b, and b closes it
+    for verify in (("finish_verify", "s", "body", WIN, claims), ("plan_verify", "s", "body", claims)):
+        late = outcome(a, *verify)
+        assert isinstance(late, Masked) and late.failure_kind == "session_lost", (verify[0], late)
+
+
+def test_a_session_moves_whole_between_two_lives_that_both_serve_it(lives):
+    """A redeploy's old and new replicas take turns: each write takes the record over with everything the other
+    stored, and the verify scores once, with every document."""
+    life = lives(True)
+    a, b = life(), life()
+    claims = Claims(outcome(a, "seed_episode", "s", SEED).incarnation, "episode")
+    for n, shard in enumerate((a, b, a, b, a), 1):
+        outcome(shard, "put_document", "s", f"doc{n}", doc(n), claims)
+    scored = outcome(b, "finish_verify", "s", "body", WIN, claims)
+    assert isinstance(scored, Scored) and scored.verdict == WIN
+    assert sorted(scored.documents) == [f"doc{n}" for n in range(1, 6)]
+    again = outcome(a, "finish_verify", "s", "body", WIN, claims)  # the re-send: the kept verdict, from a
+    assert again.verdict == WIN and sorted(again.documents) == sorted(scored.documents)
+    outcome(a, "close", "s", SEED.episode_id)
+    assert isinstance(outcome(b, "finish_verify", "s", "other body", WIN, claims), Masked)
+
+
+def test_a_released_agent_run_session_is_not_brought_back_by_the_life_that_held_it(lives):
+    life = lives(True)
+    a, b = life(), life()
+    claims = Claims(outcome(a, "seed_agent_run", "s").incarnation, "agent_run")
+    outcome(b, "finish_verify", "s", "body", WIN, claims)  # b restores it, scores it and releases it
+    with pytest.raises(SessionLost):
+        outcome(a, "put_document", "s", "late", doc(1), claims)  # a's write would re-create the record
+    assert outcome(life(), "describe", "s")["open"] is False
+
+
+# ----- over HTTP: three servers over one Redis, as the issue tried them -----
+
+
+def test_three_servers_over_one_redis_never_score_or_reseed_a_closed_episode():
+    first = next(f for f in filings() if f.form == "10-K")
+    with running_redis() as redis:
+        env = {"FINSEC_MARK_STORE_URL": redis.url}
+        ports = [free_port() for _ in range(3)]
+        servers = [serving(port, env) for port in ports]
+        try:
+            a, b, c = (httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) for port in ports)
+            sid = new_session_id()
+            assert a.post("/seed_session", json=episode_seed(sid, expected_answer="42")).status_code == 200
+            assert "SUCCESS" in a.post("/parse_html_page", json={"url": first.url, "key": "doc"}).json()["results"]
+            b.cookies.update(a.cookies)
+            used = b.post("/retrieve_information", json={"prompt": "total net revenues {{doc}}"})
+            assert used.status_code == 200 and "passages" in used.json()["results"], used.text
+            assert b.post("/close_session", json=close_body(sid)).status_code == 200
+
+            late = a.post("/verify", json=verify_body("42")).json()
+            assert (late["mask_sample"], late["failure_kind"]) == (True, "session_lost"), late
+            c.cookies.update(a.cookies)
+            retried = c.post("/seed_session", json=episode_seed(sid, expected_answer="42"))
+            assert retried.status_code == 409, retried.text
+            row = c.post("/verify", json=verify_body("42")).json()
+            assert row["mask_sample"] is True, row
+        finally:
+            for server in servers:
+                stopped(server)
