@@ -114,6 +114,7 @@ class Session:
     documents: dict[str, DocumentRef] = field(default_factory=dict)
     verdicts: OrderedDict[str, Verdict] = field(default_factory=OrderedDict)  # body digest -> verdict
     judging: dict[str, float] = field(default_factory=dict)  # body digest -> when its judge lease lapses
+    used_at: float = 0.0  # when a stateful tool last named it (retire_if_idle)
 
 
 FenceCause = Literal["closed", "evicted", "lost"]
@@ -341,7 +342,7 @@ class SessionCore:
         self._check_capacity()
         self._clear_expired_mark(sid)
         started = self.clock()
-        self._sessions[sid] = session = Session(started_at=started, episode=seed)
+        self._sessions[sid] = session = Session(started_at=started, episode=seed, used_at=started)
         self._write_session(sid, session)  # the durable seed
         self.counters["seeds.episode.created"] += 1
         return Seeded(True, self.incarnation, started)
@@ -370,7 +371,7 @@ class SessionCore:
         self._release(sid)  # re-insert at the end: the expiry index stays in seed order
         self._clear_expired_mark(sid)
         started = self.clock()
-        self._sessions[sid] = session = Session(started_at=started, episode=None)
+        self._sessions[sid] = session = Session(started_at=started, episode=None, used_at=started)
         self._write_session(sid, session)
         self.counters["seeds.agent_run"] += 1
         return Seeded(True, self.incarnation, started)
@@ -406,6 +407,19 @@ class SessionCore:
     def retire(self, sid: str) -> None:
         """Release everything the session holds; idempotent; no fence (Decision 8)."""
         self._release(sid)
+
+    def retire_if_idle(self, sid: str, idle_seconds: float) -> float:
+        """Retire an agent-run session no stateful tool has named for `idle_seconds`. Returns 0 when nothing is left
+        to retire, else how long until it would be idle. An MCP session's end uses this: its calls may go on through
+        other replicas by the cookie, which its replica never sees, and those calls pass here."""
+        session = self._open(sid)
+        if session is None or session.episode is not None:
+            return 0.0
+        idle_in = session.used_at + idle_seconds - self.clock()
+        if idle_in > 0:
+            return idle_in
+        self._release(sid)
+        return 0.0
 
     def mark_lost(self, sid: str) -> None:
         """The session's state is gone although its shard is not (a document whose text could not be recovered):
@@ -708,6 +722,7 @@ class SessionCore:
     def _restore(self, sid: str, record: JsonDict) -> None:
         """An open session of an earlier life, as its record has it; this life holds it from now on."""
         session = _session(record)
+        session.used_at = self.clock()  # the record keeps no use: a restore counts as one
         self._sessions[sid] = session
         for ref in session.documents.values():
             self._refs[ref.digest] += 1
@@ -723,6 +738,7 @@ class SessionCore:
     def _require_open(self, sid: str, claims: Claims) -> Session:
         session = self._open(sid)
         if session is not None:
+            session.used_at = self.clock()
             return session
         self.counters["session_lost"] += 1
         if self._is_marked_expired(sid):

@@ -30,6 +30,7 @@ SEED_EPISODE = Operation(SessionCore.seed_episode, needs_marks=True, unproven="r
 SEED_AGENT_RUN = Operation(SessionCore.seed_agent_run, needs_marks=True, unproven="refuse")
 CLOSE = Operation(SessionCore.close, needs_marks=True, unproven="refuse")
 RETIRE = Operation(SessionCore.retire)
+RETIRE_IF_IDLE = Operation(SessionCore.retire_if_idle, needs_marks=True)  # a durable session is restored first
 MARK_LOST = Operation(SessionCore.mark_lost, needs_marks=True)
 PLAN_VERIFY = Operation(SessionCore.plan_verify, needs_marks=True, unproven="mask")
 RECORD_VERDICT = Operation(SessionCore.record_verdict)
@@ -43,5 +44,5 @@ DESCRIBE = Operation(SessionCore.describe, needs_marks=True)
 DOCUMENT_REFS = Operation(SessionCore.document_refs, needs_marks=True)
 
 OPERATIONS: dict[str, Operation] = {op.name: op for op in (
-    SEED_EPISODE, SEED_AGENT_RUN, CLOSE, RETIRE, MARK_LOST, PLAN_VERIFY, RECORD_VERDICT, FINISH_VERIFY, CHECK_OPEN,
-    STARTED_AT, NOW, PUT_DOCUMENT, READ_DOCUMENTS, DESCRIBE, DOCUMENT_REFS)}
+    SEED_EPISODE, SEED_AGENT_RUN, CLOSE, RETIRE, RETIRE_IF_IDLE, MARK_LOST, PLAN_VERIFY, RECORD_VERDICT,
+    FINISH_VERIFY, CHECK_OPEN, STARTED_AT, NOW, PUT_DOCUMENT, READ_DOCUMENTS, DESCRIBE, DOCUMENT_REFS)}

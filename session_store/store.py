@@ -71,6 +71,9 @@ class SessionStore(ABC):
         """`retire_session_state` (contract §C.8, Decision 8)."""
         await self._on(sid, operations.RETIRE)
 
+    async def retire_if_idle(self, sid: str, idle_seconds: float) -> float:
+        return await self._on(sid, operations.RETIRE_IF_IDLE, idle_seconds)
+
     async def mark_lost(self, sid: str) -> None:
         await self._on(sid, operations.MARK_LOST)
 

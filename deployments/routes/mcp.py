@@ -4,11 +4,14 @@ The endpoint is a client of this app's own routes, in process: a `tools/call` is
 the whole app (body checks, caps, time budget, session checks, the route prefix's mount), so every promise of the
 contract holds on this path because it is the same path. MCP adds only which finsec session a call speaks for:
 
-1. an episode, when the finsec cookie the HTTP request carries names one: the trainer seeded it over REST and gave
-   the MCP client its cookie (that is how a client binds a `resources_session_id`);
+1. an episode, when the finsec cookie the HTTP request carries names one, on every call: the trainer seeded it over
+   REST and gave the MCP client its cookie (that is how a client binds a `resources_session_id`);
 2. otherwise, in an MCP session (the initialize handshake's `Mcp-Session-Id`), a fresh agent-run session seeded as
-   it opens and kept for its life, so a client that drops cookies still speaks for it; it is released when the MCP
-   session ends (the client's DELETE, `mcp_session_idle_seconds`, the server stopping);
+   it opens (once, however often the client initializes) and kept for its life, so a client that drops cookies
+   still speaks for it. The client's DELETE releases it, on any replica (by the cookie, where another replica
+   holds the MCP session). An idle timeout releases it once no stateful tool has named it for
+   `mcp_session_idle_seconds`: its calls may go on through other replicas by the cookie, which this replica never
+   sees, so it asks the shard and waits while they do. The server stopping leaves it to its TTL;
 3. otherwise (the protocol's stateless revision), the cookie's agent-run session, seeded for a cookie that names
    none, which a cookie-keeping client then carries. A call with neither cookie nor MCP session speaks for no
    session: the search tools answer, the stateful ones 404 `session_lost`, as over REST.
@@ -63,6 +66,8 @@ class McpEndpoint:
         self._server = Server("finsec-serve", on_list_tools=self._list_tools, on_call_tool=self._call_tool,
                               get_tool_input_schema=self._tools.get)
         self._server.middleware.append(self._opening)
+        self._ended_by_client: set[str] = set()  # MCP sessions of this replica whose client sent DELETE
+        self._idling: set[asyncio.Task] = set()  # ended MCP sessions' agent-run sessions, retired once idle
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
@@ -102,6 +107,8 @@ class McpEndpoint:
         try:
             yield
         finally:
+            for idling in self._idling:
+                idling.cancel()
             stop.set()
             await task
 
@@ -116,7 +123,10 @@ class McpEndpoint:
         if named is not None and named not in held:
             # Another replica's MCP session, or one from before this replica restarted: its calls are served by
             # the cookie they carry (rule 1 or 3), where the SDK alone would answer 404 and strand the client. Its
-            # event stream (GET) is not offered here, and its end (DELETE) is its own replica's idle timeout's.
+            # event stream (GET) is not offered here; its end (DELETE) releases the cookie's agent-run session.
+            if scope["method"] == "DELETE":
+                await self._ended_elsewhere(Request(scope), send)
+                return
             if scope["method"] != "POST":
                 status = 405 if scope["method"] == "GET" else 404
                 await JSONResponse({"detail": "This replica does not hold that MCP session."}, status_code=status,
@@ -125,6 +135,8 @@ class McpEndpoint:
             scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"mcp-session-id"]}
             await stateless.handle_request(scope, receive, send)
             return
+        if named is not None and scope["method"] == "DELETE":
+            self._ended_by_client.add(named)
         await sessions.handle_request(scope, receive, send)
 
     # --- the MCP handlers ---
@@ -138,7 +150,8 @@ class McpEndpoint:
         if params.name not in self._tools:  # never a path built from the name: only the tools' own routes
             return _text(unknown_tool_result(params.name, list(self._tools)))
         binding = _connection(ctx).state.get(_BINDING)
-        if binding is None:  # no MCP session: the cookie's session (rules 1 and 3)
+        if binding is None or request.session.get(identity.SEED_KIND) == "episode":  # rules 1 and 3
+
             try:
                 binding = await self._cookie_binding(request)
             except _Refused as refused:
@@ -152,12 +165,13 @@ class McpEndpoint:
     async def _opening(self, ctx: Any, call_next: Any) -> Any:
         """Server middleware: an MCP session's `initialize` binds it (rules 1 and 2) before the handshake's reply,
         so that reply already carries the session's cookie and the client's calls to any replica name it."""
-        if ctx.method == "initialize" and ctx.request is not None:
-            connection = _connection(ctx)
+        connection = _connection(ctx) if ctx.method == "initialize" and ctx.request is not None else None
+        if connection is not None and _BINDING not in connection.state:  # one binding, however often it initializes
             try:
                 binding = await self._session_binding(ctx.request)
             except _Refused as refused:  # before call_next: the handshake fails, saying why
                 raise MCPError(INTERNAL_ERROR, refused.reply.body.decode("utf-8", "replace")) from None
+            binding.mcp_session = connection.session_id
             connection.state[_BINDING] = binding
             connection.exit_stack.push_async_callback(self._ended, binding, ctx.request.app)
         return await call_next(ctx)
@@ -186,13 +200,42 @@ class McpEndpoint:
         return _Binding(reply.cookie, reply.session.get(identity.SESSION_ID), seeded_here=True)
 
     async def _ended(self, binding: _Binding, app: Any) -> None:
+        by_client = binding.mcp_session in self._ended_by_client
+        self._ended_by_client.discard(binding.mcp_session)
         if not binding.seeded_here or binding.sid is None:
             return  # an episode is the trainer's to close (§C.4)
         # Retire, not close: a verify after the MCP session ended still grades the agent-run session (§C.5 step 8).
+        store = app.state.services.store
         try:
-            await app.state.services.store.retire(binding.sid)
+            if by_client:
+                await store.retire(binding.sid)
+                return
+            idle_in = await store.retire_if_idle(binding.sid, self._settings.mcp_session_idle_seconds)
         except StoreUnavailable as error:  # the session's TTL releases it instead
             log.warning("MCP session ended; its agent-run session was not released now: %s", error)
+            return
+        if idle_in > 0 and self._managers is not None:  # in use through other replicas: ask again once idle
+            idling = asyncio.create_task(self._retire_once_idle(store, binding.sid, idle_in))
+            self._idling.add(idling)
+            idling.add_done_callback(self._idling.discard)
+
+    async def _retire_once_idle(self, store: Any, sid: str, idle_in: float) -> None:
+        while idle_in > 0:
+            await asyncio.sleep(idle_in)
+            try:
+                idle_in = await store.retire_if_idle(sid, self._settings.mcp_session_idle_seconds)
+            except StoreUnavailable:
+                return  # its TTL releases it
+
+    async def _ended_elsewhere(self, request: Request, send: Send) -> None:
+        """A DELETE of an MCP session another replica holds: the client ended it, so the agent-run session its
+        cookie names is released here (an episode's is the trainer's to close)."""
+        if request.session.get(identity.SEED_KIND) == "agent_run":
+            try:
+                await request.app.state.services.store.retire(identity.session_id(request))
+            except StoreUnavailable as error:
+                log.warning("MCP session ended elsewhere; its agent-run session was not released now: %s", error)
+        await JSONResponse({"detail": "ended"}, status_code=200)(request.scope, request.receive, send)
 
 
 @dataclass
@@ -200,6 +243,7 @@ class _Binding:
     cookie: str | None  # the Cookie header its calls carry
     sid: str | None
     seeded_here: bool  # an agent-run session this endpoint seeded, released when its MCP session ends
+    mcp_session: str | None = None  # the MCP session it binds (Mcp-Session-Id)
 
 
 @dataclass

@@ -87,3 +87,32 @@ def test_the_stateless_revision_on_serve(app):
     assert app.describe(claims_of(cookie)["session_id"])["open"]  # an agent-run session, ended by its verify
     assert scored(app, cookie)["reward"] == 1.0
     assert not app.describe(claims_of(cookie)["session_id"])["open"]
+
+
+def test_an_mcp_session_idle_on_its_replica_but_used_through_the_other_stays_open(app):
+    """The calls reach both replicas by the cookie (a POST naming an MCP session a replica does not hold goes on by
+    it); the MCP session's own replica idles it out meanwhile (2 s) and must not retire what the calls still use."""
+    http = httpx2.AsyncClient(timeout=60)
+    foreign = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+               "mcp-protocol-version": "2025-11-25", "mcp-session-id": "held-by-no-replica"}
+    ask = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+           "params": {"name": "retrieve_information", "arguments": {"prompt": Q["question"] + " {{filing}}"}}}
+
+    async def episode():
+        manager = streamable_http_client(app.base_url + "/mcp", http_client=http, terminate_on_close=False)
+        async with http, manager as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.call_tool("parse_html_page", {"url": Q["url"], "key": "filing"})
+            cookie = http.cookies.get(app.settings.cookie_name)
+        async with httpx2.AsyncClient(timeout=60, cookies={app.settings.cookie_name: cookie}) as calls:
+            for _ in range(24):  # 6 s of calls through either replica, past the 2 s idle timeout
+                answered = await calls.post(app.base_url + "/mcp", content=json.dumps(ask), headers=foreign)
+                assert "passages" in answered.text, answered.text[:300]
+                await asyncio.sleep(0.25)
+        return cookie
+
+    cookie = asyncio.run(episode())
+    sid = claims_of(cookie)["session_id"]
+    assert app.describe(sid)["open"]  # in use until now: not retired by its replica's idle timeout
+    row = scored(app, cookie)  # the verify releases it, scored with the document it still holds
+    assert (row["reward"], row.get("mask_sample", False)) == (1.0, False), json.dumps(row)[:500]

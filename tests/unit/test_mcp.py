@@ -341,3 +341,85 @@ def test_without_the_mcp_package_the_endpoint_names_the_fix(monkeypatch):
         refused = httpx.post(bare.mcp, json={}, timeout=10)
         assert httpx.get(bare.url + "/healthz", timeout=10).status_code == 200
     assert refused.status_code == 501 and "finsec-serve[mcp]" in refused.json()["detail"]
+
+
+def test_an_idle_end_leaves_a_session_other_replicas_still_serve():
+    """Calls that reach another replica by the cookie never reach this replica's idle timer: when it ends the MCP
+    session, the agent-run session goes on (a raw POST naming an MCP session this replica does not hold is how
+    another replica's call arrives here)."""
+    elsewhere = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+                 "mcp-protocol-version": "2025-11-25", "mcp-session-id": "held-by-another-replica"}
+    ask = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+           "params": {"name": "retrieve_information", "arguments": {"prompt": "revenue {{filing}}"}}}
+    with serving(num_shards=1, mcp_session_idle_seconds=1) as idle:
+        async def episode():
+            http = httpx2.AsyncClient()
+            manager = streamable_http_client(idle.mcp, http_client=http, terminate_on_close=False)
+            async with http, manager as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                await session.call_tool("parse_html_page", {"url": TASK.data["url"], "key": "filing"})
+                cookie = http.cookies.get(COOKIE)
+            async with httpx.AsyncClient(timeout=30, cookies={COOKIE: cookie}) as other_replica:
+                for _ in range(12):  # 3 s of calls elsewhere: the MCP session here idles out meanwhile
+                    answered = await other_replica.post(idle.mcp, content=json.dumps(ask), headers=elsewhere)
+                    assert "passages" in answered.text, answered.text[:300]
+                    await asyncio.sleep(0.25)
+            return cookie
+
+        cookie = asyncio.run(episode())
+        assert idle.held() == 1  # still open: it was in use
+        asked = idle.post("/retrieve_information", {"prompt": "revenue {{filing}}"}, cookie)
+        assert asked.status_code == 200, asked.text
+        assert idle.wait_held(0) == 0  # and released once nothing named it for the idle time
+
+
+def test_a_delete_reaching_another_replica_releases_the_session(server):
+    http = httpx2.AsyncClient()
+
+    async def opened():
+        manager = streamable_http_client(server.mcp, http_client=http, terminate_on_close=False)
+        async with http, manager as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return http.cookies.get(COOKIE)
+
+    cookie = asyncio.run(opened())
+    assert server.held() == 1
+    ended = httpx.delete(server.mcp, cookies={COOKIE: cookie}, timeout=30,
+                         headers={"mcp-session-id": "held-by-another-replica", "mcp-protocol-version": "2025-11-25"})
+    assert ended.status_code == 200, ended.text
+    assert server.held() == 0
+
+
+def test_the_cookies_episode_wins_on_every_call(server):
+    """An MCP session opened without a cookie holds its own agent-run session; a call that then carries an
+    episode's cookie speaks for the episode, and its reply's cookie still names the episode."""
+    sid = new_session_id()
+    episode = server.post("/seed_session", episode_seed(sid, expected_answer=TASK.expected_answer)).cookies[COOKIE]
+    http = httpx2.AsyncClient()
+
+    async def calls():
+        async with handshake(server, http) as session:
+            own = http.cookies.get(COOKIE)
+            http.cookies.clear()
+            http.cookies.set(COOKIE, episode)
+            stored = await session.call_tool("parse_html_page", {"url": TASK.data["url"], "key": "filing"})
+            assert "SUCCESS" in text(stored), text(stored)
+            return own, {cookie.value for cookie in http.cookies.jar if cookie.name == COOKIE}
+
+    own, after = asyncio.run(calls())
+    assert after == {episode}  # the reply did not replace the episode's cookie
+    assert server.post("/retrieve_information", {"prompt": "revenue {{filing}}"}, episode).status_code == 200
+    missing = server.post("/retrieve_information", {"prompt": "revenue {{filing}}"}, own)
+    assert missing.status_code != 200 or "filing" not in missing.json()["results"].split("passages")[0], missing.text
+    assert server.post("/close_session", close_body(sid), episode).status_code == 200
+
+
+def test_initializing_again_seeds_nothing_more(server):
+    async def initializes():
+        async with handshake(server) as session:
+            for _ in range(20):
+                await session.initialize()
+            return server.held()
+
+    assert asyncio.run(initializes()) == 1
+    assert server.wait_held(0) == 0
