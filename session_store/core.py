@@ -269,7 +269,8 @@ class SessionCore:
 
     def learn_mark(self, sid: str, mark: Mark) -> None:
         """A mark read back from the durable store. What this core holds is newer, so it wins: so does a seed
-        this life wrote (the session was released since). Another life's seed is a lost session."""
+        this life wrote (the session was released since). Another life's seed is a lost session, or restored:
+        StoreFull when the shard holds as many sessions as it may."""
         if not self.wants_mark(sid):
             return
         if mark.drop_at <= self.clock():
@@ -280,10 +281,12 @@ class SessionCore:
             if mark.open_in == self.incarnation:
                 return
             # Another life's: this one takes it over, and its write fences that life out.
-            self._owners[sid] = mark.open_in
             if mark.session is not None and self.durable_sessions:
+                self._check_capacity("restore it")  # a restore is a session like any other
+                self._owners[sid] = mark.open_in
                 self._restore(sid, mark.session)
                 return
+            self._owners[sid] = mark.open_in
             # The episode stays named: a close for another episode is 409 in every life (§C.4).
             self._set_mark(sid, Mark(fence_until=mark.fence_until, cause="lost", episode_id=mark.episode_id))
             return
@@ -747,9 +750,10 @@ class SessionCore:
         fence = self._fence(sid)
         raise SessionLost(sid, _FENCE_WHY[fence.cause] if fence else "never seeded, or already released by verify")
 
-    def _check_capacity(self) -> None:
+    def _check_capacity(self, to: str = "seed it") -> None:
         if len(self._sessions) >= self.limits.sessions:
-            raise StoreFull("This shard holds as many sessions as it may (max_sessions_per_shard); retry shortly.")
+            raise StoreFull(f"This shard holds as many sessions as it may (max_sessions_per_shard), too many to {to} "
+                            "now; retry shortly.")
 
     def _conflict(self, reason: str) -> None:
         self.counters[f"conflicts.{reason}"] += 1

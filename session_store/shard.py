@@ -18,7 +18,8 @@ operation exactly the result it would have had alone. Around the run:
 Batches of several replicas (and the reaper's tick) run concurrently on the actor's loop, so a mark change stays
 *pending* until a write of it succeeds: an operation on an ID with a pending change (its own, an earlier batch's
 still in flight, or one whose write failed) answers only once that change is durable. Writes go one at a time,
-each taking every pending change, so an ID's last write is its newest mark.
+each taking the pending changes of the IDs it was asked for and others up to `_WRITE_CHUNK`, so an ID's last write is
+its newest mark, and no write (a settle's restores, say) holds the lock for long.
 
 One owner at a time (`core.py`): each write expects the owner the record had before its changes, or this life.
 When another life has taken the record over, the store skips the write; the shard forgets the ID and runs the
@@ -33,7 +34,7 @@ import gc
 import heapq
 import logging
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any
 
@@ -55,6 +56,8 @@ FORGOT = ("The mark store lost records (its marker is gone: a restart without pe
           "to an empty replica or a flush), so IDs it fenced can no longer be proven fenced. No new session is seeded "
           "until an operator acknowledges the loss (`finsec store acknowledge-loss`).")
 _RUN = 5_000  # marks sorted at once while settling
+_WRITE_CHUNK = 1_000  # changes a write takes beyond those it was asked for
+_LEARN = 250  # marks learned (sessions restored) between yields to the loop while settling
 _ABSENT = object()
 _SUPERSEDED: Outcome = (False, None)  # a marker, compared by identity
 
@@ -151,7 +154,7 @@ class ShardService:
     async def _run_once(self, ops: list[Op]) -> list[Outcome]:
         self._core.evict_expired()  # costs what it evicts; keeps expired marks durable between reaper ticks
         self._take_changes()
-        unreadable, unproven = await self._learn_marks(ops)
+        unreadable, unproven, full = await self._learn_marks(ops)
         outcomes: list[Outcome] = []
         depends: list[set[str]] = []  # per operation: the IDs whose durable write its answer relies on
         for name, args in ops:
@@ -163,6 +166,8 @@ class ShardService:
                 outcomes.append((False, StoreUnavailable(
                     "The session store could not read its fence records; retry the request shortly.",
                     "marks_unreadable")))
+            elif op.needs_marks and sid in full:
+                outcomes.append((False, full[sid]))
             elif sid in unproven and op.unproven:
                 outcomes.append(self._unproven(op))
             else:
@@ -214,15 +219,16 @@ class ShardService:
             (log.info if present else log.error)("the mark store's marker is %s", "back" if present else "gone")
             self._health = StoreHealth(not present, self._health.durability_problem)
 
-    async def _learn_marks(self, ops: list[Op]) -> tuple[set[str], set[str]]:
-        """Read the marks of IDs the core does not know; returns the IDs whose read failed, and those whose absent
-        mark proves nothing (the store forgot, or may forget)."""
+    async def _learn_marks(self, ops: list[Op]) -> tuple[set[str], set[str], dict[str, StoreFull]]:
+        """Read the marks of IDs the core does not know; returns the IDs whose read failed, those whose absent
+        mark proves nothing (the store forgot, or may forget), and those whose session the shard has no room to
+        restore (503 until it has)."""
         if self._complete:
-            return set(), set()
+            return set(), set(), {}
         wanted = sorted({args[0] for name, args in ops
                          if (op := OPERATIONS.get(name)) and op.needs_marks and self._core.wants_mark(args[0])})
         if not wanted:
-            return set(), set()
+            return set(), set(), {}
         try:
             if self._check_durability:
                 problem = await asyncio.to_thread(self._marks.durability_problem)
@@ -235,11 +241,15 @@ class ShardService:
             self._saw_marker(False)
         except Exception:
             log.warning("could not read %d durable marks", len(wanted), exc_info=True)
-            return set(wanted), set()
+            return set(wanted), set(), {}
+        full = {}
         for sid, mark in found.items():
-            self._core.learn_mark(sid, mark)
+            try:
+                self._core.learn_mark(sid, mark)
+            except StoreFull as error:
+                full[sid] = error
         unproven = set(wanted) - found.keys() if self.store_problem() else set()
-        return set(), unproven
+        return set(), unproven, full
 
     async def _make_durable(self, ids: set[str]) -> set[str]:
         """Write the pending mark changes if any of `ids` has one; returns those of `ids` still not durable."""
@@ -249,7 +259,9 @@ class ShardService:
             wanted = ids & self._pending.keys()  # the previous holder may have written them
             if not wanted:
                 return set()
-            writes = dict(self._pending)
+            writes = {sid: self._pending[sid] for sid in wanted}
+            for sid in islice(self._pending.keys() - wanted, max(0, _WRITE_CHUNK - len(wanted))):
+                writes[sid] = self._pending[sid]
             # A store that forgot lost the records of sessions this life holds: its memory is the proof then.
             forgot = (None,) if self._health.forgot else ()
             owners = {sid: (self._expected.get(sid), self.incarnation, *forgot) for sid in writes}
@@ -292,7 +304,11 @@ class ShardService:
             self._health = StoreHealth(self._health.forgot, health.durability_problem)
         evicted = self._core.evict_expired()
         self._take_changes()
-        await self._make_durable(set(self._pending))  # also retries what failed before
+        for _ in range(len(self._pending) // _WRITE_CHUNK + 1):  # also retries what failed before
+            chunk = set(islice(self._pending, _WRITE_CHUNK))
+            if not chunk or await self._make_durable(chunk):
+                break  # nothing left, or the store fails: the next tick tries again
+            await asyncio.sleep(0)  # requests' batches go between the chunks
         return TickReport(evicted, self._core.counts(), self._core.referenced_digests(), dict(self._core.counters),
                           self._core.incarnation, {"batches": self._batches, **self._timings.as_dict()},
                           self._clock_step())
@@ -327,8 +343,11 @@ class ShardService:
             runs.append(run)
             await asyncio.sleep(0)
         for n, (sid, mark) in enumerate(heapq.merge(*runs, key=_drop_at), 1):
-            self._core.learn_mark(sid, mark)
-            if n % 1000 == 0:
+            try:
+                self._core.learn_mark(sid, mark)
+            except StoreFull:  # no room to restore it: lost, never scored (nothing reads it again once settled)
+                self._core.learn_mark(sid, replace(mark, session=None))
+            if n % _LEARN == 0:
                 await asyncio.sleep(0)
         self._complete = True
         return len(mine)

@@ -66,8 +66,9 @@ MUTATIONS = (
                "partial(verdict_row, body, getattr(outcome, \"verdict\", verdict)"))),
     Mutation("the durable seed is never written", "durable seeds: a session open in a dead shard life is lost",
              "session_store/shard.py",
-             (("            writes = dict(self._pending)\n",
-               "            writes = {k: v for k, v in self._pending.items() if v is None or v.open_in is None}\n"),)),
+             (("                    written = await self._marks.write(writes, owners)\n",
+               "                    written = await self._marks.write({k: v for k, v in writes.items() if v is None or "
+               "v.open_in is None}, owners)\n"),)),
     Mutation("a session past its TTL is served", "§C.9: never served past session_ttl_seconds",
              "session_store/core.py",
              (("        if session is not None and self._past_ttl(session, self.clock()):\n"

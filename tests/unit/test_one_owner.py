@@ -19,8 +19,8 @@ from finsec.net.ports import free_port
 from harness.bodies import close_body, episode_seed, new_session_id, verify_body
 from harness.redis_server import running_redis
 from session_store import Claims, MemoryMarkStore, SessionLost, ShardConfig, ShardService
-from session_store.core import DocumentRef, EpisodeSeed, Masked, Scored, Verdict
-from session_store.errors import SessionConflict
+from session_store.core import DocumentRef, EpisodeSeed, Limits, Masked, Scored, Verdict
+from session_store.errors import SessionConflict, StoreFull
 from tests.unit.test_redis_marks import store
 from tests.unit.test_serve_in_process import serving, stopped
 
@@ -141,3 +141,58 @@ def test_three_servers_over_one_redis_never_score_or_reseed_a_closed_episode():
         finally:
             for server in servers:
                 stopped(server)
+
+
+# ----- restores count against the shard's limits, and are written back in bounded writes -----
+
+
+class CountingMarks(MemoryMarkStore):
+    """The in-memory store, noting how many changes each write carried."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: list[int] = []
+
+    async def write(self, changes, owners=None):
+        self.sizes.append(len(changes))
+        return await super().write(changes, owners)
+
+
+def earlier_life(marks: MemoryMarkStore, count: int) -> Claims:
+    """`count` open episode sessions held by a life that is gone, their records in `marks`."""
+    first = ShardService(ShardConfig(TTL, durable_sessions=True), marks)
+    for n in range(count):
+        seeded = outcome(first, "seed_episode", f"s{n}", SEED)
+    return Claims(seeded.incarnation, "episode")
+
+
+def test_a_restore_past_max_sessions_is_503_until_there_is_room():
+    marks = MemoryMarkStore()
+    claims = earlier_life(marks, 3)
+    limited = ShardService(ShardConfig(TTL, durable_sessions=True, limits=Limits(sessions=2)), marks)
+    outcome(limited, "check_open", "s0", claims)
+    outcome(limited, "check_open", "s1", claims)
+    with pytest.raises(StoreFull, match="max_sessions_per_shard"):
+        outcome(limited, "check_open", "s2", claims)
+    outcome(limited, "close", "s0", SEED.episode_id)
+    outcome(limited, "check_open", "s2", claims)  # room again: restored
+    assert limited._core.stats()["sessions"] == 2  # noqa: SLF001
+
+
+def test_a_settle_restores_what_fits_and_fences_the_rest_lost():
+    marks = MemoryMarkStore()
+    claims = earlier_life(marks, 3)
+    limited = ShardService(ShardConfig(TTL, durable_sessions=True, limits=Limits(sessions=2)), marks)
+    assert asyncio.run(limited.settle()) == 3
+    verdicts = [outcome(limited, "finish_verify", f"s{n}", "body", WIN, claims) for n in range(3)]
+    assert sum(isinstance(v, Scored) for v in verdicts) == 2 and sum(isinstance(v, Masked) for v in verdicts) == 1
+
+
+def test_the_writes_of_a_large_restore_are_bounded():
+    marks = CountingMarks()
+    earlier_life(marks, 2_500)
+    later = ShardService(ShardConfig(TTL, durable_sessions=True), marks)
+    marks.sizes.clear()
+    asyncio.run(later.settle())
+    asyncio.run(later.tick())
+    assert sum(marks.sizes) == 2_500 and max(marks.sizes) <= 1_000, marks.sizes  # taken over in several writes
