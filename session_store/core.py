@@ -144,6 +144,32 @@ class Mark:
         return self.expired_until is not None and self.expired_until > now
 
 
+HEAD = "m"  # a durable record's part that holds all but its documents and verdicts
+
+
+def document_part(key: str) -> str:
+    return "d:" + key
+
+
+def verdict_part(body_digest: str) -> str:
+    return "v:" + body_digest
+
+
+def merge_parts(first: frozenset[str] | None, then: frozenset[str] | None) -> frozenset[str] | None:
+    """The parts two changes in a row changed (None: the whole record)."""
+    return None if first is None or then is None else first | then
+
+
+@dataclass(frozen=True)
+class Changes:
+    """Durable record changes, by ID: the record as it now is (None: deleted), the parts that changed (None: all),
+    and the owner the stored record had before them."""
+
+    records: dict[str, Mark | None]
+    parts: dict[str, frozenset[str] | None]
+    expected: dict[str, str | None]
+
+
 @dataclass(frozen=True)
 class Limits:
     """Bounds on what one session and one shard may hold (settings: max_*); the defaults are generous."""
@@ -252,6 +278,7 @@ class SessionCore:
         self._sessions: dict[str, Session] = {}  # in seed order: the session expiry index
         self._marks: dict[str, Mark] = {}  # nearly in drop order
         self._mark_writes: dict[str, Mark | None] = {}  # changed since the shell last took them; None: deleted
+        self._mark_parts: dict[str, frozenset[str] | None] = {}  # per change, the parts it changed (None: all)
         self._owners: dict[str, str] = {}  # ID -> the life the stored record names as holding it open
         self._expected: dict[str, str | None] = {}  # ID -> its record's owner before the changes not yet taken
         self._lapsed_owners: dict[str, str] = {}  # owners of lapsed records read since the last take
@@ -293,16 +320,17 @@ class SessionCore:
         self._marks[sid] = mark
         self._count_mark(mark, +1)
 
-    def take_changes(self) -> tuple[dict[str, Mark | None], dict[str, str | None]]:
-        """The record changes since the last take, and for each the owner its record had before them (None:
-        held open by no life): the store writes a change only over that owner, or over this life."""
-        writes, self._mark_writes = self._mark_writes, {}
-        expected, self._expected = self._expected, {}
+    def take_changes(self) -> Changes:
+        """The record changes since the last take: for each, the record as it now is, the parts that changed, and
+        the owner the record had before (None: held open by no life): the store writes a change only over that
+        owner, or over this life."""
+        changes = Changes(self._mark_writes, self._mark_parts, self._expected)
+        self._mark_writes, self._mark_parts, self._expected = {}, {}, {}
         self._lapsed_owners.clear()
-        return writes, expected
+        return changes
 
     def take_mark_writes(self) -> dict[str, Mark | None]:
-        return self.take_changes()[0]
+        return self.take_changes().records
 
     def forget(self, sid: str) -> None:
         """Another life holds the ID's record now (the store refused a write over it): drop what this life held
@@ -311,7 +339,7 @@ class SessionCore:
         held = self._marks.pop(sid, None)
         if held is not None:
             self._count_mark(held, -1)
-        for kept in (self._owners, self._mark_writes, self._expected):
+        for kept in (self._owners, self._mark_writes, self._mark_parts, self._expected):
             kept.pop(sid, None)
         self.counters["superseded"] += 1
 
@@ -457,7 +485,7 @@ class SessionCore:
         if lapse is not None and lapse > now:
             return Pending(retry_after=min(0.25, lapse - now))
         session.judging[body_digest] = now + lease_seconds
-        self._write_session(sid, session)  # scored only while this life holds the record (the module's docstring)
+        self._write_session(sid, session, frozenset())  # scored only while this life holds the record (see above)
         self.counters["verifies.scored"] += 1
         return GradeNow(record=True)
 
@@ -530,7 +558,7 @@ class SessionCore:
         self._refs[ref.digest] += 1
         self._held.update(documents=0 if held else 1, document_chars=ref.chars - (held.chars if held else 0))
         if self.durable_sessions:
-            self._write_session(sid, session)
+            self._write_session(sid, session, frozenset({document_part(key)}))
         return StoredDocument(held is not None, list(documents))
 
     def read_documents(self, sid: str, keys: list[str], claims: Claims = NO_CLAIMS) -> DocumentsView:
@@ -630,10 +658,12 @@ class SessionCore:
             self._held.subtract(documents=len(session.documents), verdicts=len(session.verdicts),
                                 document_chars=sum(d.chars for d in session.documents.values()))
 
-    def _change(self, sid: str, mark: Mark | None) -> None:
-        """List a change of the ID's durable record, noting the owner the record had before the first one."""
+    def _change(self, sid: str, mark: Mark | None, parts: frozenset[str] | None = None) -> None:
+        """List a change of the ID's durable record (`parts`: the only parts it changed; None: the whole record),
+        noting the owner the record had before the first change."""
         if sid not in self._expected:
             self._expected[sid] = self._owners.get(sid, self._lapsed_owners.get(sid))
+        self._mark_parts[sid] = merge_parts(self._mark_parts[sid], parts) if sid in self._mark_writes else parts
         self._mark_writes[sid] = mark
         if mark is not None and mark.open_in is not None:
             self._owners[sid] = mark.open_in
@@ -698,29 +728,32 @@ class SessionCore:
         verdict = session.verdicts.get(body_digest)
         if verdict is None:
             return None
-        self._write_session(sid, session)  # given back only while this life holds the record
+        self._write_session(sid, session, frozenset())  # given back only while this life holds the record
         self.counters["verifies.cached"] += 1
         return Cached(verdict, dict(session.documents))
 
     def _keep_verdict(self, sid: str, session: Session, body_digest: str, verdict: Verdict) -> None:
         held = len(session.verdicts)
         session.verdicts[body_digest] = verdict
+        parts = {verdict_part(body_digest)}
         while len(session.verdicts) > self.limits.verdicts_per_session:  # the oldest is judged again if re-sent
-            session.verdicts.popitem(last=False)
+            parts.add(verdict_part(session.verdicts.popitem(last=False)[0]))
         self._held["verdicts"] += len(session.verdicts) - held
-        self._write_session(sid, session)  # with the verdict, or (not durable) the seed again: see _cached
+        # The verdict's part, or (not durable) no part at all: the owner is checked all the same (see _cached).
+        self._write_session(sid, session, frozenset(parts) if self.durable_sessions else frozenset())
 
     # ----- durable sessions -----
 
-    def _write_session(self, sid: str, session: Session) -> None:
+    def _write_session(self, sid: str, session: Session, parts: frozenset[str] | None = None) -> None:
         """The open session's durable record: an episode's seed always (so a later life knows it is lost), and,
-        with durable sessions, everything the session holds, for a later life to restore."""
+        with durable sessions, everything the session holds, for a later life to restore. `parts`: the only ones
+        that changed (`HEAD`, a document's, a verdict's; none: the owner is checked, nothing written); None: all."""
         if session.episode is None and not self.durable_sessions:
             return
         self._change(sid, Mark(
             fence_until=session.started_at + self.session_ttl + self.fence_ttl,
             episode_id=session.episode.episode_id if session.episode else None, open_in=self.incarnation,
-            session=_record(session) if self.durable_sessions else None))
+            session=_record(session) if self.durable_sessions else None), parts)
 
     def _restore(self, sid: str, record: JsonDict) -> None:
         """An open session of an earlier life, as its record has it; this life holds it from now on."""
@@ -736,7 +769,9 @@ class SessionCore:
             self._evict(sid, session)
             return
         heapq.heappush(self._restored, (session.started_at + self.session_ttl, sid))
-        self._write_session(sid, session)  # now held open by this life
+        # Now held open by this life: written whole (the take-over's change is the whole record; an earlier
+        # version wrote records in one piece).
+        self._write_session(sid, session)
 
     def _require_open(self, sid: str, claims: Claims) -> Session:
         session = self._open(sid)

@@ -39,7 +39,7 @@ from itertools import islice
 from typing import Any
 
 from .clock import SessionClock
-from .core import EvictionReport, Limits, Masked, SessionCore
+from .core import EvictionReport, Limits, Masked, SessionCore, merge_parts
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreFull, StoreUnavailable
 from .marks import MarkStore, MemoryMarkStore, StoreForgot, StoreHealth, Written
 from .operations import OPERATIONS, Operation
@@ -110,6 +110,7 @@ class ShardService:
         self._marks = marks if marks is not None else MemoryMarkStore()
         self._pending: dict[str, Any] = {}  # mark changes not yet known durable (None deletes), by ID
         self._expected: dict[str, str | None] = {}  # per pending ID: the owner its stored record has
+        self._parts: dict[str, frozenset[str] | None] = {}  # per pending ID: the parts to write (None: all)
         self._superseded: dict[str, int] = {}  # ID -> when (in `_forgets`) another life's record made it forgotten
         self._forgets = 0
         self._running: Counter[int] = Counter()  # batches in flight, by the `_forgets` they started at
@@ -183,11 +184,13 @@ class ShardService:
 
     def _take_changes(self) -> set[str]:
         """Move the core's changes to the pending ones; returns the IDs changed."""
-        writes, expected = self._core.take_changes()
-        for sid, owner in expected.items():
+        changes = self._core.take_changes()
+        for sid, owner in changes.expected.items():
             self._expected.setdefault(sid, owner)  # pending already: the stored record is still the older one's
-        self._pending.update(writes)
-        return set(writes)
+        for sid, parts in changes.parts.items():
+            self._parts[sid] = merge_parts(self._parts[sid], parts) if sid in self._pending else parts
+        self._pending.update(changes.records)
+        return set(changes.records)
 
     def _apply(self, op: Operation, args: tuple) -> Outcome:
         try:
@@ -267,7 +270,7 @@ class ShardService:
             owners = {sid: (self._expected.get(sid), self.incarnation, *forgot) for sid in writes}
             try:
                 with self._timings.timed("mark_write_us", "mark_writes"):
-                    written = await self._marks.write(writes, owners)
+                    written = await self._marks.write(writes, owners, {sid: self._parts.get(sid) for sid in writes})
             except Exception:
                 log.warning("could not write %d durable marks", len(writes), exc_info=True)
                 written = Written(failed=set(writes))
@@ -275,6 +278,7 @@ class ShardService:
                 if self._pending.get(sid, _ABSENT) is writes[sid]:  # not changed again meanwhile
                     del self._pending[sid]
                     self._expected.pop(sid, None)
+                    self._parts.pop(sid, None)
                 else:
                     self._expected[sid] = writes[sid].open_in if writes[sid] is not None else None
             for sid in written.superseded:
@@ -283,8 +287,8 @@ class ShardService:
 
     def _forget(self, sid: str) -> None:
         """Another life holds the ID's record: drop it here, and mark the operations in flight on it."""
-        self._pending.pop(sid, None)
-        self._expected.pop(sid, None)
+        for pending in (self._pending, self._expected, self._parts):
+            pending.pop(sid, None)
         self._core.forget(sid)
         self._superseded[sid] = self._forgets
         self._forgets += 1

@@ -66,7 +66,8 @@ MUTATIONS = (
                "partial(verdict_row, body, getattr(outcome, \"verdict\", verdict)"))),
     Mutation("the durable seed is never written", "durable seeds: a session open in a dead shard life is lost",
              "session_store/shard.py",
-             (("                    written = await self._marks.write(writes, owners)\n",
+             (("                    written = await self._marks.write(writes, owners, {sid: self._parts.get(sid) "
+               "for sid in writes})\n",
                "                    written = await self._marks.write({k: v for k, v in writes.items() if v is None or "
                "v.open_in is None}, owners)\n"),)),
     Mutation("a session past its TTL is served", "§C.9: never served past session_ttl_seconds",

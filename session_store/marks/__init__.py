@@ -39,8 +39,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from ..core import Mark
+from ..core import HEAD, Mark
 from ..routing import partition
+from .records import decode, encode, joined, parts_of
 
 log = logging.getLogger(__name__)
 
@@ -94,9 +95,11 @@ class MarkStore(Protocol):
         """The durable marks of these IDs (IDs with none are absent). Raises StoreForgot when the marker is gone,
         and any other error if the store cannot be read."""
 
-    async def write(self, changes: dict[str, Mark | None], owners: dict[str, Owners] | None = None) -> Written:
+    async def write(self, changes: dict[str, Mark | None], owners: dict[str, Owners] | None = None,
+                    parts: dict[str, frozenset[str] | None] | None = None) -> Written:
         """Apply the changes (None deletes), as one group; a change with `owners` only over a record one of them
-        holds (checked and written in one step)."""
+        holds (checked and written in one step); a change with `parts` (records.py) writes only those parts of
+        its record, where one without writes it whole."""
 
     async def scan(self, partitions: range) -> dict[str, Mark]:
         """Every live mark of IDs in these partitions (a shard that settles loads its own once); only where
@@ -127,22 +130,6 @@ def marker(note: str) -> bytes:
     return json.dumps({"begun": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "by": note}).encode()
 
 
-def encode(mark: Mark) -> bytes:
-    fields = [mark.fence_until, mark.cause, mark.episode_id, mark.expired_until, mark.open_in]
-    if mark.session is not None:  # a durable session's record (core.py); other marks keep their five fields
-        fields.append(mark.session)
-    return json.dumps(fields, separators=(",", ":")).encode()
-
-
-def decode(raw: bytes) -> Mark | None:
-    try:
-        fence_until, cause, episode_id, expired_until, open_in, *session = json.loads(raw)
-        return Mark(fence_until, cause, episode_id, expired_until, open_in, session[0] if session else None)
-    except (ValueError, TypeError):
-        log.warning("ignoring an unreadable durable mark: %r", raw[:200])
-        return None
-
-
 class MemoryMarkStore:
     """Marks in this process, begun when made. Shared by two lives of a shard in a test, it plays the durable
     store; `forget` plays a Redis restarted without persistence."""
@@ -150,24 +137,28 @@ class MemoryMarkStore:
     lists_marks = True
 
     def __init__(self) -> None:
-        self.marks: dict[str, bytes] = {}
+        self.marks: dict[str, bytes] = {}  # each record's head
+        self.parts: dict[str, dict[str, bytes]] = {}  # each record's other parts
         self.marker: bytes | None = marker("deployment")
         self.failing = False  # tests: every read and write fails, as when the store is unreachable
+        self.bytes_written = 0  # what writes have carried (tests: a change writes what it changed)
 
     def forget(self) -> None:
         self.marks.clear()
+        self.parts.clear()
         self.marker = None
 
     async def read(self, sids: list[str]) -> dict[str, Mark]:
         if self.failing:
             raise ConnectionError("mark store unreachable")
-        found = {sid: decode(self.marks[sid]) for sid in sids if sid in self.marks}
+        found = {sid: joined(self.marks[sid], self.parts.get(sid, {})) for sid in sids if sid in self.marks}
         found = {sid: mark for sid, mark in found.items() if mark is not None}
         if self.marker is None:
             raise StoreForgot(found)
         return found
 
-    async def write(self, changes: dict[str, Mark | None], owners: dict[str, Owners] | None = None) -> Written:
+    async def write(self, changes: dict[str, Mark | None], owners: dict[str, Owners] | None = None,
+                    parts: dict[str, frozenset[str] | None] | None = None) -> Written:
         if self.failing:
             return Written(failed=set(changes))
         superseded = refused({sid: self.marks.get(sid) for sid in owners or {}}, owners or {})
@@ -176,8 +167,21 @@ class MemoryMarkStore:
                 continue
             if mark is None:
                 self.marks.pop(sid, None)
-            else:
-                self.marks[sid] = encode(mark)
+                self.parts.pop(sid, None)
+                continue
+            changed = (parts or {}).get(sid)
+            written = parts_of(mark, changed)
+            if changed is None:  # the whole record: the parts it no longer has go
+                self.parts.pop(sid, None)
+            kept = self.parts.setdefault(sid, {})
+            for name, value in written.items():
+                if name == HEAD:
+                    self.marks[sid] = value
+                elif value is None:
+                    kept.pop(name, None)
+                else:
+                    kept[name] = value
+                self.bytes_written += len(value or b"")
         return Written(superseded=superseded)
 
     async def scan(self, partitions: range) -> dict[str, Mark]:
@@ -197,6 +201,7 @@ class MemoryMarkStore:
         lapsed = [sid for sid, raw in self.marks.items() if (m := decode(raw)) is None or m.drop_at <= now]
         for sid in lapsed:
             del self.marks[sid]
+            self.parts.pop(sid, None)
         return len(lapsed)
 
     async def purge(self) -> int:

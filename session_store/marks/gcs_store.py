@@ -1,9 +1,12 @@
 """Durable marks in Ray's GCS key-value store: the embedded default, with no external dependency.
 
-One key per ID, `mark:<partition>:<id>` in the application's KV namespace, so a shard that settles lists only the
-prefixes of the partitions it owns. The GCS API has no multi-put and no expiry: a group commit is concurrent
-puts, and lapsed marks are deleted by `sweep`, which the reaper runs (never a serving shard), in small batches.
-A write with owners reads the records first and skips those another life holds: the GCS has no compare-and-set,
+A record's head (`records.py`) is one key per ID, `mark:<partition>:<id>` in the application's KV namespace, so
+a shard that settles lists only the prefixes of the partitions it owns; a durable session's documents and verdicts
+are keys of their own under `part:<partition>:<id's length>:<id>`, so a document writes one key, not the record.
+The GCS API has no multi-put and no expiry: a group commit is concurrent puts, and lapsed marks are deleted by
+`sweep` (their parts with them), which the reaper runs (never a serving shard), in small batches. A record written
+whole first deletes the parts it replaces.
+A write with owners reads the heads first and skips those another life holds: the GCS has no compare-and-set,
 so the check and the write are two steps (a life that takes a record over between them is not seen).
 Its write rate is limited (bench/results/state_scale.md): the head's one GCS process serves them, beside Ray's own
 control plane.
@@ -12,18 +15,37 @@ control plane.
 from __future__ import annotations
 
 import asyncio
+import json
+from collections import defaultdict
 
 from ..app_actors import gcs_kv
-from ..core import Mark
+from ..core import HEAD, Mark
 from ..routing import PARTITIONS, hex_prefixes, partition
-from . import Beginning, Owners, StoreForgot, Written, decode, encode, marker, refused
+from . import Beginning, Owners, StoreForgot, Written, marker, refused
+from .records import decode, joined, parts_of
 
 _MARK = b"mark:"
+_PART = b"part:"
 _BATCH = 500  # keys read or decoded between yields to the event loop
 
 
 def _sid(key: bytes) -> str:
     return key[len(_MARK) + 4:].decode("utf-8", "backslashreplace")
+
+
+def _parts_prefix(mark_key: bytes) -> bytes:
+    """Where the parts of the record whose head is at `mark_key` are: `part:<partition>:<id's length>:<id>`."""
+    partition_and_id = mark_key[len(_MARK):]
+    sid = partition_and_id[4:]
+    return b"%s%s%d:%s" % (_PART, partition_and_id[:4], len(sid), sid)
+
+
+def _split_part(key: bytes) -> tuple[bytes, str]:
+    """A part's key as (its head's key, its name)."""
+    partition_, rest = key[len(_PART):len(_PART) + 4], key[len(_PART) + 4:]
+    length, _, rest = rest.partition(b":")
+    sid, name = rest[:int(length)], rest[int(length):]
+    return _MARK + partition_ + sid, json.loads(name)
 
 
 class GcsMarkStore:
@@ -38,15 +60,30 @@ class GcsMarkStore:
         return b"%s%03x:%s" % (_MARK, partition(sid), sid.encode("utf-8", "backslashreplace"))
 
     async def read(self, sids: list[str]) -> dict[str, Mark]:
+        client = gcs_kv()
         keys = {self._key(sid): sid for sid in sids}
-        found = await gcs_kv().async_internal_kv_multi_get([_MARKER, *keys], self._namespace, timeout=self._timeout)
-        marks = {keys[key]: decode(raw) for key, raw in found.items() if raw is not None and key in keys}
-        marks = {sid: mark for sid, mark in marks.items() if mark is not None}
+        found = await client.async_internal_kv_multi_get([_MARKER, *keys], self._namespace, timeout=self._timeout)
+        heads = {key: raw for key, raw in found.items() if raw is not None and key in keys}
+        marks = {}
+        for key, head in heads.items():
+            mark = decode(head)
+            if mark is not None and mark.session is not None:  # a durable session: its parts too
+                mark = joined(head, await self._parts(key))
+            if mark is not None:
+                marks[keys[key]] = mark
         if found.get(_MARKER) is None:
             raise StoreForgot(marks)
         return marks
 
-    async def write(self, changes: dict[str, Mark | None], owners: dict[str, Owners] | None = None) -> Written:
+    async def _parts(self, mark_key: bytes) -> dict[str, bytes]:
+        client = gcs_kv()
+        prefix = _parts_prefix(mark_key)
+        keys = await client.async_internal_kv_keys(prefix, self._namespace, timeout=self._timeout)
+        found = await client.async_internal_kv_multi_get(keys, self._namespace, timeout=self._timeout) if keys else {}
+        return {json.loads(key[len(prefix):]): raw for key, raw in found.items() if raw is not None}
+
+    async def write(self, changes: dict[str, Mark | None], owners: dict[str, Owners] | None = None,
+                    parts: dict[str, frozenset[str] | None] | None = None) -> Written:
         client = gcs_kv()
         superseded: set[str] = set()
         if owners:
@@ -57,34 +94,56 @@ class GcsMarkStore:
                 return Written(failed=set(changes))
             superseded = refused({sid: current.get(self._key(sid)) for sid in owners}, owners)
 
-        async def one(sid: str, mark: Mark | None) -> None:
-            if mark is None:
-                await client.async_internal_kv_del(self._key(sid), False, self._namespace, timeout=self._timeout)
+        async def put(key: bytes, value: bytes | None) -> None:
+            if value is None:
+                await client.async_internal_kv_del(key, False, self._namespace, timeout=self._timeout)
             else:
-                await client.async_internal_kv_put(self._key(sid), encode(mark), True, self._namespace,
-                                                   timeout=self._timeout)
+                await client.async_internal_kv_put(key, value, True, self._namespace, timeout=self._timeout)
+
+        async def one(sid: str, mark: Mark | None) -> None:
+            key = self._key(sid)
+            changed = (parts or {}).get(sid)
+            if mark is None or changed is None:  # deleted, or written whole: its parts go first
+                await client.async_internal_kv_del(_parts_prefix(key), True, self._namespace, timeout=self._timeout)
+            if mark is None:
+                await put(key, None)
+                return
+            prefix = _parts_prefix(key)
+            await asyncio.gather(*(put(key if name == HEAD else prefix + json.dumps(name).encode(), value)
+                                   for name, value in parts_of(mark, changed).items()))
 
         written = [sid for sid in changes if sid not in superseded]
         results = await asyncio.gather(*(one(sid, changes[sid]) for sid in written), return_exceptions=True)
         return Written({sid for sid, result in zip(written, results) if isinstance(result, BaseException)}, superseded)
 
-    async def _each_batch(self, partitions: range):
-        """(key, raw) batches of the marks of these partitions, one prefix listing at a time."""
+    async def _each_batch(self, partitions: range, kind: bytes = _MARK):
+        """(key, raw) batches of the heads (or parts) of these partitions, one prefix listing at a time."""
         client = gcs_kv()
         for prefix in hex_prefixes(partitions):
-            keys = await client.async_internal_kv_keys(_MARK + prefix.encode(), self._namespace, timeout=30)
+            keys = await client.async_internal_kv_keys(kind + prefix.encode(), self._namespace, timeout=30)
             for start in range(0, len(keys), _BATCH):
                 found = await client.async_internal_kv_multi_get(keys[start : start + _BATCH], self._namespace,
                                                                  timeout=30)
                 yield list(found.items())
 
     async def scan(self, partitions: range) -> dict[str, Mark]:
-        marks: dict[str, Mark] = {}
+        heads: dict[bytes, bytes] = {}
         async for batch in self._each_batch(partitions):
-            for key, raw in batch:
-                if raw is not None and (mark := decode(raw)) is not None:
-                    marks[_sid(key)] = mark
+            heads.update((key, raw) for key, raw in batch if raw is not None)
             await asyncio.sleep(0)  # a shard settles while it serves: let requests through between batches
+        parts: dict[bytes, dict[str, bytes]] = defaultdict(dict)
+        async for batch in self._each_batch(partitions, _PART):
+            for key, raw in batch:
+                if raw is not None:
+                    head_key, name = _split_part(key)
+                    parts[head_key][name] = raw
+            await asyncio.sleep(0)
+        marks: dict[str, Mark] = {}
+        for n, (key, head) in enumerate(heads.items(), 1):
+            if (mark := joined(head, parts.get(key, {}))) is not None:
+                marks[_sid(key)] = mark
+            if n % _BATCH == 0:
+                await asyncio.sleep(0)
         return marks
 
     async def sweep(self, now: float) -> int:
@@ -104,6 +163,8 @@ class GcsMarkStore:
             for key, raw in current.items():
                 if raw is not None and lapsed(raw):
                     await client.async_internal_kv_del(key, False, self._namespace, timeout=self._timeout)
+                    await client.async_internal_kv_del(_parts_prefix(key), True, self._namespace,
+                                                       timeout=self._timeout)
                     swept += 1
         return swept
 

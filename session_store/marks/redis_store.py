@@ -1,21 +1,23 @@
 """Durable marks in Redis (`mark_store_url: redis://host:port/db`, `rediss://` for TLS; a password in the URL):
 for clusters, and the store that outlives the Ray cluster, its head included.
 
-- A mark is one string key with native expiry at its drop time (`SET ... PXAT`): nothing needs sweeping.
-- Reads are per ID (one MGET), always: a shard over Redis never settles (`lists_marks` is False), so it keeps
-  no index to list. An index per partition cost more than the marks themselves: a sorted-set entry took Redis
-  several times the CPU of the SET (`bench/results/state_scale.md`), and a settle of a shard's share at the
-  largest scale blocked its loop. A read of an ID the shard does not know is cheap for Redis.
+- A record is one hash with native expiry at its drop time (`PEXPIREAT`): nothing needs sweeping. Its fields are
+  its parts (`records.py`), each named by its name as JSON (`"m"` the head): a document or verdict sets its own
+  field, never the whole record again. A record an earlier version wrote is a string, read as before.
+- Reads are per ID (one script reads them all), always: a shard over Redis never settles (`lists_marks` is
+  False), so it keeps no index to list. An index per partition cost more than the marks themselves: a sorted-set
+  entry took Redis several times the CPU of the SET (`bench/results/state_scale.md`), and a settle of a shard's
+  share at the largest scale blocked its loop. A read of an ID the shard does not know is cheap for Redis.
 - A shard batch's changes go out as one command (group commit): a server-side script that sets or deletes each
   mark. One command, not one per mark, because the client's cost is per command (packing it and awaiting its
   reply), where Redis's own per mark is small.
 - Reads and writes are packed by hiredis (C), which redis-py's asyncio client does not use: its Python packer
   cost noticeably more CPU a mark.
-- A change with owners is checked in the same script: the record's owner (the fifth field of its JSON,
+- A change with owners is checked in the same script: the record's owner (the fifth field of its head's JSON,
   `open_in`) must be one of them, else the change is skipped and reported superseded.
 - Keys are `finsec:<app namespace>:{<partition>}:m:<id>`: the hash tag keeps a partition's keys in one slot,
-  ready for Redis Cluster. The marker (`finsec:<app namespace>:store`, no expiry) is read in the same MGET as
-  the marks.
+  ready for Redis Cluster. The marker (`finsec:<app namespace>:store`, no expiry) is read in the same script as
+  the records.
 - A Redis that may forget is refused (`durability_problem`): marks need `maxmemory-policy noeviction` (every
   mark has an expiry, so the volatile-* policies evict them as readily as allkeys-*) and an append-only file
   fsynced at least every second (`appendonly yes`, `appendfsync everysec` or `always`); snapshots alone lose
@@ -26,43 +28,74 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
 import hiredis
 
-from ..core import Mark
+from ..core import HEAD, Mark
 from ..routing import PARTITIONS, partition
-from . import Beginning, Owners, StoreForgot, Written, decode, encode, marker
+from . import Beginning, Owners, StoreForgot, Written, marker
+from .records import decode, joined, parts_of
 
 _PURGE_BATCH = 500  # keys unlinked at once
-# KEYS: the marks. ARGV: per mark its value ("" deletes), then per mark its expiry (ms since the epoch), then per
-# mark the owners its record may have, comma-separated ("" for none), or "*" for any. Returns the skipped indices.
+
+# KEYS: the marker, then the records. Returns the marker, then per record its hash as field/value pairs, or (an
+# earlier version's) its value in one piece, or nil.
+_READ = """
+local out = {redis.call('GET', KEYS[1])}
+for i = 2, #KEYS do
+  local kind = redis.call('TYPE', KEYS[i]).ok
+  if kind == 'hash' then
+    out[i] = redis.call('HGETALL', KEYS[i])
+  elseif kind == 'string' then
+    out[i] = redis.call('GET', KEYS[i])
+  else
+    out[i] = false
+  end
+end
+return out
+"""
+# KEYS: the records. ARGV: per record a JSON object: `a` the owners its head may name (absent: any), `d` delete it,
+# `w` replace it whole, `s` [field, value] pairs to set, `r` fields to remove, `x` its expiry (ms since the epoch).
+# Returns the indices of the records skipped: another owner, or a part written over an earlier version's record.
 _GROUP_COMMIT = """
-local n = #KEYS
 local skipped = {}
-for i = 1, n do
-  local accepted = ARGV[2 * n + i]
-  local apply = accepted == '*'
-  if not apply then
-    local owner, held = '', redis.call('GET', KEYS[i])
+for i = 1, #KEYS do
+  local key, change = KEYS[i], cjson.decode(ARGV[i])
+  local kind = redis.call('TYPE', key).ok
+  local apply = change.w or change.d or kind ~= 'string'
+  if apply and change.a then
+    local owner, held = '', false
+    if kind == 'hash' then
+      held = redis.call('HGET', key, '"m"')
+    elseif kind == 'string' then
+      held = redis.call('GET', key)
+    end
     if held then
       local ok, record = pcall(cjson.decode, held)
       if ok and type(record) == 'table' and type(record[5]) == 'string' then owner = record[5] end
     end
-    apply = string.find(',' .. accepted .. ',', ',' .. owner .. ',', 1, true) ~= nil
+    apply = false
+    for _, accepted in ipairs(change.a) do
+      if accepted == owner then apply = true end
+    end
   end
   if not apply then
     skipped[#skipped + 1] = i
-  elseif ARGV[i] == '' then
-    redis.call('DEL', KEYS[i])
+  elseif change.d then
+    redis.call('DEL', key)
   else
-    redis.call('SET', KEYS[i], ARGV[i], 'PXAT', ARGV[n + i])
+    if change.w then redis.call('DEL', key) end
+    for _, pair in ipairs(change.s) do redis.call('HSET', key, pair[1], pair[2]) end
+    if #change.r > 0 then redis.call('HDEL', key, unpack(change.r)) end
+    if change.x then redis.call('PEXPIREAT', key, change.x) end
   end
 end
 return skipped
 """
-_GROUP_COMMIT_SHA = hashlib.sha1(_GROUP_COMMIT.encode()).hexdigest()
+_READ_SHA, _GROUP_COMMIT_SHA = (hashlib.sha1(script.encode()).hexdigest() for script in (_READ, _GROUP_COMMIT))
 
 
 class RedisMarkStore:
@@ -102,15 +135,15 @@ class RedisMarkStore:
         finally:
             await pool.release(connection)
 
-    async def _group_commit(self, keys: list[str], args: list) -> list[int]:
-        """EVALSHA of the script; loads the script when the server does not know it (a new or restarted Redis)."""
+    async def _script(self, script: str, sha: str, keys: list[str], args: list) -> Any:
+        """EVALSHA of a script; loads it when the server does not know it (a new or restarted Redis)."""
         from redis.exceptions import NoScriptError
 
-        command = ("EVALSHA", _GROUP_COMMIT_SHA, len(keys), *keys, *args)
+        command = ("EVALSHA", sha, len(keys), *keys, *args)
         try:
             return await self._execute(*command)
         except NoScriptError:
-            await self._client().script_load(_GROUP_COMMIT)
+            await self._client().script_load(script)
             return await self._execute(*command)
 
     def _key(self, sid: str) -> str:
@@ -121,26 +154,23 @@ class RedisMarkStore:
         return self._prefix + "store"
 
     async def read(self, sids: list[str]) -> dict[str, Mark]:
-        present, *values = await self._execute("MGET", self._marker, *(self._key(sid) for sid in sids))
-        marks = {sid: decode(raw) for sid, raw in zip(sids, values) if raw is not None}
+        present, *values = await self._script(_READ, _READ_SHA, [self._marker, *(self._key(sid) for sid in sids)], [])
+        marks = {sid: _record(raw) for sid, raw in zip(sids, values) if raw is not None}
         found = {sid: mark for sid, mark in marks.items() if mark is not None}
         if present is None:
             raise StoreForgot(found)
         return found
 
-    async def write(self, changes: dict[str, Mark | None], owners: dict[str, Owners] | None = None) -> Written:
+    async def write(self, changes: dict[str, Mark | None], owners: dict[str, Owners] | None = None,
+                    parts: dict[str, frozenset[str] | None] | None = None) -> Written:
         """All or nothing as far as the caller knows: a failed command is retried whole, and each change is
         idempotent, so a partly applied one does no harm (a retried change with owners finds its own)."""
         if not changes:
             return Written()
-        # Every mark is written with its drop time: Redis drops one already past it at once. Judging "past" here
-        # would take this node's wall clock, which can step, where the shard's session clock does not.
-        values = [b"" if mark is None else encode(mark) for mark in changes.values()]
-        expiries = [0 if mark is None else int(mark.drop_at * 1000) + 1 for mark in changes.values()]
-        accepted = ["*" if owners is None or sid not in owners else ",".join(o or "" for o in owners[sid])
-                    for sid in changes]
+        args = [json.dumps(_change(mark, (owners or {}).get(sid), (parts or {}).get(sid)), separators=(",", ":"))
+                for sid, mark in changes.items()]
         try:
-            skipped = await self._group_commit([self._key(sid) for sid in changes], [*values, *expiries, *accepted])
+            skipped = await self._script(_GROUP_COMMIT, _GROUP_COMMIT_SHA, [self._key(sid) for sid in changes], args)
         except Exception:
             return Written(failed=set(changes))
         ids = list(changes)
@@ -212,6 +242,32 @@ class RedisMarkStore:
         import redis
 
         return redis.Redis.from_url(self._url, socket_timeout=self._timeout, socket_connect_timeout=self._timeout)
+
+
+def _change(mark: Mark | None, owners: Owners | None, changed: frozenset[str] | None) -> dict[str, Any]:
+    """One record's change as the group-commit script reads it."""
+    change: dict[str, Any] = {} if owners is None else {"a": ["" if owner is None else owner for owner in owners]}
+    if mark is None:
+        return {**change, "d": 1}
+    written = parts_of(mark, changed)
+    change |= {"s": [[json.dumps(name), value.decode()] for name, value in written.items() if value is not None],
+               "r": [json.dumps(name) for name, value in written.items() if value is None]}
+    if changed is None:
+        change["w"] = 1
+    if changed is None or HEAD in changed:
+        # Written with its drop time: Redis drops one already past it at once. Judging "past" here would take this
+        # node's wall clock, which can step, where the shard's session clock does not.
+        change["x"] = int(mark.drop_at * 1000) + 1
+    return change
+
+
+def _record(raw: bytes | list[bytes]) -> Mark | None:
+    """A record as the read script returns it: a hash's field/value pairs, or an earlier version's one value."""
+    if isinstance(raw, bytes):
+        return decode(raw)
+    fields = {json.loads(field): value for field, value in zip(raw[::2], raw[1::2])}
+    head = fields.pop(HEAD, None)
+    return None if head is None else joined(head, fields)
 
 
 def durability_problem(config: dict[str, str]) -> str | None:

@@ -69,3 +69,42 @@ def test_the_sweep_spares_a_mark_written_again_after_its_listing(serve_url, monk
         assert set(await store.scan(EVERYTHING)) == {"refenced"}
 
     asyncio.run(main())
+
+
+def test_a_durable_session_is_kept_in_parts_a_document_writing_only_its_own(serve_url):
+    """A session's record is its head and a key per document or verdict: a document's write puts that one key; a
+    read (per ID) and a settle (a listing) join them; a close replaces the whole, its parts gone; a sweep of the
+    lapsed record takes its parts too."""
+    from session_store import ShardConfig, ShardService
+    from session_store.core import DocumentRef, EpisodeSeed
+
+    store = GcsMarkStore(f"test-marks-{uuid.uuid4().hex[:8]}".encode())
+    store.begin()
+    seed = EpisodeSeed({"rollout_id": "r", "attempt": 0}, {"taskset": "t", "task_id": "1"}, "d")
+    shard = ShardService(ShardConfig(600.0, durable_sessions=True), store)
+    puts = []
+    original = store.write
+
+    async def counted(changes, owners=None, parts=None):
+        puts.append({sid: parts and parts.get(sid) for sid in changes})
+        return await original(changes, owners, parts)
+
+    async def main():
+        store.write = counted
+        await shard.run([("seed_episode", ("s", seed))])
+        for n in range(3):
+            [(ok, _)] = await shard.run([("put_document", ("s", f"k{n}", DocumentRef(f"{n:064x}", n, f"u{n}")))])
+            assert ok
+        keys = await gcs_kv().async_internal_kv_keys(b"part:", store._namespace, timeout=10)
+        assert len(keys) == 3  # a key per document beside the head
+        read = (await store.read(["s"]))["s"].session
+        assert list(read["documents"]) == ["k0", "k1", "k2"]
+        assert list((await store.scan(EVERYTHING))["s"].session["documents"]) == ["k0", "k1", "k2"]
+        await shard.run([("close", ("s", seed.episode_id))])
+        assert await gcs_kv().async_internal_kv_keys(b"part:", store._namespace, timeout=10) == []
+        assert (await store.read(["s"]))["s"].cause == "closed"
+
+    from session_store.app_actors import gcs_kv
+
+    asyncio.run(main())
+    assert [p["s"] for p in puts[1:4]] == [frozenset({f"d:k{n}"}) for n in range(3)]  # one part each

@@ -88,9 +88,7 @@ def test_a_session_whose_ttl_passed_while_no_shard_held_it_is_expired_not_restor
 def test_the_record_is_written_in_the_group_commit_before_the_answer():
     first, _, _ = lives(True)
     run(first, ("seed_agent_run", ("a",)), ("put_document", ("a", "doc", DOC)))
-    from session_store.marks import decode
-
-    record = decode(first._marks.marks["a"]).session  # noqa: SLF001 (the store's own bytes)
+    record = asyncio.run(first._marks.read(["a"]))["a"].session  # noqa: SLF001 (the store's own record)
     assert record["documents"] == {"doc": [DOC.digest, DOC.chars, DOC.url]} and record["episode"] is None
 
 

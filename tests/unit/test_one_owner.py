@@ -153,9 +153,9 @@ class CountingMarks(MemoryMarkStore):
         super().__init__()
         self.sizes: list[int] = []
 
-    async def write(self, changes, owners=None):
+    async def write(self, changes, owners=None, parts=None):
         self.sizes.append(len(changes))
-        return await super().write(changes, owners)
+        return await super().write(changes, owners, parts)
 
 
 def earlier_life(marks: MemoryMarkStore, count: int) -> Claims:

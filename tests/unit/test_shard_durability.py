@@ -24,12 +24,12 @@ class ScriptedMarkStore(MemoryMarkStore):
         self.script = script  # (gate to wait for, or None; whether the write fails)
         self.calls = 0
 
-    async def write(self, changes, owners=None):
+    async def write(self, changes, owners=None, parts=None):
         gate, fails = self.script[self.calls] if self.calls < len(self.script) else (None, False)
         self.calls += 1
         if gate is not None:
             await gate.wait()
-        return Written(failed=set(changes)) if fails else await super().write(changes, owners)
+        return Written(failed=set(changes)) if fails else await super().write(changes, owners, parts)
 
 
 def test_a_failed_fence_write_answers_503_and_the_retry_makes_it_durable():

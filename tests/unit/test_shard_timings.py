@@ -19,11 +19,11 @@ class SlowMarkStore(MemoryMarkStore):
         await asyncio.sleep(READ_S)
         return await super().read(sids)
 
-    async def write(self, changes, owners=None):
+    async def write(self, changes, owners=None, parts=None):
         await asyncio.sleep(WRITE_S)
         if self.write_fails:
             raise ConnectionError("mark store unreachable")
-        return await super().write(changes, owners)
+        return await super().write(changes, owners, parts)
 
 
 def seed(sid: str) -> tuple:

@@ -1,0 +1,86 @@
+"""How a durable record is kept: its mark as JSON, cut into parts so that a change writes only what it changed.
+
+A record's *head* (`HEAD`) is the mark: its fence, expired mark, episode, owner (`open_in`) and, for a durable
+session, its start and episode seed. Each document (`d:<key>`) and verdict (`v:<body digest>`) of a durable session
+is a part of its own. A store keeps a record's parts together (a Redis hash, keys under one prefix in the GCS,
+a dict in memory) and writes a change's parts only; a whole write replaces them all. A record an earlier version
+wrote in one piece is a head that holds its documents and verdicts itself: read as before.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+
+from ..core import HEAD, Mark
+
+__all__ = ["HEAD", "decode", "encode", "joined", "parts_of"]
+
+log = logging.getLogger(__name__)
+
+
+def encode(mark: Mark) -> bytes:
+    """The whole mark in one piece (its session's documents and verdicts included)."""
+    fields = [mark.fence_until, mark.cause, mark.episode_id, mark.expired_until, mark.open_in]
+    if mark.session is not None:  # a durable session's record (core.py); other marks keep their five fields
+        fields.append(mark.session)
+    return json.dumps(fields, separators=(",", ":")).encode()
+
+
+def decode(raw: bytes) -> Mark | None:
+    try:
+        fence_until, cause, episode_id, expired_until, open_in, *session = json.loads(raw)
+        return Mark(fence_until, cause, episode_id, expired_until, open_in, session[0] if session else None)
+    except (ValueError, TypeError):
+        log.warning("ignoring an unreadable durable mark: %r", raw[:200])
+        return None
+
+
+def parts_of(mark: Mark, names: Iterable[str] | None = None) -> dict[str, bytes | None]:
+    """The record's parts (all, or only `names`; None for a part the record no longer has: a verdict dropped)."""
+    session = mark.session or {}
+    documents, verdicts = session.get("documents", {}), {v[0]: v[1:] for v in session.get("verdicts", [])}
+    if names is None:
+        names = [HEAD, *("d:" + key for key in documents), *("v:" + digest for digest in verdicts)]
+    parts: dict[str, bytes | None] = {}
+    positions: dict[str, int] = {}  # the keys' order, which comes back with them
+    for name in names:
+        if name == HEAD:
+            head = {"started_at": session["started_at"], "episode": session["episode"]} if mark.session else None
+            parts[name] = encode(Mark(mark.fence_until, mark.cause, mark.episode_id, mark.expired_until,
+                                      mark.open_in, head))
+        elif name.startswith("d:") and name[2:] in documents:
+            positions = positions or {key: n for n, key in enumerate(documents)}
+            parts[name] = _json([*documents[name[2:]], positions[name[2:]]])
+        elif name.startswith("v:") and name[2:] in verdicts:
+            parts[name] = _json(verdicts[name[2:]])
+        else:
+            parts[name] = None
+    return parts
+
+
+def joined(head: bytes, parts: dict[str, bytes]) -> Mark | None:
+    """The mark from its head and its other parts."""
+    mark = decode(head)
+    if mark is None or mark.session is None or not parts:
+        return mark
+    documents, verdicts = dict(mark.session.get("documents", {})), list(mark.session.get("verdicts", []))
+    placed = []
+    for name, raw in parts.items():
+        try:
+            value = json.loads(raw)
+            if name.startswith("d:"):
+                *ref, position = value
+                placed.append((position, name[2:], ref))
+            elif name.startswith("v:"):
+                verdicts.append([name[2:], *value])
+        except (ValueError, TypeError):
+            log.warning("ignoring an unreadable part %r of a durable record", name[:200])
+    documents.update((key, ref) for _, key, ref in sorted(placed, key=lambda p: p[0]))
+    return Mark(mark.fence_until, mark.cause, mark.episode_id, mark.expired_until, mark.open_in,
+                {**mark.session, "documents": documents, "verdicts": verdicts})
+
+
+def _json(value: object) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
