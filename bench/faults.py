@@ -16,6 +16,10 @@ Without `--durable` the app runs with `durable_sessions: false`, and a session w
 (*restored*: verified unmasked though the life that seeded them died), the clients retry 503s as a driver does
 while a shard restarts, and a lost session is one the server said was lost (a tool's 404, a masked verify); the
 node-loss scenario runs only without it.
+
+Then two owners at once: two `finsec serve --in-process` over one Redis, every request of every episode sent to
+either at random (a redeploy's old and new shard lives, two servers sharing a store; harness/two_owners.py): split
+sessions, late scores and closed IDs seeded again, each must be 0.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _common import machine, write_report  # noqa: E402
+from _common import FinsecServe, machine, write_report  # noqa: E402
 
 from harness.fault_scenarios import THINK_SECONDS, Fault, failures, rollouts, store_forgets, summarize, wait_gone  # noqa: E402
 
@@ -116,6 +120,37 @@ def node_loss() -> dict:
     return json.loads(line[len("SUMMARY "):])
 
 
+def two_owners_scenario(durable: bool) -> dict:
+    from harness.redis_server import running_redis
+    from harness.two_owners import two_owners
+
+    with running_redis() as redis:
+        env = {**os.environ, "FINSEC_MARK_STORE_URL": redis.url, "FINSEC_DURABLE_SESSIONS": str(durable).lower()}
+        servers = [FinsecServe(["--in-process"], env) for _ in range(2)]
+        try:
+            return asyncio.run(two_owners([server.url for server in servers], workers=16, seconds=SECONDS))
+        finally:
+            for server in servers:
+                server.stop()
+
+
+def render_two_owners(counts: dict) -> str:
+    return "\n".join([
+        "", "## Two owners at once", "",
+        f"Two `finsec serve --in-process` over one Redis, 16 clients for {SECONDS:.0f} s, every request of every "
+        "episode (seed, two parse_html_page, retrieve_information, verify, close, then a late verify and a retried "
+        "seed) sent to either server at random. The life that reads a record another holds takes it over; the other's "
+        "next write or read of it is refused by the store and runs again from the record (docs/contract.md §C.11).",
+        "", "| episodes | scored | **split sessions** | **late scores** | **closed IDs seeded again** | app 500s | "
+        "masked | refused (lost, 404 or 503) |", "|---|---|---|---|---|---|---|---|",
+        f"| {counts['episodes']} | {counts['scored']} | **{counts['split_sessions']}** | **{counts['late_scores']}** | "
+        f"**{counts['closed_ids_seeded_again']}** | {counts['app_500s']} | {counts['masked']} | {counts['refused']} |",
+        "", "- *split session*: a read that missed a document the episode stored through the other server; *late "
+        "score*: a verify after the close scored unmasked; *closed ID seeded again*: a retried seed after the close "
+        "answered 200. Each must be 0. Without durable sessions a hand-over loses the session (masked or refused, "
+        "never scored); with them it moves whole."]) + "\n"
+
+
 def render(results: dict, durable: bool = False) -> str:
     mode = ("with durable sessions (`durable_sessions`, the default): a session whose shard died is restored"
             if durable else "without durable sessions (`durable_sessions: false`): a session whose shard died is lost")
@@ -183,11 +218,17 @@ def main() -> int:
     if not durable:  # its accounting tells a lost session by the shard life that seeded it
         results["node loss (3-node cluster)"] = node_loss()
         results["node loss (3-node cluster)"].setdefault("expected_share", 0.5)
+    owners = two_owners_scenario(durable)
     name = "faults_durable" if durable else "faults"
-    (ROOT / f"bench/results/{name}.json").write_text(json.dumps(results, indent=1))
-    write_report(f"{name}.md", render(results, durable))
-    print(render(results, durable))
+    (ROOT / f"bench/results/{name}.json").write_text(json.dumps({**results, "two owners": owners}, indent=1))
+    report = render(results, durable) + render_two_owners(owners)
+    write_report(f"{name}.md", report)
+    print(report)
     failed = {name: failures(r) for name, r in results.items() if failures(r)}
+    from harness.two_owners import MUST_BE_ZERO
+
+    if any(owners[key] for key in MUST_BE_ZERO):
+        failed["two owners"] = [f"{key} {owners[key]}" for key in MUST_BE_ZERO if owners[key]]
     for name, why in failed.items():
         print(f"FAILED {name}: {'; '.join(why)}")
     return 1 if failed else 0

@@ -369,6 +369,7 @@ class SessionCore:
                 self._conflict("seed_mismatch")
                 raise SessionConflict(_seed_conflict_message(sid, session.episode, seed))
             self.counters["seeds.episode.retried"] += 1
+            self._write_session(sid, session, frozenset())  # a retry of a seed another life has closed is 409
             return Seeded(False, self.incarnation, session.started_at)  # documents and time budget untouched
         self._check_capacity()
         self._clear_expired_mark(sid)
@@ -777,6 +778,7 @@ class SessionCore:
         session = self._open(sid)
         if session is not None:
             session.used_at = self.clock()
+            self._write_session(sid, session, frozenset())  # only while this life holds the record: never split
             return session
         self.counters["session_lost"] += 1
         if self._is_marked_expired(sid):

@@ -18,6 +18,7 @@ from finsec.corpus.generate import filings
 from finsec.net.ports import free_port
 from harness.bodies import close_body, episode_seed, new_session_id, verify_body
 from harness.redis_server import running_redis
+from harness.two_owners import MUST_BE_ZERO, two_owners
 from session_store import Claims, MemoryMarkStore, SessionLost, ShardConfig, ShardService
 from session_store.core import DocumentRef, EpisodeSeed, Limits, Masked, Scored, Verdict
 from session_store.errors import SessionConflict, StoreFull
@@ -93,6 +94,8 @@ def test_a_session_moves_whole_between_two_lives_that_both_serve_it(lives):
     claims = Claims(outcome(a, "seed_episode", "s", SEED).incarnation, "episode")
     for n, shard in enumerate((a, b, a, b, a), 1):
         outcome(shard, "put_document", "s", f"doc{n}", doc(n), claims)
+        other = b if shard is a else a  # a read on the other life sees it too: never a stale copy
+        assert outcome(other, "read_documents", "s", [], claims).keys == [f"doc{k}" for k in range(1, n + 1)]
     scored = outcome(b, "finish_verify", "s", "body", WIN, claims)
     assert isinstance(scored, Scored) and scored.verdict == WIN
     assert sorted(scored.documents) == [f"doc{n}" for n in range(1, 6)]
@@ -196,3 +199,21 @@ def test_the_writes_of_a_large_restore_are_bounded():
     asyncio.run(later.settle())
     asyncio.run(later.tick())
     assert sum(marks.sizes) == 2_500 and max(marks.sizes) <= 1_000, marks.sizes  # taken over in several writes
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_two_servers_over_one_redis_taking_turns_at_random(durable):
+    """Every request of every episode to either of two servers: no split session, no late score, no closed ID
+    seeded again (harness/two_owners.py counts them); with durable sessions most episodes score."""
+    with running_redis() as redis:
+        env = {"FINSEC_MARK_STORE_URL": redis.url, "FINSEC_DURABLE_SESSIONS": str(durable).lower()}
+        ports = [free_port() for _ in range(2)]
+        servers = [serving(port, env) for port in ports]
+        try:
+            counts = asyncio.run(two_owners([f"http://127.0.0.1:{port}" for port in ports], workers=4, seconds=6))
+        finally:
+            for server in servers:
+                stopped(server)
+    assert counts["episodes"] >= 8 and not any(counts[name] for name in MUST_BE_ZERO), counts
+    if durable:
+        assert counts["scored"] >= counts["episodes"] // 2, counts
