@@ -2,10 +2,11 @@
 `finsec serve --in-process` over one Redis), every request of an episode sent to either at random. Used by
 tests/unit/test_one_owner.py and the fault benchmark (bench/faults.py).
 
-What must never happen, each counted (must be 0): a *split session* (a read that misses a document the episode
-stored through the other server), a *late score* (a verify after the close scored unmasked), a *closed ID seeded
-again* (a retried seed after the close answered 200). What may happen, counted too: a request the hand-over
-answered as on a lost session (masked, 404 or 503), never scored.
+What must never happen, each counted (must be 0, as must the app's own 500s): a *split session* (a read that
+misses a document the episode stored through the other server), a *late score* (a verify after the close scored
+unmasked), a *closed ID seeded again* (a retried seed after the close answered 200). What may happen, counted too:
+a request the hand-over answered as on a lost session (masked, 404 or 503), never scored. 5xx and dropped
+connections are retried, as a rollout driver does.
 """
 
 from __future__ import annotations
@@ -51,8 +52,19 @@ async def _episode(client: httpx.AsyncClient, urls: list[str], rng: random.Rando
             "task_data": {}}
 
     async def post(path: str, body: dict) -> httpx.Response:
-        response = await client.post(rng.choice(urls) + path, json=body)
-        counts["app_500s"] += response.status_code == 500
+        """As a rollout driver sends it: every route is safe to repeat, so a 5xx or a dropped connection (a
+        replica being replaced) is sent again, to either server."""
+        for _ in range(40):
+            try:
+                response = await client.post(rng.choice(urls) + path, json=body)
+            except httpx.TransportError:
+                await asyncio.sleep(0.25)
+                continue
+            if response.status_code < 500:
+                return response
+            # The app's own 500s (never Serve's or HAProxy's page for a replica that went away) must not happen.
+            counts["app_500s"] += response.status_code == 500 and not _ingress_page(response)
+            await asyncio.sleep(0.25)
         return response
 
     counts["episodes"] += 1
@@ -81,6 +93,12 @@ async def _episode(client: httpx.AsyncClient, urls: list[str], rng: random.Rando
         counts["late_scores"] += 1
     if (await post("/seed_session", seed)).status_code == 200:
         counts["closed_ids_seeded_again"] += 1
+
+
+def _ingress_page(response: httpx.Response) -> bool:
+    from harness.fault_scenarios import ingress_error_page
+
+    return ingress_error_page(response) or "content-type" not in response.headers  # HAProxy's page, or Serve's
 
 
 def _verify() -> dict:

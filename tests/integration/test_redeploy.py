@@ -96,3 +96,30 @@ def current(settings: Settings) -> set[str]:
 
     raw = internal_kv._internal_kv_get(b"active-actors", namespace=app_actors(settings).kv_namespace)
     return set(raw.decode().split("\n"))
+
+
+def test_a_redeploy_that_changes_shard_settings_under_traffic_splits_no_session(serve_url):
+    """Episodes run throughout a redeploy with new shard settings (durable sessions, the default): while old and new
+    shard lives both serve, every session has one owner. No split session, no late score, no closed ID seeded
+    again (harness/two_owners.py, which retries 5xx as a driver does)."""
+    import asyncio
+    import threading
+
+    from harness.two_owners import MUST_BE_ZERO, two_owners
+
+    common = dict(app_name="it-redeploy-traffic", num_shards=2, corpus_dir=embedded_corpus_dir(),
+                  reaper_interval_seconds=0.5)
+    first = Settings(**common, session_ttl_seconds=600)
+    deploy(first, serve_url, replicas=2)
+    try:
+        counts = {}
+        traffic = threading.Thread(target=lambda: counts.update(asyncio.run(two_owners([serve_url], workers=6,
+                                                                                       seconds=40))))
+        traffic.start()
+        time.sleep(5)
+        deploy(Settings(**common, session_ttl_seconds=900), serve_url, replicas=2)  # new shards beside the old
+        traffic.join()
+        assert counts["episodes"] >= 20 and not any(counts[name] for name in MUST_BE_ZERO), counts
+        assert counts["scored"] >= counts["episodes"] // 2, counts
+    finally:
+        undeploy(first)
