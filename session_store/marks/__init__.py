@@ -141,7 +141,8 @@ class MemoryMarkStore:
         self.parts: dict[str, dict[str, bytes]] = {}  # each record's other parts
         self.marker: bytes | None = marker("deployment")
         self.failing = False  # tests: every read and write fails, as when the store is unreachable
-        self.bytes_written = 0  # what writes have carried (tests: a change writes what it changed)
+        # What writes have carried (tests and benchmarks: a change writes what it changed, a write is bounded).
+        self.bytes_written = self.changes_written = self.largest_write = 0
 
     def forget(self) -> None:
         self.marks.clear()
@@ -162,6 +163,8 @@ class MemoryMarkStore:
         if self.failing:
             return Written(failed=set(changes))
         superseded = refused({sid: self.marks.get(sid) for sid in owners or {}}, owners or {})
+        self.changes_written += len(changes)
+        self.largest_write = max(self.largest_write, len(changes))
         for sid, mark in changes.items():
             if sid in superseded:
                 continue

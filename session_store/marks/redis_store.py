@@ -1,9 +1,11 @@
 """Durable marks in Redis (`mark_store_url: redis://host:port/db`, `rediss://` for TLS; a password in the URL):
 for clusters, and the store that outlives the Ray cluster, its head included.
 
-- A record is one hash with native expiry at its drop time (`PEXPIREAT`): nothing needs sweeping. Its fields are
-  its parts (`records.py`), each named by its name as JSON (`"m"` the head): a document or verdict sets its own
-  field, never the whole record again. A record an earlier version wrote is a string, read as before.
+- A record is one key with native expiry at its drop time: nothing needs sweeping. A record that is its head alone
+  (a fence, an expired mark, a seed with nothing stored yet) is a string, the smallest; one with documents or
+  verdicts is a hash whose fields are its parts (`records.py`), each named by its name as JSON (`"m"` the head), so
+  a document or verdict sets its own field, never the whole record again (a string becomes a hash at its first
+  part). A record an earlier version wrote whole (a string holding its documents) is read the same way.
 - Reads are per ID (one script reads them all), always: a shard over Redis never settles (`lists_marks` is
   False), so it keeps no index to list. An index per partition cost more than the marks themselves: a sorted-set
   entry took Redis several times the CPU of the SET (`bench/results/state_scale.md`), and a settle of a shard's
@@ -58,14 +60,16 @@ end
 return out
 """
 # KEYS: the records. ARGV: per record a JSON object: `a` the owners its head may name (absent: any), `d` delete it,
-# `w` replace it whole, `s` [field, value] pairs to set, `r` fields to remove, `x` its expiry (ms since the epoch).
-# Returns the indices of the records skipped: another owner, or a part written over an earlier version's record.
+# `h` replace it whole with this head alone (a string), `w` replace it whole with the fields `s`, else set the
+# fields `s` ([field, value] pairs) and remove the fields `r` (a string becomes a hash whose head it is first); `x`
+# its expiry (ms since the epoch). Returns the indices of the records skipped: another owner, or parts of a record
+# that is not there.
 _GROUP_COMMIT = """
 local skipped = {}
 for i = 1, #KEYS do
   local key, change = KEYS[i], cjson.decode(ARGV[i])
   local kind = redis.call('TYPE', key).ok
-  local apply = change.w or change.d or kind ~= 'string'
+  local apply = change.w or change.d or kind ~= 'none'
   if apply and change.a then
     local owner, held = '', false
     if kind == 'hash' then
@@ -86,8 +90,17 @@ for i = 1, #KEYS do
     skipped[#skipped + 1] = i
   elseif change.d then
     redis.call('DEL', key)
+  elseif change.h then
+    redis.call('SET', key, change.h, 'PXAT', change.x)
   else
-    if change.w then redis.call('DEL', key) end
+    if change.w then
+      redis.call('DEL', key)
+    elseif kind == 'string' then
+      local head, left = redis.call('GET', key), redis.call('PTTL', key)
+      redis.call('DEL', key)
+      redis.call('HSET', key, '"m"', head)
+      if left > 0 then redis.call('PEXPIRE', key, left) end
+    end
     for _, pair in ipairs(change.s) do redis.call('HSET', key, pair[1], pair[2]) end
     if #change.r > 0 then redis.call('HDEL', key, unpack(change.r)) end
     if change.x then redis.call('PEXPIREAT', key, change.x) end
@@ -250,6 +263,8 @@ def _change(mark: Mark | None, owners: Owners | None, changed: frozenset[str] | 
     if mark is None:
         return {**change, "d": 1}
     written = parts_of(mark, changed)
+    if changed is None and written.keys() == {HEAD}:  # a fence or a bare seed: a string, a third smaller than a hash
+        return {**change, "w": 1, "h": written[HEAD].decode(), "x": int(mark.drop_at * 1000) + 1}
     change |= {"s": [[json.dumps(name), value.decode()] for name, value in written.items() if value is not None],
                "r": [json.dumps(name) for name, value in written.items() if value is None]}
     if changed is None:

@@ -34,6 +34,11 @@ from tests.inprocess import Clock, restart_shards  # noqa: E402
 
 TASK = next(t for t in embedded_tasks() if t.hint("ticker") and t.hint("form") == "10-K")
 COOKIE = "finsec_session"
+# A call as it reaches a replica that does not hold its MCP session (another replica's, or one from before a restart)
+ELSEWHERE = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+             "mcp-protocol-version": "2025-11-25", "mcp-session-id": "held-by-another-replica"}
+ASK = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+       "params": {"name": "retrieve_information", "arguments": {"prompt": "revenue {{filing}}"}}}
 
 
 class Server:
@@ -165,18 +170,14 @@ def test_a_new_mcp_session_is_a_new_run(server):
 def test_an_mcp_session_this_replica_does_not_hold_goes_on_by_its_cookie(server):
     """Another replica's MCP session, or one from before a restart: its calls speak for the cookie's session."""
     http = httpx2.AsyncClient()
-    elsewhere = {"content-type": "application/json", "accept": "application/json, text/event-stream",
-                 "mcp-protocol-version": "2025-11-25", "mcp-session-id": "held-by-another-replica"}
-    ask = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-           "params": {"name": "retrieve_information", "arguments": {"prompt": "revenue {{filing}}"}}}
 
     async def episode():
         async with handshake(server, http) as session:
             await play(session)
             raw = httpx.AsyncClient(timeout=30, cookies={COOKIE: http.cookies.get(COOKIE)})
             async with raw:
-                answered = await raw.post(server.mcp, content=json.dumps(ask), headers=elsewhere)
-                stream = await raw.get(server.mcp, headers=elsewhere)
+                answered = await raw.post(server.mcp, content=json.dumps(ASK), headers=ELSEWHERE)
+                stream = await raw.get(server.mcp, headers=ELSEWHERE)
             return answered, stream
 
     answered, stream = asyncio.run(episode())
@@ -316,17 +317,20 @@ def test_the_time_budget_holds_on_this_path():
     assert "Time budget exhausted" in text(spent) and not spent.is_error  # a tool result, as over REST (§A.15)
 
 
+async def left_open(server: Server) -> str:
+    """An MCP session that stores the filing and is left without a goodbye (no DELETE); its cookie."""
+    http = httpx2.AsyncClient()
+    manager = streamable_http_client(server.mcp, http_client=http, terminate_on_close=False)
+    async with http, manager as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        await session.call_tool("parse_html_page", {"url": TASK.data["url"], "key": "filing"})
+        assert server.held() >= 1
+        return http.cookies.get(COOKIE)
+
+
 def test_an_idle_mcp_session_ends_and_releases_its_session():
     with serving(num_shards=1, mcp_session_idle_seconds=1) as idle:
-        async def opened():
-            http = httpx2.AsyncClient()
-            manager = streamable_http_client(idle.mcp, http_client=http, terminate_on_close=False)
-            async with http, manager as (read, write), ClientSession(read, write) as session:
-                await session.initialize()
-                await session.call_tool("parse_html_page", {"url": TASK.data["url"], "key": "filing"})
-                assert idle.held() == 1
-
-        asyncio.run(opened())  # no DELETE: only the idle timeout ends it
+        asyncio.run(left_open(idle))  # no DELETE: only the idle timeout ends it
         assert idle.wait_held(0) == 0
 
 
@@ -347,21 +351,12 @@ def test_an_idle_end_leaves_a_session_other_replicas_still_serve():
     """Calls that reach another replica by the cookie never reach this replica's idle timer: when it ends the MCP
     session, the agent-run session goes on (a raw POST naming an MCP session this replica does not hold is how
     another replica's call arrives here)."""
-    elsewhere = {"content-type": "application/json", "accept": "application/json, text/event-stream",
-                 "mcp-protocol-version": "2025-11-25", "mcp-session-id": "held-by-another-replica"}
-    ask = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-           "params": {"name": "retrieve_information", "arguments": {"prompt": "revenue {{filing}}"}}}
     with serving(num_shards=1, mcp_session_idle_seconds=1) as idle:
         async def episode():
-            http = httpx2.AsyncClient()
-            manager = streamable_http_client(idle.mcp, http_client=http, terminate_on_close=False)
-            async with http, manager as (read, write), ClientSession(read, write) as session:
-                await session.initialize()
-                await session.call_tool("parse_html_page", {"url": TASK.data["url"], "key": "filing"})
-                cookie = http.cookies.get(COOKIE)
+            cookie = await left_open(idle)
             async with httpx.AsyncClient(timeout=30, cookies={COOKIE: cookie}) as other_replica:
                 for _ in range(12):  # 3 s of calls elsewhere: the MCP session here idles out meanwhile
-                    answered = await other_replica.post(idle.mcp, content=json.dumps(ask), headers=elsewhere)
+                    answered = await other_replica.post(idle.mcp, content=json.dumps(ASK), headers=ELSEWHERE)
                     assert "passages" in answered.text, answered.text[:300]
                     await asyncio.sleep(0.25)
             return cookie
@@ -374,18 +369,9 @@ def test_an_idle_end_leaves_a_session_other_replicas_still_serve():
 
 
 def test_a_delete_reaching_another_replica_releases_the_session(server):
-    http = httpx2.AsyncClient()
-
-    async def opened():
-        manager = streamable_http_client(server.mcp, http_client=http, terminate_on_close=False)
-        async with http, manager as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            return http.cookies.get(COOKIE)
-
-    cookie = asyncio.run(opened())
+    cookie = asyncio.run(left_open(server))
     assert server.held() == 1
-    ended = httpx.delete(server.mcp, cookies={COOKIE: cookie}, timeout=30,
-                         headers={"mcp-session-id": "held-by-another-replica", "mcp-protocol-version": "2025-11-25"})
+    ended = httpx.delete(server.mcp, cookies={COOKIE: cookie}, timeout=30, headers=ELSEWHERE)
     assert ended.status_code == 200, ended.text
     assert server.held() == 0
 

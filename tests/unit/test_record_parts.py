@@ -58,6 +58,7 @@ def test_a_real_redis_receives_one_documents_bytes_per_document(redis_server):
     client = redis.Redis.from_url(redis_server.url)
     shard = ShardService(ShardConfig(TTL, durable_sessions=True), marks)
     run(shard, ("seed_episode", ("s", SEED)))
+    assert client.type(marks._key("s")) == b"string"  # noqa: SLF001 (a seed with nothing stored: the head alone)
 
     def received() -> int:
         return client.info("stats")["total_net_input_bytes"]
@@ -67,6 +68,7 @@ def test_a_real_redis_receives_one_documents_bytes_per_document(redis_server):
         before = received()
         run(shard, ("put_document", ("s", key(n), doc(n))))
         cost.append(received() - before)
+    assert client.type(marks._key("s")) == b"hash" and client.pttl(marks._key("s")) > 0  # noqa: SLF001 (expires)
     record = len(encode(asyncio.run(marks.read(["s"]))["s"]))
     assert record > 64 * 1_500  # what the whole record weighs
     assert max(cost[1:]) < 2 * min(cost[1:]) < record / 20, (cost, record)  # each write carries one document
