@@ -265,15 +265,15 @@ class ShardService:
             writes = {sid: self._pending[sid] for sid in wanted}
             for sid in islice(self._pending.keys() - wanted, max(0, _WRITE_CHUNK - len(wanted))):
                 writes[sid] = self._pending[sid]
-            # A store that forgot lost the records of sessions this life holds: its memory is the proof then.
-            forgot = (None,) if self._health.forgot else ()
-            owners = {sid: (self._expected.get(sid), self.incarnation, *forgot) for sid in writes}
+            owners = {sid: (self._expected.get(sid), self.incarnation) for sid in writes}
             try:
                 with self._timings.timed("mark_write_us", "mark_writes"):
                     written = await self._marks.write(writes, owners, {sid: self._parts.get(sid) for sid in writes})
             except Exception:
                 log.warning("could not write %d durable marks", len(writes), exc_info=True)
                 written = Written(failed=set(writes))
+            if written.forgot:
+                self._saw_marker(False)
             for sid in writes.keys() - written.failed - written.superseded:
                 if self._pending.get(sid, _ABSENT) is writes[sid]:  # not changed again meanwhile
                     del self._pending[sid]

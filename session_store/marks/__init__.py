@@ -72,10 +72,12 @@ Owners = tuple[str | None, ...]  # the owners a record may have for a write over
 @dataclass(frozen=True)
 class Written:
     """What a write left unwritten: `failed` may pass on a retry; `superseded` never will (another life holds the
-    record)."""
+    record). `forgot`: the store's marker was gone (then an absent record proves nothing: a write over it is
+    taken, the writer's memory being the proof)."""
 
     failed: set[str] = field(default_factory=set)
     superseded: set[str] = field(default_factory=set)
+    forgot: bool = False
 
 
 def _owner(raw: bytes | None) -> str | None:
@@ -83,9 +85,11 @@ def _owner(raw: bytes | None) -> str | None:
     return mark.open_in if mark is not None else None
 
 
-def refused(current: dict[str, bytes | None], owners: dict[str, Owners]) -> set[str]:
-    """The IDs whose current record (raw, None when absent) has an owner their write does not accept."""
-    return {sid for sid, accepted in owners.items() if _owner(current.get(sid)) not in accepted}
+def refused(current: dict[str, bytes | None], owners: dict[str, Owners], forgot: bool = False) -> set[str]:
+    """The IDs whose current record (raw, None when absent) has an owner their write does not accept; in a store
+    that forgot, an absent record refuses nothing."""
+    return {sid for sid, accepted in owners.items()
+            if _owner(current.get(sid)) not in accepted and not (forgot and current.get(sid) is None)}
 
 
 class MarkStore(Protocol):
@@ -162,7 +166,8 @@ class MemoryMarkStore:
                     parts: dict[str, frozenset[str] | None] | None = None) -> Written:
         if self.failing:
             return Written(failed=set(changes))
-        superseded = refused({sid: self.marks.get(sid) for sid in owners or {}}, owners or {})
+        forgot = self.marker is None
+        superseded = refused({sid: self.marks.get(sid) for sid in owners or {}}, owners or {}, forgot)
         self.changes_written += len(changes)
         self.largest_write = max(self.largest_write, len(changes))
         for sid, mark in changes.items():
@@ -173,6 +178,11 @@ class MemoryMarkStore:
                 self.parts.pop(sid, None)
                 continue
             changed = (parts or {}).get(sid)
+            if changed is not None and sid not in self.marks:  # parts of a record that is not there
+                if not forgot:
+                    superseded.add(sid)
+                    continue
+                changed = None  # the store forgot it: the writer's memory writes it whole
             written = parts_of(mark, changed)
             if changed is None:  # the whole record: the parts it no longer has go
                 self.parts.pop(sid, None)
@@ -185,7 +195,7 @@ class MemoryMarkStore:
                 else:
                     kept[name] = value
                 self.bytes_written += len(value or b"")
-        return Written(superseded=superseded)
+        return Written(superseded=superseded, forgot=forgot)
 
     async def scan(self, partitions: range) -> dict[str, Mark]:
         """In batches, the loop let through between, as the GCS store's listing is."""

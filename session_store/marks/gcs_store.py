@@ -86,13 +86,15 @@ class GcsMarkStore:
                     parts: dict[str, frozenset[str] | None] | None = None) -> Written:
         client = gcs_kv()
         superseded: set[str] = set()
+        forgot, current = False, {}
         if owners:
             try:
-                current = await client.async_internal_kv_multi_get([self._key(sid) for sid in owners],
+                current = await client.async_internal_kv_multi_get([_MARKER, *(self._key(sid) for sid in owners)],
                                                                    self._namespace, timeout=self._timeout)
             except Exception:
                 return Written(failed=set(changes))
-            superseded = refused({sid: current.get(self._key(sid)) for sid in owners}, owners)
+            forgot = current.get(_MARKER) is None
+            superseded = refused({sid: current.get(self._key(sid)) for sid in owners}, owners, forgot)
 
         async def put(key: bytes, value: bytes | None) -> None:
             if value is None:
@@ -103,6 +105,8 @@ class GcsMarkStore:
         async def one(sid: str, mark: Mark | None) -> None:
             key = self._key(sid)
             changed = (parts or {}).get(sid)
+            if forgot and current.get(key) is None:  # the store forgot it: the writer's memory writes it whole
+                changed = None
             if mark is None or changed is None:  # deleted, or written whole: its parts go first
                 await client.async_internal_kv_del(_parts_prefix(key), True, self._namespace, timeout=self._timeout)
             if mark is None:
@@ -114,7 +118,8 @@ class GcsMarkStore:
 
         written = [sid for sid in changes if sid not in superseded]
         results = await asyncio.gather(*(one(sid, changes[sid]) for sid in written), return_exceptions=True)
-        return Written({sid for sid, result in zip(written, results) if isinstance(result, BaseException)}, superseded)
+        return Written({sid for sid, result in zip(written, results) if isinstance(result, BaseException)}, superseded,
+                       forgot)
 
     async def _each_batch(self, partitions: range, kind: bytes = _MARK):
         """(key, raw) batches of the heads (or parts) of these partitions, one prefix listing at a time."""

@@ -43,8 +43,8 @@ from .records import decode, joined, parts_of
 
 _PURGE_BATCH = 500  # keys unlinked at once
 
-# KEYS: the marker, then the records. Returns the marker, then per record its hash as field/value pairs, or (an
-# earlier version's) its value in one piece, or nil.
+# KEYS: the marker, then the records. Returns the marker, then per record its hash as field/value pairs, or its
+# value in one piece (a record that is its head alone, or one an earlier version wrote whole), or nil.
 _READ = """
 local out = {redis.call('GET', KEYS[1])}
 for i = 2, #KEYS do
@@ -59,18 +59,20 @@ for i = 2, #KEYS do
 end
 return out
 """
-# KEYS: the records. ARGV: per record a JSON object: `a` the owners its head may name (absent: any), `d` delete it,
-# `h` replace it whole with this head alone (a string), `w` replace it whole with the fields `s`, else set the
-# fields `s` ([field, value] pairs) and remove the fields `r` (a string becomes a hash whose head it is first); `x`
-# its expiry (ms since the epoch). Returns the indices of the records skipped: another owner, or parts of a record
-# that is not there.
+# KEYS: the marker, then the records. ARGV: per record a JSON object: `a` the owners its head may name (absent:
+# any), `d` delete it, `h` replace it whole with this head alone (a string), `w` replace it whole with the fields `s`,
+# else set the fields `s` ([field, value] pairs) and remove the fields `r` (a string becomes a hash whose head it is
+# first); `x` its expiry (ms since the epoch). Returns whether the marker is gone (then an absent record's owner is
+# not checked: the writer's memory is the proof), then the indices of the records skipped: another owner, or parts
+# of a record that is not there.
 _GROUP_COMMIT = """
-local skipped = {}
-for i = 1, #KEYS do
-  local key, change = KEYS[i], cjson.decode(ARGV[i])
+local forgot = redis.call('EXISTS', KEYS[1]) == 0
+local out = {forgot and 1 or 0}
+for i = 2, #KEYS do
+  local key, change = KEYS[i], cjson.decode(ARGV[i - 1])
   local kind = redis.call('TYPE', key).ok
   local apply = change.w or change.d or kind ~= 'none'
-  if apply and change.a then
+  if apply and change.a and not (forgot and kind == 'none') then
     local owner, held = '', false
     if kind == 'hash' then
       held = redis.call('HGET', key, '"m"')
@@ -87,7 +89,7 @@ for i = 1, #KEYS do
     end
   end
   if not apply then
-    skipped[#skipped + 1] = i
+    out[#out + 1] = i - 1
   elseif change.d then
     redis.call('DEL', key)
   elseif change.h then
@@ -106,7 +108,7 @@ for i = 1, #KEYS do
     if change.x then redis.call('PEXPIREAT', key, change.x) end
   end
 end
-return skipped
+return out
 """
 _READ_SHA, _GROUP_COMMIT_SHA = (hashlib.sha1(script.encode()).hexdigest() for script in (_READ, _GROUP_COMMIT))
 
@@ -183,11 +185,17 @@ class RedisMarkStore:
         args = [json.dumps(_change(mark, (owners or {}).get(sid), (parts or {}).get(sid)), separators=(",", ":"))
                 for sid, mark in changes.items()]
         try:
-            skipped = await self._script(_GROUP_COMMIT, _GROUP_COMMIT_SHA, [self._key(sid) for sid in changes], args)
+            forgot, *skipped = await self._script(_GROUP_COMMIT, _GROUP_COMMIT_SHA,
+                                                  [self._marker, *(self._key(sid) for sid in changes)], args)
         except Exception:
             return Written(failed=set(changes))
         ids = list(changes)
-        return Written(superseded={ids[i - 1] for i in skipped})
+        superseded = {ids[i - 1] for i in skipped}
+        if forgot and superseded and parts:  # parts of records the store forgot: the writer's memory writes them whole
+            again = await self.write({sid: changes[sid] for sid in superseded},
+                                     {sid: owners[sid] for sid in superseded if sid in (owners or {})})
+            return Written(again.failed, again.superseded, forgot=True)
+        return Written(superseded=superseded, forgot=bool(forgot))
 
     async def scan(self, partitions: range) -> dict[str, Mark]:
         raise NotImplementedError("the Redis mark store is read per ID: a shard over it never settles")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -21,7 +22,7 @@ from tests.sec_server import SecServer
 from .conftest import close_body, deployed_app, episode_seed, new_session_id, verify_body
 
 ROOT = Path(__file__).parents[2]
-FIRST, OTHER = [f for f in filings() if f.form == "10-K"][:2]
+FIRST, OTHER, SLOW = [f for f in filings() if f.form == "10-K"][:3]
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +34,7 @@ def sec(tmp_path_factory):
 @pytest.fixture(scope="module")
 def app(serve_url, sec, llm_server):
     yield from deployed_app(
-        serve_url, "it-metrics", replicas=1, num_shards=1, max_sessions_per_shard=2,
+        serve_url, "it-metrics", replicas=1, num_shards=1, max_sessions_per_shard=2, admission_running=1,
         edgar_source="live", sec_www_base_url=sec.url, sec_data_base_url=sec.url, edgar_search_mode=None,
         fetch_trusted_networks=["127.0.0.1/32"], request_timeout=2.0, retry_backoff_seconds=0.01,
         judge_model={"base_url": llm_server.base_url, "model": "judge"}, judge_retry_delays=[0.0, 0.0],
@@ -79,6 +80,13 @@ def test_every_metric_the_readme_names_is_exported_with_its_labels(app, sec, stu
         assert client.post("/seed_session", json=episode_seed(other, rollout="r2")).status_code == 200
         full = client.post("/seed_session", json=episode_seed(new_session_id(), rollout="r3"))
         assert full.status_code == 503  # the shard holds max_sessions_per_shard
+        # One place (admission_running 1): a search waits while a parse holds it on a slow EDGAR.
+        sec.hang(SLOW.url_path, 1.0)
+        with ThreadPoolExecutor(1) as pool, app.client(cookies=dict(client.cookies)) as holder:
+            held = pool.submit(holder.post, "/parse_html_page", json={"url": SLOW.url, "key": "slow"})
+            time.sleep(0.3)
+            assert client.post("/sec_filing_search", json={"ticker": "AAPL"}).status_code == 200
+            assert held.result().status_code == 200
         for done, rollout in ((sid, "r1"), (other, "r2")):
             client.post("/close_session", json=close_body(done, rollout))
 
@@ -88,7 +96,7 @@ def test_every_metric_the_readme_names_is_exported_with_its_labels(app, sec, stu
         text = scrape()
         missing = {name for name in wanted if not re.search(rf"^{name}[{{ ]", text, re.M)}
         if not missing and sample(text, "ray_finsec_verifies_total", app="it-metrics", outcome="scored") >= 1 \
-                and sample(text, "ray_finsec_shard_calls_total", app="it-metrics", phase="mark_write") >= 2:
+                and sample(text, "ray_finsec_shard_calls_total", app="it-metrics", phase="batch") >= 6:
             break  # the reaper publishes the shards' totals at its ticks: wait for one after the closes
         assert time.monotonic() < deadline, f"never exported: {sorted(missing)}"
         time.sleep(1)

@@ -122,6 +122,21 @@ def test_a_redis_restarted_without_persistence_forgets_nothing_the_app_relies_on
         assert isinstance(run(restarted, ("seed_episode", ("fresh", seed("f"))))[0], Seeded)
 
 
+def test_the_life_that_holds_a_session_scores_it_from_memory_when_redis_came_back_empty():
+    """Only a write finds the marker gone (no read comes first: the shard knows the ID): the write is taken, its
+    memory the proof, and the shard learns the store forgot."""
+    namespace = f"forgot-{uuid.uuid4().hex[:6]}"
+    with running_redis(persist=False) as first:
+        marks = redis_store(first.url, namespace)
+        marks.begin()
+        shard = first_life(marks, ShardConfig(600, check_durability=False))
+        port = first.port
+    with running_redis(persist=False, port=port):  # the same address, empty; the same life
+        verify, = run(shard, ("finish_verify", ("open", "d", WIN)))
+        assert isinstance(verify, Scored) and verify.verdict == WIN
+        assert asyncio.run(shard.stats())["store_problem"] == FORGOT
+
+
 @pytest.mark.parametrize("options, persist, named", [
     ((), False, "appendonly is no"),
     (("--maxmemory-policy", "allkeys-lru"), True, "maxmemory-policy is allkeys-lru"),
