@@ -48,6 +48,14 @@ def _split_part(key: bytes) -> tuple[bytes, str]:
     return _MARK + partition_ + sid, json.loads(name)
 
 
+def _may_have_parts(head: bytes | None) -> bool:
+    """Whether the record whose head this is may have parts: a durable session's (or one not read: b"?")."""
+    if head is None:
+        return False
+    mark = decode(head) if head != b"?" else None
+    return mark is None or mark.session is not None
+
+
 class GcsMarkStore:
     lists_marks = True
 
@@ -107,7 +115,8 @@ class GcsMarkStore:
             changed = (parts or {}).get(sid)
             if forgot and current.get(key) is None:  # the store forgot it: the writer's memory writes it whole
                 changed = None
-            if mark is None or changed is None:  # deleted, or written whole: its parts go first
+            if (mark is None or changed is None) and _may_have_parts(current.get(key, b"?")):
+                # Deleted, or written whole: its parts go first (where the head read before says there may be any).
                 await client.async_internal_kv_del(_parts_prefix(key), True, self._namespace, timeout=self._timeout)
             if mark is None:
                 await put(key, None)
