@@ -39,6 +39,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from _common import FinsecServe, machine, write_report  # noqa: E402
 
 from harness.fault_scenarios import THINK_SECONDS, Fault, failures, rollouts, store_forgets, summarize, wait_gone  # noqa: E402
+from harness.redis_server import running_redis  # noqa: E402
+from harness.two_owners import MUST_BE_ZERO, two_owners  # noqa: E402
 
 SECONDS = 12.0
 STORE_FORGETS = "mark store forgets (Redis back empty) + shard SIGKILL"
@@ -121,9 +123,6 @@ def node_loss() -> dict:
 
 
 def two_owners_scenario(durable: bool) -> dict:
-    from harness.redis_server import running_redis
-    from harness.two_owners import two_owners
-
     with running_redis() as redis:
         env = {**os.environ, "FINSEC_MARK_STORE_URL": redis.url, "FINSEC_DURABLE_SESSIONS": str(durable).lower()}
         servers = [FinsecServe(["--in-process"], env) for _ in range(2)]
@@ -225,8 +224,6 @@ def main() -> int:
     write_report(f"{name}.md", report)
     print(report)
     failed = {name: failures(r) for name, r in results.items() if failures(r)}
-    from harness.two_owners import MUST_BE_ZERO
-
     if any(owners[key] for key in MUST_BE_ZERO):
         failed["two owners"] = [f"{key} {owners[key]}" for key in MUST_BE_ZERO if owners[key]]
     for name, why in failed.items():

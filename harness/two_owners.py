@@ -21,6 +21,7 @@ from collections import Counter
 import httpx
 
 from finsec.corpus.generate import questions
+from harness.fault_scenarios import ingress_error_page
 
 __all__ = ["MUST_BE_ZERO", "two_owners"]
 
@@ -96,8 +97,6 @@ async def _episode(client: httpx.AsyncClient, urls: list[str], rng: random.Rando
 
 
 def _ingress_page(response: httpx.Response) -> bool:
-    from harness.fault_scenarios import ingress_error_page
-
     return ingress_error_page(response) or "content-type" not in response.headers  # HAProxy's page, or Serve's
 
 

@@ -145,14 +145,15 @@ class Mark:
 
 
 HEAD = "m"  # a durable record's part that holds all but its documents and verdicts
+DOCUMENT, VERDICT = "d:", "v:"  # the prefixes of a document's part (its key after) and a verdict's (its digest)
 
 
 def document_part(key: str) -> str:
-    return "d:" + key
+    return DOCUMENT + key
 
 
 def verdict_part(body_digest: str) -> str:
-    return "v:" + body_digest
+    return VERDICT + body_digest
 
 
 def merge_parts(first: frozenset[str] | None, then: frozenset[str] | None) -> frozenset[str] | None:
@@ -519,7 +520,7 @@ class SessionCore:
     # ----- the stateful tools (§C.6) -----
 
     def check_open(self, sid: str, claims: Claims = NO_CLAIMS) -> None:
-        self._require_open(sid, claims)
+        self._write_session(sid, self._require_open(sid, claims), frozenset())  # only while this life holds it
 
     def document_refs(self, sid: str) -> dict[str, DocumentRef] | None:
         """The open session's documents, or None. No side effects (no 404 counted, nothing fenced): grounding
@@ -558,12 +559,13 @@ class SessionCore:
         documents[key] = ref
         self._refs[ref.digest] += 1
         self._held.update(documents=0 if held else 1, document_chars=ref.chars - (held.chars if held else 0))
-        if self.durable_sessions:
-            self._write_session(sid, session, frozenset({document_part(key)}))
+        # Its own part, or (not durable) none: the owner is checked all the same (_require_open's callers do).
+        self._write_session(sid, session, frozenset({document_part(key)}) if self.durable_sessions else frozenset())
         return StoredDocument(held is not None, list(documents))
 
     def read_documents(self, sid: str, keys: list[str], claims: Claims = NO_CLAIMS) -> DocumentsView:
         session = self._require_open(sid, claims)
+        self._write_session(sid, session, frozenset())  # read only while this life holds the record: never split
         return DocumentsView(list(session.documents), {k: session.documents[k] for k in keys if k in session.documents})
 
     # ----- TTL (§C.9, Decision 10) -----
@@ -776,9 +778,8 @@ class SessionCore:
 
     def _require_open(self, sid: str, claims: Claims) -> Session:
         session = self._open(sid)
-        if session is not None:
+        if session is not None:  # the caller checks the record's owner as it writes (or writes nothing)
             session.used_at = self.clock()
-            self._write_session(sid, session, frozenset())  # only while this life holds the record: never split
             return session
         self.counters["session_lost"] += 1
         if self._is_marked_expired(sid):

@@ -48,10 +48,13 @@ from deployments.http.prefixes import mount_path
 from deployments.routes.tools import TOOL_NAMES, unknown_tool_result
 from deployments.settings import Settings
 from finsec.tools.catalog import DEFAULT_TOOLS, TOOLS, parameters
-from session_store import StoreUnavailable
+from session_store import SessionLost, StoreUnavailable
 
 log = logging.getLogger(__name__)
 _BINDING = "finsec.binding"  # the connection state's key
+# Why a release may not happen now: the shard is unavailable, or another life of it holds the session (its TTL,
+# or its verify, releases it then).
+_NOT_RETIRED = (StoreUnavailable, SessionLost)
 
 
 class McpEndpoint:
@@ -211,7 +214,7 @@ class McpEndpoint:
                 await store.retire(binding.sid)
                 return
             idle_in = await store.retire_if_idle(binding.sid, self._settings.mcp_session_idle_seconds)
-        except StoreUnavailable as error:  # the session's TTL releases it instead
+        except _NOT_RETIRED as error:  # the session's TTL releases it instead (or another life holds it now)
             log.warning("MCP session ended; its agent-run session was not released now: %s", error)
             return
         if idle_in > 0 and self._managers is not None:  # in use through other replicas: ask again once idle
@@ -224,7 +227,7 @@ class McpEndpoint:
             await asyncio.sleep(idle_in)
             try:
                 idle_in = await store.retire_if_idle(sid, self._settings.mcp_session_idle_seconds)
-            except StoreUnavailable:
+            except _NOT_RETIRED:
                 return  # its TTL releases it
 
     async def _ended_elsewhere(self, request: Request, send: Send) -> None:
@@ -233,7 +236,7 @@ class McpEndpoint:
         if request.session.get(identity.SEED_KIND) == "agent_run":
             try:
                 await request.app.state.services.store.retire(identity.session_id(request))
-            except StoreUnavailable as error:
+            except _NOT_RETIRED as error:
                 log.warning("MCP session ended elsewhere; its agent-run session was not released now: %s", error)
         await JSONResponse({"detail": "ended"}, status_code=200)(request.scope, request.receive, send)
 

@@ -2,9 +2,9 @@
 
 A record's *head* (`HEAD`) is the mark: its fence, expired mark, episode, owner (`open_in`) and, for a durable
 session, its start and episode seed. Each document (`d:<key>`) and verdict (`v:<body digest>`) of a durable session
-is a part of its own. A store keeps a record's parts together (a Redis hash, keys under one prefix in the GCS,
-a dict in memory) and writes a change's parts only; a whole write replaces them all. A record an earlier version
-wrote in one piece is a head that holds its documents and verdicts itself: read as before.
+is a part of its own (core.py names them). A store keeps a record's parts together (one Redis key, keys under one
+prefix in the GCS, a dict in memory) and writes a change's parts only; a whole write replaces them all. A record an
+earlier version wrote in one piece is a head that holds its documents and verdicts itself: read as before.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 import logging
 from collections.abc import Iterable
 
-from ..core import HEAD, Mark
+from ..core import DOCUMENT, HEAD, VERDICT, Mark, document_part, verdict_part
 
 __all__ = ["HEAD", "decode", "encode", "joined", "parts_of"]
 
@@ -42,7 +42,7 @@ def parts_of(mark: Mark, names: Iterable[str] | None = None) -> dict[str, bytes 
     session = mark.session or {}
     documents, verdicts = session.get("documents", {}), {v[0]: v[1:] for v in session.get("verdicts", [])}
     if names is None:
-        names = [HEAD, *("d:" + key for key in documents), *("v:" + digest for digest in verdicts)]
+        names = [HEAD, *map(document_part, documents), *map(verdict_part, verdicts)]
     parts: dict[str, bytes | None] = {}
     positions: dict[str, int] = {}  # the keys' order, which comes back with them
     for name in names:
@@ -50,11 +50,11 @@ def parts_of(mark: Mark, names: Iterable[str] | None = None) -> dict[str, bytes 
             head = {"started_at": session["started_at"], "episode": session["episode"]} if mark.session else None
             parts[name] = encode(Mark(mark.fence_until, mark.cause, mark.episode_id, mark.expired_until,
                                       mark.open_in, head))
-        elif name.startswith("d:") and name[2:] in documents:
+        elif name.startswith(DOCUMENT) and (key := name[len(DOCUMENT):]) in documents:
             positions = positions or {key: n for n, key in enumerate(documents)}
-            parts[name] = _json([*documents[name[2:]], positions[name[2:]]])
-        elif name.startswith("v:") and name[2:] in verdicts:
-            parts[name] = _json(verdicts[name[2:]])
+            parts[name] = _json([*documents[key], positions[key]])
+        elif name.startswith(VERDICT) and (digest := name[len(VERDICT):]) in verdicts:
+            parts[name] = _json(verdicts[digest])
         else:
             parts[name] = None
     return parts
@@ -70,11 +70,11 @@ def joined(head: bytes, parts: dict[str, bytes]) -> Mark | None:
     for name, raw in parts.items():
         try:
             value = json.loads(raw)
-            if name.startswith("d:"):
+            if name.startswith(DOCUMENT):
                 *ref, position = value
-                placed.append((position, name[2:], ref))
-            elif name.startswith("v:"):
-                verdicts.append([name[2:], *value])
+                placed.append((position, name[len(DOCUMENT):], ref))
+            elif name.startswith(VERDICT):
+                verdicts.append([name[len(VERDICT):], *value])
         except (ValueError, TypeError):
             log.warning("ignoring an unreadable part %r of a durable record", name[:200])
     documents.update((key, ref) for _, key, ref in sorted(placed, key=lambda p: p[0]))

@@ -271,7 +271,7 @@ def _change(mark: Mark | None, owners: Owners | None, changed: frozenset[str] | 
     if mark is None:
         return {**change, "d": 1}
     written = parts_of(mark, changed)
-    if changed is None and written.keys() == {HEAD}:  # a fence or a bare seed: a string, a third smaller than a hash
+    if changed is None and written.keys() == {HEAD}:  # a fence or a bare seed: a string, smaller than a hash
         return {**change, "w": 1, "h": written[HEAD].decode(), "x": int(mark.drop_at * 1000) + 1}
     change |= {"s": [[json.dumps(name), value.decode()] for name, value in written.items() if value is not None],
                "r": [json.dumps(name) for name, value in written.items() if value is None]}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -21,7 +22,9 @@ from harness.redis_server import running_redis
 from harness.two_owners import MUST_BE_ZERO, two_owners
 from session_store import Claims, MemoryMarkStore, SessionLost, ShardConfig, ShardService
 from session_store.core import DocumentRef, EpisodeSeed, Limits, Masked, Scored, Verdict
-from session_store.errors import SessionConflict, StoreFull
+from session_store.errors import SessionConflict, StoreFull, StoreUnavailable
+from session_store.marks import Written
+from session_store.marks.records import decode, encode
 from tests.unit.test_redis_marks import store
 from tests.unit.test_serve_in_process import serving, stopped
 
@@ -205,3 +208,34 @@ def test_two_servers_over_one_redis_taking_turns_at_random(durable):
     assert counts["episodes"] >= 8 and not any(counts[name] for name in MUST_BE_ZERO), counts
     if durable:
         assert counts["scored"] >= counts["episodes"] // 2, counts
+
+
+class ContestedMarks(MemoryMarkStore):
+    """Once `contested`, another life takes every record over just before each write over it lands."""
+
+    contested = False
+
+    async def write(self, changes, owners=None, parts=None):
+        taken = {sid for sid in changes if self.contested and owners and sid in self.marks}
+        for sid in taken:
+            head = decode(self.marks[sid])
+            self.marks[sid] = encode(replace(head, open_in=uuid.uuid4().hex))
+        written = await super().write({s: m for s, m in changes.items() if s not in taken}, owners, parts)
+        return Written(written.failed, written.superseded | taken, written.forgot)
+
+
+def test_a_request_that_meets_another_life_twice_answers_as_on_a_lost_session():
+    """The request runs once more from the record after a refused write; refused again, it is never scored: a verify
+    is masked, a tool is 404 session_lost, a seed is a 503 to retry."""
+    marks = ContestedMarks()
+    shard = ShardService(ShardConfig(TTL, durable_sessions=True), marks)
+    claims = Claims(outcome(shard, "seed_episode", "s", SEED).incarnation, "episode")
+    outcome(shard, "put_document", "s", "first", doc(1), claims)
+    marks.contested = True
+    late = outcome(shard, "finish_verify", "s", "body", WIN, claims)
+    assert isinstance(late, Masked) and late.failure_kind == "session_lost", late
+    with pytest.raises(SessionLost, match="another life"):
+        outcome(shard, "put_document", "s", "second", doc(2), claims)
+    with pytest.raises(StoreUnavailable, match="another life") as refused:
+        outcome(shard, "seed_episode", "s", SEED)
+    assert refused.value.cause == "superseded"
