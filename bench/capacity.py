@@ -182,7 +182,11 @@ def main() -> None:
     parser.add_argument("--append", action="store_true",
                         help="add the rounds to bench/results/<out>.json's (same configurations and think times)")
     parser.add_argument("--out", default="capacity")
+    parser.add_argument("--render", action="store_true", help="only write <out>.md again from <out>.json")
     options = parser.parse_args()
+    if options.render:
+        write_report(f"{options.out}.md", render(json.loads((RESULTS / f"{options.out}.json").read_text())))
+        return
     thinks = [float(t) for t in options.thinks.split(",")]
     results = {"machine": machine(), "ran_at": time.strftime("%Y-%m-%d %H:%M"), "bound_ms": options.bound_ms,
                "command": " ".join(["bench/capacity.py", *sys.argv[1:]]), "rounds": []}
@@ -241,8 +245,10 @@ def render(results: dict) -> str:
              "agent's wait p99 ms | admitted p99 ms (server) | client CPU | KB per open session |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     overloads = []
-    for config in rounds[0]:
-        for index, first in enumerate(rounds[0][config]):
+    configs = dict.fromkeys(config for r in rounds for config in r)  # a configuration may join in a later round
+    for config in configs:
+        first_round = next(r[config] for r in rounds if config in r)
+        for index, first in enumerate(first_round):
             found = [r[config][index] for r in rounds if config in r]
             capacities = [f["capacity"] for f in found]
             median = statistics.median(capacities)
