@@ -12,6 +12,7 @@ from deployments.http.admission import Admission
 from deployments.ingress import FinsecIngress
 from deployments.mark_store import begin_mark_store, cookie_secret
 from deployments.settings import Settings
+from deployments.state_nodes import state_node_proxies
 
 log = logging.getLogger("ray.serve")
 
@@ -23,7 +24,7 @@ def ingress_application(settings: Settings, **deployment_options: Any) -> Applic
     held = Admission.from_settings(settings).most_held()
     ingress = FinsecIngress.options(**{"max_ongoing_requests": held, **deployment_options})
     begin_mark_store(settings)
-    return ingress.bind(settings, cookie_secret(settings))
+    return ingress.bind(settings, cookie_secret(settings), state_node_proxies(settings))
 
 
 def build_app(args: dict[str, Any]) -> Application:

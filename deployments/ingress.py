@@ -31,6 +31,7 @@ def session_actors_spec(settings: Settings) -> SessionActorsSpec:
         call_timeout_seconds=settings.store_call_timeout_seconds,
         mark_store_url=settings.mark_store(),
         check_durability=settings.mark_store_durability_check,
+        state_nodes=settings.state_nodes,
     )
 
 
@@ -43,7 +44,8 @@ def destroy_app_actors(settings: Settings) -> int:
 @serve.deployment(name="FinsecIngress", max_queued_requests=-1)
 @serve.ingress()
 class FinsecIngress:
-    def __init__(self, settings: Settings, cookie_secret: str):
+    def __init__(self, settings: Settings, cookie_secret: str, state_node_proxies: object = None):
+        # `state_node_proxies` (deployments/state_nodes.py) is bound to the app only so that Serve deploys it
         into_serve_logs()
         self._settings = settings
         self._cookie_secret = cookie_secret

@@ -81,6 +81,11 @@ class Settings(BaseSettings):
         "Turn off only for a Redis that persists and never evicts by other means; the marker check stays")
     # the app's actors: a custom resource keeps shards, reaper and document store off the head node
     state_actor_resources: dict[str, float] = Field(default_factory=dict, description='e.g. {"finsec_state": 0.001}')
+    state_nodes: int = Field(
+        0, ge=0, description="the nodes offering state_actor_resources (KubeRay's state worker group): shards wait "
+        "for that many to join and are placed an equal share a node, and each node holds a replica of no CPU so "
+        "that Serve runs its HTTP proxy there, which KubeRay's readiness probe asks. 0: shards spread over the nodes "
+        "that offer the resources at deploy")
     admin_token: SecretStr | None = Field(
         None, description=f"enables POST /admin/retire_session_state (Bearer); at least {MIN_SECRET_CHARS} characters")
     # the session cookie (Decision 14)
@@ -251,6 +256,9 @@ class Settings(BaseSettings):
                 f"judge_call_timeout {self.judge_call_timeout:g} s x {len(self.judge_retry_delays) + 1} attempts + "
                 f"{sum(self.judge_retry_delays):g} s of judge_retry_delays = {budget:g} s. Raise "
                 "judge_lease_seconds, or lower judge_call_timeout or the retries.")
+        if self.state_nodes and not self.state_actor_resources:
+            raise ValueError("state_nodes counts the nodes that offer state_actor_resources: set those too (e.g. "
+                             '{"finsec_state": 0.01}), or every node, the head included, would count')
         url = self.mark_store_url.get_secret_value() if self.mark_store_url else ""
         if url and not url.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("mark_store_url must be a redis://, rediss:// or unix:// URL (or unset for the GCS)")

@@ -368,7 +368,8 @@ def _wait_answering(url: str, timeout: float = 60.0) -> None:
 def node_loss(seconds: float = 12.0) -> dict:
     """Head node (controller, HAProxy, ingress replicas) plus two state nodes (shards, reaper, document store,
     limiter: the `finsec_state` resource). The app is deployed from a serve config by `finsec serve --address`,
-    as on a real cluster. Rollouts run; one state node holding shards is removed; then `finsec serve` is
+    as on a real cluster, told of two state nodes while one has joined: it must place no shard until the second
+    joins, then two on each. Rollouts run; one state node holding shards is removed; then `finsec serve` is
     stopped, which must remove the app's actors and leave the cluster up."""
     from deployments.local import LOCAL_RAY_ENV, ingress_env, stop_haproxy
 
@@ -384,7 +385,7 @@ def node_loss(seconds: float = 12.0) -> dict:
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "gcs_server_port": free_port(),
                                                             "resources": {"finsec_ingress": 10}})
-    state = [cluster.add_node(num_cpus=0, resources={"finsec_state": 10}) for _ in range(2)]
+    state = [cluster.add_node(num_cpus=0, resources={"finsec_state": 10})]
     server = None
     try:
         ray.init(address=cluster.address, logging_level="warning")
@@ -395,17 +396,27 @@ def node_loss(seconds: float = 12.0) -> dict:
         # durable sessions outlive (tests/integration/test_durable_sessions_http.py covers those).
         args = {"app_name": "node-loss", "num_shards": 4, "corpus_dir": str(embedded_corpus_dir()),
                 "reaper_interval_seconds": 0.5, "state_actor_resources": {"finsec_state": 0.01},
-                "store_call_timeout_seconds": 5.0, "durable_sessions": False}
+                "store_call_timeout_seconds": 5.0, "durable_sessions": False, "state_nodes": 2}
         config = _serve_config(args, port)
         server = subprocess.Popen([sys.executable, "-m", "finsec_client.cli", "serve", str(config), "--address",
                                    cluster.address], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        url = _wait_for_url(server)
         settings = Settings(**args)
         app = app_actors(settings)
+        # A replica creates the limiter first, then waits for the state nodes before it creates any shard.
+        _wait_for_actor(app, "edgar-limiter.")
+        time.sleep(3)
+        shards_before = sorted(n for n in _actor_nodes(app) if n.startswith("shard-"))
+        state.append(cluster.add_node(num_cpus=0, resources={"finsec_state": 10}))
+        url = _wait_for_url(server)
         nodes = _actor_nodes(app)
         head = cluster.head_node.node_id
+        shard_nodes = [node for n, node in nodes.items() if n.startswith("shard-")]
         placement = {"on_head": sorted(n for n, node in nodes.items() if node == head),
-                     "state_nodes": sorted({node for node in nodes.values()} - {head})}
+                     "state_nodes": sorted({node for node in nodes.values()} - {head}),
+                     "shards_before_the_second_node": shards_before,
+                     "shards_per_state_node": sorted(shard_nodes.count(node.node_id) for node in state),
+                     "proxies_per_state_node": sorted(_replica_nodes("StateNodeProxy").count(node.node_id)
+                                                      for node in state)}
         shards = {n: node for n, node in nodes.items() if n.startswith("shard-")}
         victim = max(state, key=lambda node: sum(v == node.node_id for v in shards.values()))
         lost = {int(n.split("-")[1]) for n, node in shards.items() if node == victim.node_id}
@@ -497,6 +508,25 @@ def _wait_for_url(server: subprocess.Popen, timeout: float = 180.0) -> str:
         if time.monotonic() > deadline:
             break
     raise RuntimeError(f"finsec serve did not come up (exit {server.poll()})")
+
+
+def _wait_for_actor(app, prefix: str, timeout: float = 180.0) -> None:
+    import ray
+
+    deadline = time.monotonic() + timeout
+    while not any(a["namespace"] == app.namespace and a["name"].startswith(prefix)
+                  for a in ray.util.list_named_actors(all_namespaces=True)):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no actor {prefix}* after {timeout:.0f} s")
+        time.sleep(0.5)
+
+
+def _replica_nodes(deployment: str) -> list[str]:
+    """The node of each live replica of this Serve deployment."""
+    from ray.util.state import list_actors
+
+    return [a.node_id for a in list_actors(filters=[("state", "=", "ALIVE")], limit=10_000)
+            if a.class_name.endswith(f":{deployment}")]
 
 
 def _actor_nodes(app) -> dict[str, str]:

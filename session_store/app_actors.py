@@ -10,6 +10,9 @@ their calls can raise and what those mean, creation, retirement and cleanup.
 - **Cleanup.** Every actor is registered with Serve's controller, which kills registered actors on
   `serve shutdown` (as Ray Serve's own per-app actors are); `destroy` is the explicit path for everything else.
   Neither touches the durable records (fences, seeds, the cookie secret): only a purge does (`marks/`).
+- **Placement.** Actors go to the nodes that offer the app's resources, spread. Told how many such nodes the
+  cluster has (`state_nodes`), the shards wait for all of them and take an equal share each, whatever order the
+  nodes joined in; a shard whose node is gone restarts on another.
 - **Errors.** Any Ray failure of a call, and a call that does not answer within its timeout, is
   `StoreUnavailable`: the ingress answers 503 with Retry-After, never a 500.
 """
@@ -20,12 +23,14 @@ import asyncio
 import hashlib
 import logging
 import pickle
+import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
 import ray
 from ray.exceptions import RayError, RayTaskError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreUnavailable
 from .marks import app_namespace
@@ -92,6 +97,24 @@ class AppActors:
         _register_for_shutdown(handle)
         return handle
 
+    # ----- placement -----
+
+    def wait_for_nodes(self, count: int, *, poll_seconds: float = 2.0, say_every: float = 60.0) -> list[str]:
+        """The IDs of `count` live nodes offering this app's resources, in a stable order; blocks until that many
+        have joined (a cluster still starting), saying so now and then."""
+        began = said = time.monotonic()
+        while len(nodes := self._offering()) < count:
+            if time.monotonic() - said >= say_every:
+                said = time.monotonic()
+                log.warning("%s: %d of the %d nodes offering %s have joined after %.0f s; its shards wait for all",
+                            self.app_name, len(nodes), count, self.resources, said - began)
+            time.sleep(poll_seconds)
+        return nodes[:count]
+
+    def _offering(self) -> list[str]:
+        return sorted(node["NodeID"] for node in ray.nodes() if node["Alive"] and all(
+            node["Resources"].get(name, 0) >= amount for name, amount in self.resources.items()))
+
     # ----- retirement and cleanup -----
 
     async def declare_active(self, names: list[str]) -> None:
@@ -156,3 +179,8 @@ def _serve_app_running(app: str) -> bool:
 
     status = serve.status().applications.get(app)
     return status is not None and status.status == ApplicationStatus.RUNNING
+
+
+def on_node(node_id: str) -> dict[str, Any]:
+    """Actor options that place it on this node while the node lives, and anywhere it may go once it is gone."""
+    return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node_id, soft=True)}

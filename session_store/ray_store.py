@@ -10,7 +10,7 @@ from typing import Any
 
 import session_store
 
-from .app_actors import AppActors, call
+from .app_actors import AppActors, call, on_node
 from .direct import ShardChannel
 from .ray_actors import DocumentStoreActor, ReaperActor, SessionShardActor
 from .shard import Op, Outcome, ShardConfig
@@ -28,6 +28,7 @@ class SessionActorsSpec:
     call_timeout_seconds: float = 10.0
     mark_store_url: str | None = None  # None: the cluster's GCS
     check_durability: bool = True  # the reaper reads the store's eviction policy and persistence every tick
+    state_nodes: int = 0  # set: the shards wait for this many state nodes and take an equal share each
 
 
 class SessionActors:
@@ -41,7 +42,10 @@ class SessionActors:
                       for k in range(spec.num_shards)]
         kinds = [f"shard-{k}-of-{spec.num_shards}" for k in range(spec.num_shards)]
         self.shard_names = [app.name(kind, args, code) for kind, args in zip(kinds, shard_args)]
-        self.shards = [app.create(kind, SessionShardActor, args, code=code) for kind, args in zip(kinds, shard_args)]
+        nodes = app.wait_for_nodes(spec.state_nodes) if spec.state_nodes else []
+        self.shards = [app.create(kind, SessionShardActor, args, code=code,
+                                  **(on_node(nodes[k % len(nodes)]) if nodes else {}))
+                       for k, (kind, args) in enumerate(zip(kinds, shard_args))]
         doc_args = (spec.document_store_bytes, spec.document_grace_seconds)
         self.document_store_name = app.name("documents", doc_args, code)
         self.document_store = app.create("documents", DocumentStoreActor, doc_args, code=code)

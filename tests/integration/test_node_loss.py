@@ -27,6 +27,15 @@ def test_state_actors_sit_only_on_the_nodes_meant_for_them(summary):
     assert len(summary["placement"]["state_nodes"]) == 2  # spread over both state nodes
 
 
+def test_shards_wait_for_every_state_node_and_take_an_equal_share_of_them(summary):
+    """Told of two state nodes while one has joined, the app placed no shard until the second joined, then two of
+    its four on each, and a StateNodeProxy replica on each (so Serve would run a proxy there on a real cluster)."""
+    placement = summary["placement"]
+    assert placement["shards_before_the_second_node"] == []
+    assert placement["shards_per_state_node"] == [2, 2]
+    assert placement["proxies_per_state_node"] == [1, 1]
+
+
 def test_losing_a_node_loses_only_its_shards_sessions_loudly(summary):
     assert 0 < summary["expected_share"] < 1  # some shards were on the lost node, some were not
     # The node held open sessions (whether one of them got as far as a verify, or was past its verify and only

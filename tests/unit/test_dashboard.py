@@ -326,6 +326,3 @@ def test_the_sidecar_configmap_is_generated_from_the_json():
     assert configmap["data"] == {"grafana-dashboard.json": DASHBOARD_FILE.read_text()}
     kustomization = yaml.safe_load((MONITORING / "kustomization.yaml").read_text())
     assert kustomization["configMapGenerator"][0]["files"] == ["grafana-dashboard.json"]
-    (podmonitor,) = [d for d in docs if d["kind"] == "PodMonitor"]
-    assert podmonitor["spec"]["selector"]["matchLabels"] == {"ray.io/is-ray-node": "yes"}
-    assert podmonitor["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
