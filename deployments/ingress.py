@@ -45,7 +45,7 @@ def destroy_app_actors(settings: Settings) -> int:
 @serve.ingress()
 class FinsecIngress:
     def __init__(self, settings: Settings, cookie_secret: str, state_node_proxies: object = None):
-        # `state_node_proxies` (deployments/state_nodes.py) is bound to the app only so that Serve deploys it
+        # `state_node_proxies` (deployments/builder.py) is bound to the app only so that Serve deploys it
         into_serve_logs()
         self._settings = settings
         self._cookie_secret = cookie_secret

@@ -33,7 +33,8 @@ from ray.exceptions import RayError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreUnavailable
-from .marks import app_namespace
+from .gcs_kv import gcs_kv
+from .marks.base import app_namespace
 
 log = logging.getLogger(__name__)
 
@@ -145,13 +146,6 @@ class AppActors:
         app; its durable records stay. Returns how many actors were killed."""
         return sum(_kill(a["name"], self.namespace) for a in ray.util.list_named_actors(all_namespaces=True)
                    if a["namespace"] == self.namespace)
-
-
-def gcs_kv():
-    """This process's client of the GCS key-value store: async calls, each with its own timeout."""
-    from ray.experimental.internal_kv import internal_kv_get_gcs_client
-
-    return internal_kv_get_gcs_client()
 
 
 def _kill(name: str, namespace: str) -> bool:

@@ -23,6 +23,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         help="leave out whether the stores and endpoints answer (the file and the variables only)")
     parser.add_argument("--explain", action="store_true",
                         help="list every setting: its variable, its default and what it does; then exit")
+    parser.add_argument("--markdown", action="store_true",
+                        help="with --explain: as the table docs/configuration.md holds")
     parser.set_defaults(run=run)
 
 
@@ -30,9 +32,9 @@ def run(options: argparse.Namespace) -> int:
     from finsec_client.cli.serve_config import describe_corpus, load_serve_config, packaged_config
 
     if options.explain:
-        from finsec_client.cli.settings_check import explain
+        from finsec_client.cli.settings_check import explain, reference_markdown
 
-        print("\n".join(explain()))
+        print(reference_markdown() if options.markdown else "\n".join(explain()), end="\n" * (not options.markdown))
         return EXIT_OK
     config = options.config or packaged_config()
     target = load_serve_config(config, reach=not options.offline)

@@ -91,13 +91,28 @@ def reach_problems(settings: Settings, sources: Sources) -> list[str]:
 
 def explain() -> list[str]:
     """Every setting: its name, the variable that sets it, its default and what it does."""
+    return [f"{name}  ({variable}; default {default})\n    {meaning}"
+            for name, variable, default, meaning in _reference()]
+
+
+def reference_markdown() -> str:
+    """The same, as the table docs/configuration.md holds (a test keeps the two equal)."""
+    rows = ["| setting | variable | default | what it does |", "|---|---|---|---|"]
+    rows += [f"| `{name}` | `{variable}` | `{default}` | {_cell(meaning)} |"
+             for name, variable, default, meaning in _reference()]
+    return "\n".join(rows) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _reference() -> list[tuple[str, str, str, str]]:
     from deployments.settings import Settings
 
-    lines = []
-    for name, field in Settings.model_fields.items():
-        default = "required" if field.is_required() else _shown(field.get_default(call_default_factory=True))
-        lines.append(f"{name}  ({ENV_PREFIX}{name.upper()}; default {default})\n    {field.description}")
-    return lines
+    return [(name, f"{ENV_PREFIX}{name.upper()}",
+             "required" if field.is_required() else _shown(field.get_default(call_default_factory=True)),
+             field.description or "") for name, field in Settings.model_fields.items()]
 
 
 @functools.cache

@@ -18,10 +18,10 @@ import asyncio
 import json
 from collections import defaultdict
 
-from ..app_actors import gcs_kv
 from ..core import HEAD, Mark
+from ..gcs_kv import gcs_kv
 from ..routing import PARTITIONS, hex_prefixes, partition
-from . import Beginning, Owners, StoreForgot, Written, marker, refused
+from .base import Beginning, Owners, StoreForgot, Written, marker, refused
 from .records import decode, joined, parts_of
 
 _MARK = b"mark:"

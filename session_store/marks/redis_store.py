@@ -38,7 +38,7 @@ import hiredis
 
 from ..core import HEAD, Mark
 from ..routing import PARTITIONS, partition
-from . import Beginning, Owners, StoreForgot, Written, marker
+from .base import Beginning, Owners, StoreForgot, Written, marker
 from .records import decode, joined, parts_of
 
 _PURGE_BATCH = 500  # keys unlinked at once

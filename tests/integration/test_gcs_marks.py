@@ -104,7 +104,7 @@ def test_a_durable_session_is_kept_in_parts_a_document_writing_only_its_own(serv
         assert await gcs_kv().async_internal_kv_keys(b"part:", store._namespace, timeout=10) == []
         assert (await store.read(["s"]))["s"].cause == "closed"
 
-    from session_store.app_actors import gcs_kv
+    from session_store.gcs_kv import gcs_kv
 
     asyncio.run(main())
     assert [p["s"] for p in puts[1:4]] == [frozenset({f"d:k{n}"}) for n in range(3)]  # one part each

@@ -190,8 +190,8 @@ def test_every_worker_pod_can_become_ready_and_takes_traffic_only_through_a_prox
 def test_the_state_node_proxies_are_one_a_state_node_of_no_cpu():
     """What the app deploys for state_nodes: a Serve deployment of that many replicas, at most one a node, asking
     for no CPU and for the state resource (so only state nodes can hold them), bound into the app."""
+    from deployments.builder import state_node_proxies
     from deployments.settings import Settings
-    from deployments.state_nodes import state_node_proxies
 
     settings = Settings(state_actor_resources={"finsec_state": 0.01}, state_nodes=8)
     deployment = state_node_proxies(settings)._bound_deployment

@@ -1,8 +1,8 @@
-"""Every configuration that `finsec` prints or the READMEs show starts the app, in one process (no Ray).
+"""Every configuration that `finsec` prints or the docs show starts the app, in one process (no Ray).
 
 - `finsec corpus serve DIR` prints settings for the live-EDGAR path; the app started with exactly those
   answers a held-out question the way the app started on the folder itself does (a real loopback server).
-- The README's "to use | set" table, its `FINSEC_<FIELD>=...` examples and its `corpus serve` paragraph, the
+- docs/configuration.md's "to use | set" table, its `FINSEC_<FIELD>=...` examples and its `corpus serve` paragraph, the
   shipped configs (with cluster/README.md's environment) and no configuration at all: each is read from the
   file as written, a value filled in only where the text names a key without one, and started (the lifespan
   runs, as a replica's does; tests/inprocess.py).
@@ -28,12 +28,12 @@ from tests.inprocess import InProcess
 from tests.real_filings import EDGAR_REAL
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
+CONFIGURATION = (ROOT / "docs" / "configuration.md").read_text()
 CLUSTER_README = (ROOT / "cluster" / "README.md").read_text()
 Q = questions()[-1]  # a question the other in-process suites do not ask
-# Keys that appear in the README's snippets but are fields of a nested value, not settings.
+# Keys that appear in docs/configuration.md's snippets but are fields of a nested value, not settings.
 NESTED_KEYS = {"api", "Authorization"}
-# Values for keys the README names without one ("`sec_api_key`"), by the row or example that names them.
+# Values for keys the page names without one ("`sec_api_key`"), by the row or example that names them.
 FILL = {
     "sec_api_key": "sec-api-placeholder", "tavily_api_key": "tvly-placeholder",
     "admin_token": "operator-token-of-at-least-32-chars",
@@ -51,13 +51,13 @@ def serves(app: InProcess) -> None:
 
 
 def loopback(sec) -> dict[str, Any]:
-    """The README's private-mirror row, pointed at the test's loopback SEC server (no internet in tests)."""
+    """The page's private-mirror row, pointed at the test's loopback SEC server (no internet in tests)."""
     return {"sec_www_base_url": sec.url, "sec_data_base_url": sec.url, "fetch_trusted_networks": ["127.0.0.1/32"]}
 
 
 def shown_settings(text: str) -> tuple[dict[str, Any], set[str]]:
     """The `key: value` snippets of `text` that name settings, and the settings it names bare (`sec_api_key`).
-    A snippet with a key that is no setting fails: the README names a setting that does not exist."""
+    A snippet with a key that is no setting fails: the page names a setting that does not exist."""
     values: dict[str, Any] = {}
     bare: set[str] = set()
     for snippet in re.findall(r"`([^`]+)`", text):
@@ -138,12 +138,12 @@ def test_what_corpus_serve_prints_starts_and_answers_as_the_folder_does(corpus):
     assert Q["evidence"] in from_folder["retrieve_information"]["results"]
 
 
-# ----- README.md -----
+# ----- docs/configuration.md -----
 
 
 def readme_table_rows() -> dict[str, str]:
     """The "| to use | set |" table: label -> what to set."""
-    table = README.split("| to use | set |", 1)[1].split("\n\n", 1)[0]
+    table = CONFIGURATION.split("| to use | set |", 1)[1].split("\n\n", 1)[0]
     rows = [line.strip().strip("|").split(" | ", 1) for line in table.splitlines()
             if line.startswith("| ") and not line.startswith("|---")]
     assert len(rows) >= 8, rows
@@ -162,12 +162,12 @@ def _row(label: str):
 def test_every_readme_table_row_starts(label, sec, monkeypatch):
     """Each row of the table on its own, as written (`judge_model: {...} as above` takes the model row's
     value). Mutation: a row naming a setting that is no field, or a combination Settings refuses."""
-    monkeypatch.chdir(ROOT)  # the README's relative paths are relative to the project
+    monkeypatch.chdir(ROOT)  # the page's relative paths are relative to the project
     also = {"judge_model": shown_settings(ROWS["a model for `retrieve_information`"])[0]["retrieval_model"]} if (
         "judge_model" in ROWS[label]) else {}
     block = block_of(ROWS[label], also)
     assert block, f"the row {label!r} shows no setting"
-    if "corpus_dir" in block:  # the README's folder is an example: the real filings stand in for it
+    if "corpus_dir" in block:  # the page's folder is an example: the real filings stand in for it
         if not EDGAR_REAL.is_dir():
             pytest.skip(f"real filings not found at {EDGAR_REAL}")
         block = {**block, "corpus_dir": str(EDGAR_REAL)}
@@ -183,7 +183,7 @@ def test_every_readme_table_row_starts(label, sec, monkeypatch):
 
 def readme_environment_examples() -> list[str]:
     """The backticked commands that set FINSEC_<FIELD>=value."""
-    return [snippet for snippet in re.findall(r"`([^`]+)`", README) if re.search(r"\bFINSEC_[A-Z_]+=", snippet)]
+    return [snippet for snippet in re.findall(r"`([^`]+)`", CONFIGURATION) if re.search(r"\bFINSEC_[A-Z_]+=", snippet)]
 
 
 ENV_EXAMPLES = readme_environment_examples()
@@ -197,7 +197,7 @@ def test_every_readme_environment_example_starts(example, sec, monkeypatch):
     monkeypatch.chdir(ROOT)
     env = dict(word.split("=", 1) for word in shlex.split(example) if re.match(r"FINSEC_[A-Z_]+=", word))
     assert env, example
-    if "FINSEC_CORPUS_DIR" in env:  # the README's folder is an example: the real filings stand in for it
+    if "FINSEC_CORPUS_DIR" in env:  # the page's folder is an example: the real filings stand in for it
         if not EDGAR_REAL.is_dir():
             pytest.skip(f"real filings not found at {EDGAR_REAL}")
         env["FINSEC_CORPUS_DIR"] = str(EDGAR_REAL)
@@ -212,10 +212,10 @@ def test_every_readme_environment_example_starts(example, sec, monkeypatch):
 
 
 def test_the_readme_shows_what_this_suite_reads():
-    """Guards the parsers above: if the README's layout changes, this says so instead of testing nothing."""
+    """Guards the parsers above: if the page's layout changes, this says so instead of testing nothing."""
     assert {"live SEC EDGAR", "a dataset cutoff", "the internal retire route"} <= set(ROWS)
     assert len(ENV_EXAMPLES) >= 3 and any("FINSEC_JUDGE_MODEL" in e for e in ENV_EXAMPLES)
-    assert "`finsec corpus serve DIR` serves" in README
+    assert "`finsec corpus serve DIR` serves" in CONFIGURATION
 
 
 @pytest.mark.timeout(60)
@@ -223,7 +223,7 @@ def test_the_readme_corpus_serve_paragraph_starts(corpus):
     """The settings the paragraph names, with its mirror's URL and folder filled in: against the real mirror."""
     from finsec_client.mirror_server import MirrorServer
 
-    paragraph = README.split("`finsec corpus serve DIR` serves", 1)[1].split("\n\n", 1)[0]
+    paragraph = CONFIGURATION.split("`finsec corpus serve DIR` serves", 1)[1].split("\n\n", 1)[0]
     with MirrorServer(corpus) as mirror:
         block = block_of(paragraph, {"sec_www_base_url": mirror.url, "sec_data_base_url": mirror.url,
                                      "corpus_dir": str(corpus), "fetch_trusted_networks": ["127.0.0.1/32"]})
@@ -255,7 +255,7 @@ def test_the_shipped_configs_start(path, monkeypatch, redis_server):
 
 
 def test_no_configuration_starts():
-    """README: "With no configuration it runs fully offline" (and cluster/README.md's `Settings()`)."""
+    """docs/configuration.md: "With no configuration it runs fully offline" (and cluster/README.md's `Settings()`)."""
     with started({}) as app:
         serves(app)
         assert app.settings.edgar_source == "embedded" and app.settings.edgar_search_mode == "local"
