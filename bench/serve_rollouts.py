@@ -18,11 +18,13 @@ Configurations, each started by this script in its own process tree, one after t
   event-loop statistics off, as serve_tuning has since serve_rollouts_quiet.md measured it) and
   `redis-nowatch-stats-haproxy` sets it to 1, as before;
 - `serve-durable-haproxy` and `redis-nowatch-durable-haproxy`: those two with `durable_sessions` (contract §C.11):
-  every open session's state written with its marks; `-volatile-` in a name turns it off (durable_sessions became
-  the default after results/durable_sessions.md, whose serve-haproxy and redis-nowatch-haproxy ran without it);
+  every open session's state written with its marks (`serve-volatile-haproxy`: without);
 - `serve-proxy`: the same behind Serve's default Python proxy;
-- `before-haproxy`: the code of the commit before this work (`--before`, default e66df0b), behind HAProxy, so the
-  change is measured against what it replaced in the same run.
+- `before-haproxy` (and `before-<shape>` for a few shapes): the code of an earlier commit (`--before`), so a
+  change is measured against what it replaced in the same run. That commit must serve with today's
+  `deployments.local` signatures.
+
+`SHAPES` names each configuration's parts (a `Shape`).
 
 The load generator (bench/loadgen.py, aiohttp) runs in its own processes and drives 8-request rollouts at each
 concurrency; its CPU share is reported. Then resident memory (all processes of the configuration) at 0, 1,000 and
@@ -51,6 +53,7 @@ import uuid
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,14 +71,54 @@ from harness.rollout_report import (  # noqa: E402, F401 (rollouts_per_s: bench/
     rollouts_per_s,
 )
 
-CONFIGS = ("baseline", "serve-haproxy", "ray-hop-haproxy", "redis-haproxy", "affine-haproxy", "nowatch-haproxy",
-           "redis-nowatch-haproxy", "redis-nowatch-preempt-haproxy", "redis-nowatch-quiet-haproxy",
-           "redis-nowatch-stats-haproxy", "serve-durable-haproxy", "redis-nowatch-durable-haproxy", "serve-proxy",
-           "before-haproxy")
-# Not in the default run: `baseline-uvloop`, the baseline on uvloop (bench/results/serve_rollouts_uvloop.md).
-# A "preempt" configuration starts its cluster under the default scheduling policy, as before
-# deployments/cpu_policy.py (every other one runs under SCHED_BATCH).
+
+@dataclass(frozen=True)
+class Shape:
+    """One way of serving the app, measured side by side with the others. Its name is the one reports use."""
+
+    in_process: bool = False  # the app in one uvicorn process (the baseline), not Serve
+    uvloop: bool = False  # the one process on uvloop, the loop Serve's replicas run
+    ingress: str = "haproxy"  # Serve's HAProxy ingress, or "proxy": Serve's default Python proxy
+    redis: bool = False  # marks in a private redis-server, not the GCS
+    actor_calls: bool = False  # shard batches as Ray actor calls (shard_transport: ray), not the direct hop
+    affine: bool = False  # HAProxy routes a rollout's requests to one replica; the client sends the rollout prefix
+    watch: bool = True  # the client keeps Serve's disconnect watch (no x-request-disconnect-disabled)
+    batch_scheduling: bool = True  # Ray under SCHED_BATCH (deployments/cpu_policy.py)
+    event_stats: bool | None = None  # Ray's event-loop statistics; None: the node tuning's default (off)
+    durable: bool | None = None  # durable_sessions; None: the settings' default
+    before: bool = False  # on the earlier commit's code (--before)
+
+
+SHAPES = {
+    "baseline": Shape(in_process=True),
+    "baseline-uvloop": Shape(in_process=True, uvloop=True),  # not in the default run
+    "serve-haproxy": Shape(),
+    "ray-hop-haproxy": Shape(actor_calls=True),
+    "redis-haproxy": Shape(redis=True),
+    "affine-haproxy": Shape(affine=True),
+    "nowatch-haproxy": Shape(watch=False),
+    "redis-nowatch-haproxy": Shape(redis=True, watch=False),
+    "redis-nowatch-preempt-haproxy": Shape(redis=True, watch=False, batch_scheduling=False),
+    "redis-nowatch-quiet-haproxy": Shape(redis=True, watch=False, event_stats=False),
+    "redis-nowatch-stats-haproxy": Shape(redis=True, watch=False, event_stats=True),
+    "serve-durable-haproxy": Shape(durable=True),
+    "serve-volatile-haproxy": Shape(durable=False),
+    "redis-nowatch-durable-haproxy": Shape(redis=True, watch=False, durable=True),
+    "serve-proxy": Shape(ingress="proxy"),
+    "before-haproxy": Shape(before=True),
+    "before-serve-haproxy": Shape(before=True),
+    "before-redis-nowatch-haproxy": Shape(redis=True, watch=False, before=True),
+}
+CONFIGS = tuple(name for name in SHAPES if name not in {"baseline-uvloop", "serve-volatile-haproxy",
+                                                         "before-serve-haproxy", "before-redis-nowatch-haproxy"})
 LEVELS = (1, 16, 64, 256, 1024)
+
+
+def shape_of(config: str) -> Shape:
+    try:
+        return SHAPES[config]
+    except KeyError:
+        raise SystemExit(f"no configuration {config!r}; known: {', '.join(SHAPES)}") from None
 
 
 def biggest_filing() -> str:
@@ -101,11 +144,11 @@ def serve(config: str, code_root: Path, port: int, corpus: str | None, replicas:
     args = yaml.safe_load((code_root / "configs/serve.yaml").read_text())["applications"][0]["args"]  # its own
     from deployments.settings import Settings
 
-    shape = config.removeprefix("before-")  # "before-<shape>": that shape on the earlier commit's code
+    shape = shape_of(config)
     settings = Settings(**{**args, "app_name": f"bench-{uuid.uuid4().hex[:6]}",
                            **({"num_shards": shards} if shards else {}),
-                           **({"shard_transport": "ray"} if shape.startswith("ray-hop") else {})})
-    if config.startswith("baseline"):
+                           **({"shard_transport": "ray"} if shape.actor_calls else {})})
+    if shape.in_process:
         import uvicorn
 
         from deployments.inprocess import in_process_app
@@ -113,47 +156,37 @@ def serve(config: str, code_root: Path, port: int, corpus: str | None, replicas:
         api = in_process_app(settings).api
         server = uvicorn.Server(uvicorn.Config(api, host="127.0.0.1", port=port, log_level="warning"))
         print("READY " + json.dumps({"url": f"http://127.0.0.1:{port}"}), flush=True)
-        if config == "baseline":
+        if not shape.uvloop:
             asyncio.run(_until_stdin_closes(server))
-        else:  # on the loop the replicas run (and `uvicorn.run` picks): no faster here (serve_rollouts_uvloop.md)
+        else:  # on the loop the replicas run (and `uvicorn.run` picks)
             import uvloop
 
             uvloop.run(_until_stdin_closes(server))
         return
-    os.environ["RAY_SERVE_ENABLE_HA_PROXY"] = "1" if config.endswith("haproxy") else "0"
-    tokens = shape.split("-")
-    if "quiet" in tokens or "stats" in tokens:  # set before Ray starts, so the node tuning's default stands aside
-        os.environ["RAY_event_stats"] = "1" if "stats" in tokens else "0"
-    if shape.startswith("affine"):
+    os.environ["RAY_SERVE_ENABLE_HA_PROXY"] = "1" if shape.ingress == "haproxy" else "0"
+    if shape.event_stats is not None:  # set before Ray starts, so the node tuning's default stands aside
+        os.environ["RAY_event_stats"] = "1" if shape.event_stats else "0"
+    if shape.affine:
         from deployments.serve_tuning import ROLLOUT_AFFINITY
 
         os.environ.update(ROLLOUT_AFFINITY)
-    if "durable" in tokens or "volatile" in tokens:  # else the settings' default (durable, since the report)
-        settings = settings.model_copy(update={"durable_sessions": "durable" in tokens})
+    if shape.durable is not None:
+        settings = settings.model_copy(update={"durable_sessions": shape.durable})
     stack = ExitStack()  # what this configuration runs beside Ray, stopped with it
-    if shape.startswith("redis"):
+    if shape.redis:
         from harness.redis_server import running_redis
 
         redis = stack.enter_context(running_redis())
         settings = settings.model_copy(update={"mark_store_url": SecretStr(redis.url)})
     os.environ["PYTHONPATH"] = str(code_root)  # Ray workers import this code, not the installed one
     from deployments import local
-    known = local.start_ray_and_serve.__code__.co_varnames  # an older commit (before-haproxy) knows fewer
-    url = local.start_ray_and_serve(port, **({"ingress": "haproxy" if config.endswith("haproxy") else "proxy"}
-                                             if "ingress" in known else {}),
-                                    **({"batch_scheduling": "preempt" not in config.split("-")}
-                                       if "batch_scheduling" in known else {}))
+
+    url = local.start_ray_and_serve(port, ingress=shape.ingress, batch_scheduling=shape.batch_scheduling)
     local.deploy(settings, url, replicas=replicas)
     print("READY " + json.dumps({"url": url}), flush=True)
     sys.stdin.read()
     local.undeploy(settings)
-    stop = getattr(local, "stop_ray_and_serve", None)
-    if stop:
-        stop()
-    else:
-        import ray
-
-        ray.shutdown()
+    local.stop_ray_and_serve()
     stack.close()
 
 
@@ -274,8 +307,8 @@ def _cmdline(pid: int) -> str:
 
 def client_flags(config: str) -> list[str]:
     """How the load generator talks to this configuration."""
-    return [*(["--rollout-prefix"] if config.startswith("affine") else []),
-            *(["--no-disconnect-watch"] if "nowatch" in config.split("-") else [])]
+    shape = shape_of(config)
+    return [*(["--rollout-prefix"] if shape.affine else []), *([] if shape.watch else ["--no-disconnect-watch"])]
 
 
 def load(url: str, concurrency: int, seconds: float, warmup: float, flags: list[str] = ()) -> dict:
@@ -483,6 +516,7 @@ def profile(server: Server, seconds: float, out: Path) -> dict:
     targets = {"replica": server.pids("ServeReplica")[:1], "shard": (server.pids("SessionShardActor")
                                                                      or server.pids("SessionShard"))[:1]}
     spies = {}
+    out.parent.mkdir(parents=True, exist_ok=True)
     for role, pids in targets.items():
         if pids:
             path = out.with_name(f"{out.stem}-{role}.txt")
@@ -520,7 +554,7 @@ def main() -> None:
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--levels", default=",".join(map(str, LEVELS)))
     parser.add_argument("--seconds", type=float, default=12.0)
-    parser.add_argument("--before", default="e66df0b", help="the commit to compare with (before-haproxy)")
+    parser.add_argument("--before", default="HEAD~1", help="the commit the before-* configurations run")
     parser.add_argument("--quick", action="store_true", help="fewer levels, shorter runs, no 10,000 sessions")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of every configuration")
@@ -579,12 +613,12 @@ def main() -> None:
             # Interleaved: every configuration once a round, the order reversed every other round, so the
             # machine's drift (25-40% between passes here) falls on each configuration alike.
             for config in (configs if round_ % 2 == 0 else configs[::-1]):
-                root = before_root if config.startswith("before") else ROOT
+                root = before_root if shape_of(config).before else ROOT
                 runs[config].append(run_config(config, root, levels, seconds, options, extras and round_ == 0))
         for config in configs:
             row = merge_rounds(runs[config], runs.get("baseline"))
             if extras and real and config != "serve-proxy":
-                server = Server(config, before_root if config.startswith("before") else ROOT, corpus=str(DATA))
+                server = Server(config, before_root if shape_of(config).before else ROOT, corpus=str(DATA))
                 try:
                     row["memory_group"] = group_memory(server)
                 finally:
@@ -677,8 +711,8 @@ def run_config(config: str, root: Path, levels: list[int], seconds: float, optio
                 row["cpu_share_at_64"] = sampler.result()
             print(config, level, f"{rollouts_per_s(row['throughput'][-1]):.1f} rollouts/s",
                   f"errors={row['throughput'][-1]['errors']}", flush=True)
-        if extras and options.profile and config.endswith("haproxy"):
-            row["profile"] = profile(server, 10.0, ROOT / f"bench/results/profile-{config}.txt")
+        if extras and options.profile and not shape_of(config).in_process and shape_of(config).ingress == "haproxy":
+            row["profile"] = profile(server, 10.0, ROOT / f"bench/out/profile-{config}.txt")
         if extras and config != "serve-proxy":
             row["memory_open_sessions_mb"] = memory_curve(server, (1_000,) if options.quick else (1_000, 10_000))
         return row

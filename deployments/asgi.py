@@ -56,7 +56,7 @@ def create_api(
     # One flat list, not include_router: FastAPI matches an included router's routes through a wrapper per route
     # and per request, and Serve's replica matches each request once more to label its metrics, so the list is
     # walked twice a request. A rollout's routes come first; FastAPI's docs after them; the catch-all last, so named
-    # routes win (§A.12). bench/results/routing.md measures it.
+    # routes win (§A.12).
     app.router.routes[:] = [*sorted(named_routes, key=_rollout_rank), *app.router.routes, mcp_route,
                             *tools.unknown_tool_router.routes]
     named = {route.path for route in named_routes} | {MCP_PATH}

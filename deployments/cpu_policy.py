@@ -6,7 +6,7 @@ default policy each wake-up preempts the replica running on that core. Under loa
 over and over, and each time come back to caches the other process filled. A
 SCHED_BATCH task that wakes waits for the running task's slice instead of cutting it short; its share of the CPU
 is the same (nice 0), and a woken task still goes straight to an idle core, so a lone request waits no longer.
-Measured in bench/results/serve_rollouts_batch.md.
+Measured: docs/benchmarks.md, "Why the serving defaults".
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Serve runs behind its HAProxy ingress by default (`RAY_SERVE_ENABLE_HA_PROXY=1`): it adds far less latency per
 request than the default Python proxy, which also collapses under load (bench/serve_rollouts.py's `serve-proxy`
-configuration; Serve's floor behind HAProxy in bench/results/serve_floor.md). HAProxy runs as a child process of
+configuration; Serve's floor behind HAProxy in docs/benchmarks.md). HAProxy runs as a child process of
 Serve's proxy actor and outlives `ray stop`, so every start here gives it a private folder and private
 stats ports, and every stop kills what runs from that folder. The cluster's processes run under SCHED_BATCH
 (`cpu_policy`).

@@ -1,8 +1,8 @@
 """The environment every node of a finsec-serve cluster runs with, which a serve config cannot carry (Serve reads
 it when a node's proxy and replicas start): the one source for `finsec serve` (deployments/local.py), the
 RayService's pod env (cluster/base/rayservice.yaml, compared by tests/unit/test_cluster_manifests.py) and the
-cluster docs; and the scheduling policy every node starts Ray under (POD_START). Measured by the whole-rollout
-benchmark, bench/serve_rollouts.py (bench/results/serve_rollouts*.md; SCHED_BATCH in serve_rollouts_batch.md)."""
+cluster docs; and the scheduling policy every node starts Ray under (POD_START). Each was chosen by the
+whole-rollout benchmark (bench/serve_rollouts.py; docs/benchmarks.md, "Why the serving defaults")."""
 
 from __future__ import annotations
 
@@ -12,18 +12,18 @@ from deployments.cpu_policy import policy_of
 
 SERVE_TUNING = {
     # Serve's HAProxy ingress: replicas listen on their own ports behind it (the default Python proxy added far
-    # more latency a request and collapsed under load: bench/serve_rollouts.py's `serve-proxy` configuration).
+    # more latency a request and collapsed under load).
     "RAY_SERVE_ENABLE_HA_PROXY": "1",
     # Requests on the replica's own event loop, not handed to a second loop in another thread: our handlers never
     # block (CPU-heavy work goes to worker threads), and the hand-off between the two loops took a large share of
-    # the replica's CPU (the `before` profile in bench/results/serve_rollouts_check1.md).
+    # the replica's CPU.
     "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
     # Serve turns each request's HAProxy log line into its serve_num_http_* metrics in an actor (its CPU is in the
     # report's CPU table). HAProxy's own exporter (per-backend rates, latencies, statuses) stays on.
     "RAY_SERVE_HAPROXY_METRICS_ENABLED": "0",
     # Ray's statistics of its own event loops: every Ray process (replicas and shards too) times each handler its C++
     # loops run, for debug_state.txt only (their metrics export is off by default). Off: less idle CPU in every
-    # Ray process, and less CPU a rollout under load (bench/results/serve_rollouts_quiet.md, _quiet2.md).
+    # Ray process, and less CPU a rollout under load.
     "RAY_event_stats": "0",
 }
 
@@ -31,23 +31,20 @@ SERVE_TUNING = {
 # Rollout-affine routing, an option (off by default): HAProxy hashes the path up to its second slash, so every
 # request of one rollout under `/ng-rollout/<id>/` (contract §A.0) reaches one replica, whose caches then serve
 # the whole episode. Requests without the prefix are hashed by their route instead: only for clients that use it.
-# Measured not to pay where rollouts share filings (bench/results/serve_rollouts_options.md), hence off.
+# Measured not to pay where rollouts share filings, hence off.
 ROLLOUT_AFFINITY = {"RAY_SERVE_HAPROXY_BALANCE_ALGORITHM": "uri depth 2"}
 
 
-# What goes wrong when each is missing, and the report that measures it (the start-up warning quotes these).
+# What goes wrong when each is missing (the start-up warning quotes these; docs/benchmarks.md has the figures).
 MISSING_COST = {
     "RAY_SERVE_ENABLE_HA_PROXY": "Serve's default Python proxy, which collapses under load to a small fraction of "
-                                 "the rollouts/s the app serves behind HAProxy (bench/serve_rollouts.py's "
-                                 "`serve-proxy` configuration; HAProxy's in bench/results/serve_rollouts_default.md)",
+                                 "the rollouts/s the app serves behind HAProxy",
     "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "a second event loop per replica, and every request handed "
-                                                  "between the two loops costs replica CPU and throughput "
-                                                  "(bench/results/serve_rollouts_check1.md)",
+                                                  "between the two loops costs replica CPU and throughput",
     "RAY_SERVE_HAPROXY_METRICS_ENABLED": "Serve parsing a HAProxy log line per request, CPU taken from the "
-                                         "replicas (bench/results/serve_rollouts_check1.md)",
+                                         "replicas",
     "RAY_event_stats": "Ray timing every handler of its event loops in every process: more server CPU a rollout "
-                       "under load and more idle CPU (bench/results/serve_rollouts_quiet.md, "
-                       "serve_rollouts_quiet2.md)",
+                       "under load and more idle CPU",
 }
 
 
@@ -65,7 +62,7 @@ def missing(env: dict[str, str] | None = None) -> dict[str, str]:
 POD_START = ("ulimit -n 65536; chrt --batch --pid 0 $$ || echo 'finsec-serve: Ray starts under the default "
              "scheduling policy' >&2; eval \"$KUBERAY_GEN_RAY_START_CMD\"")
 BATCH_COST = ("every wake-up of HAProxy or a shard preempts a replica, which then comes back to cold caches: "
-              "fewer rollouts/s where they share cores (bench/results/serve_rollouts_batch.md)")
+              "fewer rollouts/s where they share cores")
 
 
 def preempting() -> bool:
@@ -83,7 +80,7 @@ def warning(env: dict[str, str] | None = None) -> str | None:
         return None
     return (f"finsec-serve runs without the Serve tuning it is measured with: {'; '.join(named)}. Set them on every "
             "node before `ray start` (KubeRay: the RayService's env and start command), or start with "
-            "`finsec serve`, which does.")
+            "`finsec serve`, which does. The measurements: docs/benchmarks.md.")
 
 
 def haproxy_threads(cpus: int | None = None) -> str:

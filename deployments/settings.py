@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     store_call_timeout_seconds: float = Field(10.0, gt=0, description="a shard call slower than this is a 503")
     shard_transport: Literal["direct", "ray"] = Field(
         "direct", description="direct: each replica keeps a TCP connection to each shard's node (on a port the "
-        "shard picks); ray: batches as actor calls, which cost far more CPU (bench/results/actor_hop.md), where only "
+        "shard picks); ray: batches as actor calls, which cost far more CPU (docs/benchmarks.md), where only "
         "Ray's own ports are open")
     # where fences, expired marks, episode seeds and the generated cookie secret are kept durably
     mark_store_url: SecretStr | None = Field(

@@ -27,7 +27,7 @@ from finsec_client.window import SendWindow
 
 # Headers a client may send with every request: Serve's replica then does not watch the client for a disconnect
 # (a receive task and a request task per request, raced), which saves replica CPU on every request
-# (bench/results/serve_floor.md). A request whose client went away then runs to its end instead of being cancelled
+# (docs/benchmarks.md). A request whose client went away then runs to its end instead of being cancelled
 # at an await, and its retry finds what it did (a seed's 409 and cookie, a cached verdict), as the contract's
 # retries expect. The project's rollout client sends them; other clients may.
 CLIENT_HEADERS = {"x-request-disconnect-disabled": "?1"}

@@ -2,7 +2,7 @@
 
 At low load a request's operation is sent at once, with no wait to gather a batch. Under load, every operation
 that arrives while the shard is answering rides the next call, so the cost of a hop (Ray's overhead on each
-side, bench/results/actor_hop.md) is shared by the whole batch instead of paid per request. The same spirit as
+side, docs/benchmarks.md) is shared by the whole batch instead of paid per request. The same spirit as
 `@serve.batch`, without its fixed wait. Ray-free: the caller supplies `send`.
 
 Guarantees:

@@ -62,7 +62,7 @@ class SessionActors:
 
 class RaySessionStore(SessionStore):
     """Batches go to the shards over the direct transport (`direct/`), or, with `transport="ray"`, as actor
-    calls (far more CPU per batch, bench/results/actor_hop.md; for networks that allow Ray's ports only). Stats and
+    calls (far more CPU per batch, docs/benchmarks.md; for networks that allow Ray's ports only). Stats and
     ticks are actor calls."""
 
     def __init__(self, actors: SessionActors, transport: str = "direct"):

@@ -340,7 +340,7 @@ class ShardService:
     async def _load_marks(self) -> int:
         mine = await self._marks.scan(owned_partitions(*self._place))
         # The core drops marks in drop order. One sort of a large share of marks holds the loop too long (and
-        # even listing them at once does; the settles of bench/results/state_scale.md), so: sorted runs of a
+        # even listing them at once does; as a settle at 4M marks measured), so: sorted runs of a
         # few thousand, merged lazily, the loop let through between.
         items, runs = iter(mine.items()), []
         while run := sorted(islice(items, _RUN), key=_drop_at):

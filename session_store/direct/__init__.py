@@ -3,7 +3,7 @@ not through a Ray actor call. The shard actor stays what Ray manages (its lifecy
 what tells a replica where to connect (`endpoint()`, a Ray call made once per connection).
 
 Why: a Ray actor call costs the caller and the shard far more CPU than the same batch over a socket does
-(bench/results/actor_hop.md). Ray-free; `ray_actors` and `ray_store` wire it.
+(docs/benchmarks.md). Ray-free; `ray_actors` and `ray_store` wire it.
 
 - `frames`: the framing and the handshake;
 - `server`: the shard's side, serving `ShardService.run` on a port;

@@ -8,7 +8,7 @@ The GCS API has no multi-put and no expiry: a group commit is concurrent puts, a
 whole first deletes the parts it replaces.
 A write with owners reads the heads first and skips those another life holds: the GCS has no compare-and-set,
 so the check and the write are two steps (a life that takes a record over between them is not seen).
-Its write rate is limited (bench/results/state_scale.md): the head's one GCS process serves them, beside Ray's own
+Its write rate is limited (docs/benchmarks.md): the head's one GCS process serves them, beside Ray's own
 control plane.
 """
 

@@ -8,7 +8,7 @@ for clusters, and the store that outlives the Ray cluster, its head included.
   part). A record an earlier version wrote whole (a string holding its documents) is read the same way.
 - Reads are per ID (one script reads them all), always: a shard over Redis never settles (`lists_marks` is
   False), so it keeps no index to list. An index per partition cost more than the marks themselves: a sorted-set
-  entry took Redis several times the CPU of the SET (`bench/results/state_scale.md`), and a settle of a shard's
+  entry took Redis several times the CPU of the SET (docs/benchmarks.md), and a settle of a shard's
   share at the largest scale blocked its loop. A read of an ID the shard does not know is cheap for Redis.
 - A shard batch's changes go out as one command (group commit): a server-side script that sets or deletes each
   mark. One command, not one per mark, because the client's cost is per command (packing it and awaiting its

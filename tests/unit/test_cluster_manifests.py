@@ -564,7 +564,7 @@ def test_an_app_built_without_the_tuning_says_what_is_missing_and_its_cost(monke
     (said,) = warnings_building(policy=os.SCHED_OTHER)
     for name, value in SERVE_TUNING.items():
         assert f"{name}={value}" in said
-    assert "serve-proxy" in said and "SCHED_BATCH" in said and "serve_rollouts_batch.md" in said
+    assert "Python proxy" in said and "SCHED_BATCH" in said and "docs/benchmarks.md" in said
     for name, value in SERVE_TUNING.items():
         monkeypatch.setenv(name, value)
     assert serve_tuning.missing(dict(SERVE_TUNING)) == {}

@@ -5,6 +5,7 @@ app's top level stays small. Each import check runs in a fresh interpreter, wher
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -150,3 +151,15 @@ def test_no_module_imports_itself_through_others():
         if node not in index:
             visit(node)
     assert cycles == []
+
+
+def test_product_code_cites_no_benchmark_run():
+    """Comments and messages name a decision and at most a stable doc (docs/benchmarks.md links each figure to its
+    report); a report in bench/results is a run, replaced by the next one."""
+    cited = []
+    for folder in (*PACKAGES, "cluster", "configs"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.is_file() and path.suffix in {".py", ".yaml", ".yml", ".json"} and "schema" not in path.parts:
+                cited += [f"{path.relative_to(ROOT)}:{n}" for n, line in enumerate(path.read_text().splitlines(), 1)
+                          if "bench/results" in line or re.search(r"\b[a-z_]+\.reading\.md\b", line)]
+    assert cited == []
