@@ -22,8 +22,10 @@ demo: $(BIN)/.installed  ## the main job on the embedded default: local Ray + Se
 	$(BIN)/finsec rollouts -n $(DEMO_EPISODES) -c 32 --driver environment-server --driver legacy-agent \
 		--out runs/demo.jsonl --plot runs/demo-plots --fail-on-masked
 
-test: $(BIN)/.installed $(RECIPE_ENVS) redis-server  ## lint, unit tests (no Ray), the recipes' tests, integration tests (local Ray + Serve over HTTP)
+test: $(BIN)/.installed $(RECIPE_ENVS) redis-server  ## format check, lint, type check, unit tests (no Ray), the recipes' tests, integration tests (local Ray + Serve over HTTP)
+	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -m "not soak"
 
 .venv-verifiers/.installed: pyproject.toml

@@ -98,15 +98,32 @@ def write_report(name: str, markdown: str) -> Path:
     return path
 
 
-def run_loadgen(url: str, concurrency: int, seconds: float, warmup: float, flags: list[str] = (),
-                prefix: list[str] = ()) -> dict:
+def run_loadgen(
+    url: str, concurrency: int, seconds: float, warmup: float, flags: list[str] = (), prefix: list[str] = ()
+) -> dict:
     """One bench/loadgen.py process (`prefix` runs it under another command, taskset say) and its result. The
     result comes back through a file: read from the generator's stdout, it once came back cut at 128 KiB."""
     with tempfile.TemporaryDirectory(prefix="loadgen-") as folder:
         out = Path(folder) / "result.json"
-        subprocess.run([*prefix, sys.executable, str(ROOT / "bench/loadgen.py"), "--url", url, "--concurrency",
-                        str(concurrency), "--seconds", str(seconds), "--warmup", str(warmup), *flags,
-                        "--out", str(out)], check=True)
+        subprocess.run(
+            [
+                *prefix,
+                sys.executable,
+                str(ROOT / "bench/loadgen.py"),
+                "--url",
+                url,
+                "--concurrency",
+                str(concurrency),
+                "--seconds",
+                str(seconds),
+                "--warmup",
+                str(warmup),
+                *flags,
+                "--out",
+                str(out),
+            ],
+            check=True,
+        )
         return json.loads(out.read_text())
 
 
@@ -117,9 +134,14 @@ class FinsecServe:
         from finsec.net.ports import free_port
 
         self.port = free_port()
-        self.process = subprocess.Popen([str(ROOT / ".venv/bin/finsec"), "serve", *args, "--port", str(self.port)],
-                                        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            [str(ROOT / ".venv/bin/finsec"), "serve", *args, "--port", str(self.port)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         for line in self.process.stdout:
             if "is up at" in line:
                 break

@@ -58,8 +58,9 @@ def main() -> None:
         async def run(self, ops):
             from ray.experimental.internal_kv import internal_kv_get_gcs_client
 
-            await internal_kv_get_gcs_client().async_internal_kv_put(b"mark:bench", b"x" * 64, True, b"bench",
-                                                                     timeout=5)
+            await internal_kv_get_gcs_client().async_internal_kv_put(
+                b"mark:bench", b"x" * 64, True, b"bench", timeout=5
+            )
             return [(True, None) for _ in ops]
 
     @ray.remote(num_cpus=0)
@@ -103,29 +104,55 @@ def main() -> None:
     def row(values: list[float], spent: list[tuple[float, float | None]]) -> dict:
         ordered = sorted(values)
         target = [t for _, t in spent if t is not None]
-        return {"p50_ms": 1e3 * statistics.median(ordered), "p99_ms": 1e3 * ordered[int(0.99 * len(ordered))],
-                "caller_cpu_us": 1e6 * statistics.median(c for c, _ in spent),
-                "target_cpu_us": 1e6 * statistics.median(target) if target else None}
+        return {
+            "p50_ms": 1e3 * statistics.median(ordered),
+            "p99_ms": 1e3 * ordered[int(0.99 * len(ordered))],
+            "caller_cpu_us": 1e6 * statistics.median(c for c, _ in spent),
+            "target_cpu_us": 1e6 * statistics.median(target) if target else None,
+        }
 
-    results = {"machine": machine(), "calls": CALLS * ROUNDS,
-               "targets": {n: row(samples[n], cpu[n]) for n in targets}}
+    results = {"machine": machine(), "calls": CALLS * ROUNDS, "targets": {n: row(samples[n], cpu[n]) for n in targets}}
     (RESULTS / "actor_hop.json").write_text(json.dumps(results, indent=1))
     base = results["targets"]["async actor call (the ray hop)"]["p50_ms"]
-    rows = [[name, f"{r['p50_ms']:.2f}", f"{r['p99_ms']:.2f}", f"{r['p50_ms'] - base:+.2f}",
-             f"{r['caller_cpu_us']:.0f}",
-             "-" if r["target_cpu_us"] is None else f"{r['target_cpu_us']:.0f}"]
-            for name, r in results["targets"].items()]
-    write_report("actor_hop.md", "\n".join([
-        "# One shard round trip, alone", "",
-        f"{results['machine']}. {results['calls']} calls per target from an async actor, one at a time, rounds "
-        "interleaved. CPU per call: the process's CPU (all its threads) over the calls, on each side; the target "
-        "side is read where the target can report it (the async actor). Produced by `bench/actor_hop.py`.", "",
-        table(["target", "p50 ms", "p99 ms", "p50 vs the ray hop", "caller CPU us per call",
-               "target CPU us per call"], rows), "",
-        "A stateful route pays one of these on top of a stateless one (bench/results/serve_rollouts.md, "
-        "concurrency 1); close also pays the KV put, before its reply, so the fence survives a shard's SIGKILL. "
-        "Replicas reach shards over the direct transport; `shard_transport: ray` is the first row.",
-    ]))
+    rows = [
+        [
+            name,
+            f"{r['p50_ms']:.2f}",
+            f"{r['p99_ms']:.2f}",
+            f"{r['p50_ms'] - base:+.2f}",
+            f"{r['caller_cpu_us']:.0f}",
+            "-" if r["target_cpu_us"] is None else f"{r['target_cpu_us']:.0f}",
+        ]
+        for name, r in results["targets"].items()
+    ]
+    write_report(
+        "actor_hop.md",
+        "\n".join(
+            [
+                "# One shard round trip, alone",
+                "",
+                f"{results['machine']}. {results['calls']} calls per target from an async actor, one at a time, rounds "
+                "interleaved. CPU per call: the process's CPU (all its threads) over the calls, on each side; the target "
+                "side is read where the target can report it (the async actor). Produced by `bench/actor_hop.py`.",
+                "",
+                table(
+                    [
+                        "target",
+                        "p50 ms",
+                        "p99 ms",
+                        "p50 vs the ray hop",
+                        "caller CPU us per call",
+                        "target CPU us per call",
+                    ],
+                    rows,
+                ),
+                "",
+                "A stateful route pays one of these on top of a stateless one (bench/results/serve_rollouts.md, "
+                "concurrency 1); close also pays the KV put, before its reply, so the fence survives a shard's SIGKILL. "
+                "Replicas reach shards over the direct transport; `shard_transport: ray` is the first row.",
+            ]
+        ),
+    )
 
 
 if __name__ == "__main__":

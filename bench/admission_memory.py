@@ -81,14 +81,15 @@ async def measure(app: App, edgar: StallingEdgar, waiting: int) -> dict:
         edgar.released.clear()
         edgar.waiting = 0
         fresh = FILING.replace(".htm", f"-{waiting}.htm")  # a filing not parsed yet: it must reach EDGAR
-        held = asyncio.create_task(client.post("/parse_html_page", json={"url": fresh, "key": "f"},
-                                               cookies=cookies))
+        held = asyncio.create_task(client.post("/parse_html_page", json={"url": fresh, "key": "f"}, cookies=cookies))
         while edgar.waiting < 1:
             await asyncio.sleep(0.05)
         at_rest = await asyncio.to_thread(settled_kb, app)
         connector = aiohttp.TCPConnector(limit=0)
-        async with aiohttp.ClientSession(app.url, connector=connector,
-                                         timeout=aiohttp.ClientTimeout(total=900)) as session:
+        async with aiohttp.ClientSession(
+            app.url, connector=connector, timeout=aiohttp.ClientTimeout(total=900)
+        ) as session:
+
             async def one() -> int:
                 async with session.post("/sec_filing_search", json={"ticker": "EXM"}) as response:
                     await response.read()
@@ -99,8 +100,13 @@ async def measure(app: App, edgar: StallingEdgar, waiting: int) -> dict:
             edgar.released.set()
             statuses = await asyncio.gather(*sent)
         await held
-    return {"waiting": waiting, "at_rest_mb": at_rest / 1024, "busy_mb": busy / 1024,
-            "bytes_each": 1024 * (busy - at_rest) / waiting, "answered_200": statuses.count(200)}
+    return {
+        "waiting": waiting,
+        "at_rest_mb": at_rest / 1024,
+        "busy_mb": busy / 1024,
+        "bytes_each": 1024 * (busy - at_rest) / waiting,
+        "answered_200": statuses.count(200),
+    }
 
 
 def main() -> None:
@@ -121,20 +127,44 @@ def main() -> None:
                     rows.append(row)
             finally:
                 app.stop()
-    header = ["configuration", "waiting", "holder at rest MB", "holder with them waiting MB", "bytes each",
-              "answered 200"]
-    body = [[r["config"], f"{r['waiting']:,}", f"{r['at_rest_mb']:.0f}", f"{r['busy_mb']:.0f}",
-             f"{r['bytes_each']:,.0f}", f"{r['answered_200']:,}"] for r in rows]
+    header = [
+        "configuration",
+        "waiting",
+        "holder at rest MB",
+        "holder with them waiting MB",
+        "bytes each",
+        "answered 200",
+    ]
+    body = [
+        [
+            r["config"],
+            f"{r['waiting']:,}",
+            f"{r['at_rest_mb']:.0f}",
+            f"{r['busy_mb']:.0f}",
+            f"{r['bytes_each']:,.0f}",
+            f"{r['answered_200']:,}",
+        ]
+        for r in rows
+    ]
     most = max(r["bytes_each"] for r in rows)
-    write_report(f"{options.out}.md", "\n".join([
-        "# What a request waiting for a place costs", "",
-        f"{machine()}. `.venv/bin/python bench/admission_memory.py {' '.join(sys.argv[1:])}`. One place, held by a "
-        "parse waiting on a stalling EDGAR; N sec_filing_search requests wait for it, each on its own connection. "
-        "The holder is the process that holds them (the one process, or the Serve replica); its resident memory "
-        "once settled, less the same with none waiting, over N.", "",
-        table(header, body), "",
-        f"The most per waiting request: {most:,.0f} bytes; admission counts {REQUEST_OVERHEAD_BYTES:,} for each "
-        "besides its body (REQUEST_OVERHEAD_BYTES)."]))
+    write_report(
+        f"{options.out}.md",
+        "\n".join(
+            [
+                "# What a request waiting for a place costs",
+                "",
+                f"{machine()}. `.venv/bin/python bench/admission_memory.py {' '.join(sys.argv[1:])}`. One place, held by a "
+                "parse waiting on a stalling EDGAR; N sec_filing_search requests wait for it, each on its own connection. "
+                "The holder is the process that holds them (the one process, or the Serve replica); its resident memory "
+                "once settled, less the same with none waiting, over N.",
+                "",
+                table(header, body),
+                "",
+                f"The most per waiting request: {most:,.0f} bytes; admission counts {REQUEST_OVERHEAD_BYTES:,} for each "
+                "besides its body (REQUEST_OVERHEAD_BYTES).",
+            ]
+        ),
+    )
 
 
 if __name__ == "__main__":

@@ -162,7 +162,7 @@ class RankBm25Session:
             for i in np.argsort(-scores, kind="stable")[:TOP]:
                 hits.append((float(scores[i]), key, passages[i], text))
         hits.sort(key=lambda h: -h[0])
-        return "\n".join(f"[{k} characters {p.start}-{p.end}]\n{t[p.start:p.end]}" for _, k, p, t in hits[:TOP])
+        return "\n".join(f"[{k} characters {p.start}-{p.end}]\n{t[p.start : p.end]}" for _, k, p, t in hits[:TOP])
 
 
 def session_row(texts: dict[str, str], question_texts: list[str], passes: int) -> dict:
@@ -273,19 +273,40 @@ def render(rows: list[dict], session: dict, n_queries: int, repeats: int) -> str
         "## Build and query by document size",
         "",
         table(
-            ["chars", "passages", "tokens", "tokenize ms", "IndexedDocument ms", "Bm25Index ms", "BM25Okapi ms",
-             "build ratio", "Bm25Index heap MB", "BM25Okapi heap MB", "query ours us (p90)",
-             "query BM25Okapi us (p90)", "query ratio", "same top-1", "top-8 overlap"],
+            [
+                "chars",
+                "passages",
+                "tokens",
+                "tokenize ms",
+                "IndexedDocument ms",
+                "Bm25Index ms",
+                "BM25Okapi ms",
+                "build ratio",
+                "Bm25Index heap MB",
+                "BM25Okapi heap MB",
+                "query ours us (p90)",
+                "query BM25Okapi us (p90)",
+                "query ratio",
+                "same top-1",
+                "top-8 overlap",
+            ],
             [
                 [
-                    f"{r['chars']:,}", r["passages"], f"{r['tokens']:,}", f"{r['tokenize'] * 1e3:.1f}",
-                    f"{r['document_build'] * 1e3:.1f}", f"{r['ours_build'] * 1e3:.1f}",
-                    f"{r['rank_build'] * 1e3:.1f}", f"{r['rank_build'] / r['ours_build']:.2f}x",
-                    f"{r['ours_heap'] / 1e6:.1f}", f"{r['rank_heap'] / 1e6:.1f}",
+                    f"{r['chars']:,}",
+                    r["passages"],
+                    f"{r['tokens']:,}",
+                    f"{r['tokenize'] * 1e3:.1f}",
+                    f"{r['document_build'] * 1e3:.1f}",
+                    f"{r['ours_build'] * 1e3:.1f}",
+                    f"{r['rank_build'] * 1e3:.1f}",
+                    f"{r['rank_build'] / r['ours_build']:.2f}x",
+                    f"{r['ours_heap'] / 1e6:.1f}",
+                    f"{r['rank_heap'] / 1e6:.1f}",
                     f"{us(r['ours_query_median'])} ({us(r['ours_query_p90'])})",
                     f"{us(r['rank_query_median'])} ({us(r['rank_query_p90'])})",
                     f"{r['rank_query_median'] / r['ours_query_median']:.0f}x",
-                    f"{100 * r['top1_agreement']:.0f}%", f"{100 * r['top8_overlap']:.0f}%",
+                    f"{100 * r['top1_agreement']:.0f}%",
+                    f"{100 * r['top8_overlap']:.0f}%",
                 ]
                 for r in rows
             ],
@@ -302,13 +323,19 @@ def render(rows: list[dict], session: dict, n_queries: int, repeats: int) -> str
         table(
             ["what", "median ms"],
             [
-                ["PassageRetriever.answer, warm (p90)", f"{session['warm_median'] * 1e3:.3f} "
-                 f"({session['warm_p90'] * 1e3:.3f})"],
-                ["same over 5 BM25Okapi indexes (p90)", f"{session['rank_median'] * 1e3:.3f} "
-                 f"({session['rank_p90'] * 1e3:.3f})"],
+                [
+                    "PassageRetriever.answer, warm (p90)",
+                    f"{session['warm_median'] * 1e3:.3f} ({session['warm_p90'] * 1e3:.3f})",
+                ],
+                [
+                    "same over 5 BM25Okapi indexes (p90)",
+                    f"{session['rank_median'] * 1e3:.3f} ({session['rank_p90'] * 1e3:.3f})",
+                ],
                 ["  of ours: index cache lookup of 5 documents (by digest)", f"{session['lookup_median'] * 1e3:.3f}"],
-                ["  for scale: blake2b of the 5 texts (now paid once, at parse time)",
-                 f"{session['hash_median'] * 1e3:.3f}"],
+                [
+                    "  for scale: blake2b of the 5 texts (now paid once, at parse time)",
+                    f"{session['hash_median'] * 1e3:.3f}",
+                ],
                 ["  of ours: tokenize the question", f"{session['tokenize_median'] * 1e3:.3f}"],
                 ["  of ours: score + top 8 in 5 indexes (`best()`)", f"{session['scoring_median'] * 1e3:.3f}"],
                 ["first call (builds the 5 indexes)", f"{session['cold'] * 1e3:.1f}"],

@@ -60,8 +60,9 @@ class App:
             from harness.redis_server import running_redis
 
             env["FINSEC_MARK_STORE_URL"] = self.stack.enter_context(running_redis()).url
-        self.server = FinsecServe(["--in-process"] if config == "inprocess" else [str(ROOT / "configs/serve.yaml")],
-                                  env)
+        self.server = FinsecServe(
+            ["--in-process"] if config == "inprocess" else [str(ROOT / "configs/serve.yaml")], env
+        )
         self.url = self.server.url
 
     def rss_mb(self) -> float:
@@ -105,14 +106,33 @@ class Watch:
 def point(app: App, sessions: int, think: float, seconds: float, never_retry: bool = False) -> dict:
     idle = app.rss_mb()
     with tempfile.NamedTemporaryFile(suffix=".json") as out, Watch(app) as watch:
-        subprocess.run([sys.executable, str(ROOT / "bench/sessions_load.py"), "--url", app.url, "--sessions",
-                        str(sessions), "--think", str(think), "--seconds", str(seconds), "--out", out.name,
-                        *(["--never-retry"] if never_retry else [])],
-                       check=True, timeout=30 * think + seconds + 1200)
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "bench/sessions_load.py"),
+                "--url",
+                app.url,
+                "--sessions",
+                str(sessions),
+                "--think",
+                str(think),
+                "--seconds",
+                str(seconds),
+                "--out",
+                out.name,
+                *(["--never-retry"] if never_retry else []),
+            ],
+            check=True,
+            timeout=30 * think + seconds + 1200,
+        )
         busy = app.rss_mb()  # the load generator closes its sessions as it ends: read before they go
         raw = json.loads(Path(out.name).read_text())
-    return {**summarize(raw, idle, busy), "peak_mb": watch.peak_mb, "slowest_health_ms": 1e3 * watch.slowest_health_s,
-            "health_failures": watch.health_failures}
+    return {
+        **summarize(raw, idle, busy),
+        "peak_mb": watch.peak_mb,
+        "slowest_health_ms": 1e3 * watch.slowest_health_s,
+        "health_failures": watch.health_failures,
+    }
 
 
 def summarize(raw: dict, idle_mb: float, busy_mb: float) -> dict:
@@ -122,16 +142,27 @@ def summarize(raw: dict, idle_mb: float, busy_mb: float) -> dict:
     server = sorted(raw["server"])
     answered = raw["ok"] + raw["failed"]
     return {
-        "sessions": raw["sessions"], "think": raw["think"],
-        "success": raw["ok"] / answered if answered else 0.0, "requests_per_s": raw["ok"] / raw["seconds"],
-        "rejected": raw["rejected"], "failed": raw["failed"], "failure_samples": raw["failure_samples"],
-        "episodes": raw["episodes"], "episodes_failed": raw["episodes_failed"],
-        "client_p50_ms": _ms(admitted, 0.5), "client_p99_ms": _ms(admitted, 0.99),
-        "server_p50_ms": _ms(server, 0.5), "server_p99_ms": _ms(server, 0.99),
-        "total_p50_ms": _ms(total, 0.5), "total_p99_ms": _ms(total, 0.99), "seconds": raw["seconds"],
+        "sessions": raw["sessions"],
+        "think": raw["think"],
+        "success": raw["ok"] / answered if answered else 0.0,
+        "requests_per_s": raw["ok"] / raw["seconds"],
+        "rejected": raw["rejected"],
+        "failed": raw["failed"],
+        "failure_samples": raw["failure_samples"],
+        "episodes": raw["episodes"],
+        "episodes_failed": raw["episodes_failed"],
+        "client_p50_ms": _ms(admitted, 0.5),
+        "client_p99_ms": _ms(admitted, 0.99),
+        "server_p50_ms": _ms(server, 0.5),
+        "server_p99_ms": _ms(server, 0.99),
+        "total_p50_ms": _ms(total, 0.5),
+        "total_p99_ms": _ms(total, 0.99),
+        "seconds": raw["seconds"],
         "pool_wait_p99_ms": _ms(waits, 0.99),
         "client_cpu_share": raw["cpu_seconds"] / (raw["wall_seconds"] * os.cpu_count()),
-        "idle_mb": idle_mb, "busy_mb": busy_mb, "kb_per_session": 1024 * (busy_mb - idle_mb) / raw["sessions"],
+        "idle_mb": idle_mb,
+        "busy_mb": busy_mb,
+        "kb_per_session": 1024 * (busy_mb - idle_mb) / raw["sessions"],
     }
 
 
@@ -152,9 +183,12 @@ def sweep(app: App, think: float, start: int, ceiling: int, seconds: float, boun
     while 10 <= sessions <= ceiling:
         result = point(app, sessions, think, seconds)
         points.append(result)
-        print(f"  think {think:g} s, {sessions} sessions: success {result['success']:.3f}, p99 "
-              f"{result['total_p99_ms'] or 0:.0f} ms (admitted {result['server_p99_ms'] or 0:.0f} ms), "
-              f"{result['requests_per_s']:.0f} req/s, {result['rejected']} turned away", flush=True)
+        print(
+            f"  think {think:g} s, {sessions} sessions: success {result['success']:.3f}, p99 "
+            f"{result['total_p99_ms'] or 0:.0f} ms (admitted {result['server_p99_ms'] or 0:.0f} ms), "
+            f"{result['requests_per_s']:.0f} req/s, {result['rejected']} turned away",
+            flush=True,
+        )
         if passes(result, bound_ms):
             capacity = sessions
             if any(p["sessions"] == 2 * sessions for p in points):
@@ -174,13 +208,21 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--bound-ms", type=float, default=250.0, help="p99 an agent's wait must keep under")
     parser.add_argument("--ceiling", type=int, default=128_000, help="the most sessions tried")
-    parser.add_argument("--seconds", type=float, help="each point's window (default: half the think time, at least "
-                        "20 s: every session sends a request or more in it)")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        help="each point's window (default: half the think time, at least "
+        "20 s: every session sends a request or more in it)",
+    )
     parser.add_argument("--overload", action="store_true", help="then run each at twice its capacity")
-    parser.add_argument("--plain", action="store_true", help="then a client that never retries at 1, 2 and 4 "
-                        "times the capacity")
-    parser.add_argument("--append", action="store_true",
-                        help="add the rounds to bench/results/<out>.json's (same configurations and think times)")
+    parser.add_argument(
+        "--plain", action="store_true", help="then a client that never retries at 1, 2 and 4 times the capacity"
+    )
+    parser.add_argument(
+        "--append",
+        action="store_true",
+        help="add the rounds to bench/results/<out>.json's (same configurations and think times)",
+    )
     parser.add_argument("--out", default="capacity")
     parser.add_argument("--render", action="store_true", help="only write <out>.md again from <out>.json")
     options = parser.parse_args()
@@ -188,8 +230,13 @@ def main() -> None:
         write_report(f"{options.out}.md", render(json.loads((RESULTS / f"{options.out}.json").read_text())))
         return
     thinks = [float(t) for t in options.thinks.split(",")]
-    results = {"machine": machine(), "ran_at": time.strftime("%Y-%m-%d %H:%M"), "bound_ms": options.bound_ms,
-               "command": " ".join(["bench/capacity.py", *sys.argv[1:]]), "rounds": []}
+    results = {
+        "machine": machine(),
+        "ran_at": time.strftime("%Y-%m-%d %H:%M"),
+        "bound_ms": options.bound_ms,
+        "command": " ".join(["bench/capacity.py", *sys.argv[1:]]),
+        "rounds": [],
+    }
     if options.append:
         results = {**json.loads((RESULTS / f"{options.out}.json").read_text()), "appended_at": results["ran_at"]}
     for _ in range(options.rounds):
@@ -203,29 +250,39 @@ def main() -> None:
                     seconds = options.seconds or max(20.0, think / 2)
                     # A repetition starts at the capacity found so far: it passes there and fails at twice it,
                     # or it halves (sweep).
-                    found_before = [f["capacity"] for r in results["rounds"] for f in r.get(config, [])
-                                    if f["think"] == think and f["capacity"]]
+                    found_before = [
+                        f["capacity"]
+                        for r in results["rounds"]
+                        for f in r.get(config, [])
+                        if f["think"] == think and f["capacity"]
+                    ]
                     start = int(statistics.median(found_before)) if found_before else STARTS.get(int(think), 1_000)
                     found = sweep(app, think, start, options.ceiling, seconds, options.bound_ms)
                     if options.overload and found["capacity"]:  # the failing point is twice the capacity
                         failed = found["points"][-1]
-                        found["overload"] = failed if failed["sessions"] == 2 * found["capacity"] else \
-                            point(app, 2 * found["capacity"], think, seconds)
+                        found["overload"] = (
+                            failed
+                            if failed["sessions"] == 2 * found["capacity"]
+                            else point(app, 2 * found["capacity"], think, seconds)
+                        )
                     if options.plain and found["capacity"]:
                         found["plain"] = []
                         for factor in PLAIN_FACTORS:
                             plain = point(app, factor * found["capacity"], think, seconds, never_retry=True)
-                            print(f"  plain client at {factor}x ({plain['sessions']} sessions): "
-                                  f"{plain['success']:.4f} answered, wait p99 {plain['total_p99_ms'] or 0:.0f} ms",
-                                  flush=True)
+                            print(
+                                f"  plain client at {factor}x ({plain['sessions']} sessions): "
+                                f"{plain['success']:.4f} answered, wait p99 {plain['total_p99_ms'] or 0:.0f} ms",
+                                flush=True,
+                            )
                             found["plain"].append({"factor": factor, **plain})
                     sweeps.append(found)
                 runs[config] = sweeps
             finally:
                 app.stop()
             RESULTS.mkdir(exist_ok=True)  # after each configuration: a run cut short keeps what it measured
-            (RESULTS / f"{options.out}.json").write_text(json.dumps({**results, "rounds": [*results["rounds"],
-                                                                                          runs]}, indent=1))
+            (RESULTS / f"{options.out}.json").write_text(
+                json.dumps({**results, "rounds": [*results["rounds"], runs]}, indent=1)
+            )
         results["rounds"].append(runs)
     write_report(f"{options.out}.md", render(results))
 
@@ -233,17 +290,22 @@ def main() -> None:
 def render(results: dict) -> str:
     rounds = results["rounds"]
     cores = os.cpu_count() or 1
-    lines = ["# Capacity: concurrent sessions at an agent's think time", "",
-             results["machine"] + (f" (rounds added {results['appended_at']})" if results.get("appended_at") else "")
-             + f". `.venv/bin/python {results['command']}`. A point passes when at least 95% of requests are "
-             f"answered and the p99 of an agent's whole wait for an answer (backpressure's waits and the client's "
-             f"queue included) is under {results['bound_ms']:.0f} ms; capacity is the largest session count that "
-             f"passed, doubling from a start (a repetition starts at the capacity found before). {len(rounds)} "
-             "round(s), configurations interleaved. Latency at the server is an admitted request's, from its "
-             "headers on the wire to the answer's.", "",
-             "| configuration | think | capacity by round | median | sessions per core | req/s there | "
-             "agent's wait p99 ms | admitted p99 ms (server) | client CPU | KB per open session |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Capacity: concurrent sessions at an agent's think time",
+        "",
+        results["machine"]
+        + (f" (rounds added {results['appended_at']})" if results.get("appended_at") else "")
+        + f". `.venv/bin/python {results['command']}`. A point passes when at least 95% of requests are "
+        f"answered and the p99 of an agent's whole wait for an answer (backpressure's waits and the client's "
+        f"queue included) is under {results['bound_ms']:.0f} ms; capacity is the largest session count that "
+        f"passed, doubling from a start (a repetition starts at the capacity found before). {len(rounds)} "
+        "round(s), configurations interleaved. Latency at the server is an admitted request's, from its "
+        "headers on the wire to the answer's.",
+        "",
+        "| configuration | think | capacity by round | median | sessions per core | req/s there | "
+        "agent's wait p99 ms | admitted p99 ms (server) | client CPU | KB per open session |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     overloads = []
     configs = dict.fromkeys(config for r in rounds for config in r)  # a configuration may join in a later round
     for config in configs:
@@ -259,35 +321,57 @@ def render(results: dict) -> str:
                 f"| {config} | {first['think']:g} s | {', '.join(map(str, capacities))} | {median:,.0f} | "
                 f"{median / cores:,.0f} | {statistics.median(p['requests_per_s'] for p in at):.0f} | "
                 f"{_span(p['total_p99_ms'] for p in at)} | {_span(p['server_p99_ms'] for p in at)} | "
-                f"{best['client_cpu_share']:.0%} | {best['kb_per_session']:.1f} |")
+                f"{best['client_cpu_share']:.0%} | {best['kb_per_session']:.1f} |"
+            )
             overloads += [(number, config, f["overload"]) for number, f in enumerate(found, 1) if f.get("overload")]
     if overloads:
-        lines += ["", "At twice capacity:", "",
-                  "| round | configuration | think | sessions | req/s served | turned away a second | "
-                  "admitted p99 ms (server) | agent's wait p99 ms | requests failed | episodes done / failed |",
-                  "|---" * 10 + "|"]
+        lines += [
+            "",
+            "At twice capacity:",
+            "",
+            "| round | configuration | think | sessions | req/s served | turned away a second | "
+            "admitted p99 ms (server) | agent's wait p99 ms | requests failed | episodes done / failed |",
+            "|---" * 10 + "|",
+        ]
         for number, config, p in overloads:
-            lines.append(f"| {number} | {config} | {p['think']:g} s | {p['sessions']:,} | {p['requests_per_s']:.0f} | "
-                         f"{p['rejected'] / p.get('seconds', 1):.0f} | {_num(p['server_p99_ms'])} | "
-                         f"{_num(p['total_p99_ms'])} | {p['failed']} | {p['episodes']} / {p['episodes_failed']} |")
-    plains = [(number, config, p) for number, r in enumerate(rounds, 1) for config, sweeps in r.items()
-              for f in sweeps for p in f.get("plain", [])]
+            lines.append(
+                f"| {number} | {config} | {p['think']:g} s | {p['sessions']:,} | {p['requests_per_s']:.0f} | "
+                f"{p['rejected'] / p.get('seconds', 1):.0f} | {_num(p['server_p99_ms'])} | "
+                f"{_num(p['total_p99_ms'])} | {p['failed']} | {p['episodes']} / {p['episodes_failed']} |"
+            )
+    plains = [
+        (number, config, p)
+        for number, r in enumerate(rounds, 1)
+        for config, sweeps in r.items()
+        for f in sweeps
+        for p in f.get("plain", [])
+    ]
     if plains:
-        lines += ["", "A client that never retries (each request sent once, a 503 a failure) at 1, 2 and 4 times "
-                  "the capacity:", "",
-                  "| round | configuration | think | x capacity | sessions | requests answered | refused | "
-                  "agent's wait p50 / p99 ms | admitted p99 ms (server) | req/s | episodes done / failed | "
-                  "slowest health check ms | peak MB |",
-                  "|---" * 13 + "|"]
+        lines += [
+            "",
+            "A client that never retries (each request sent once, a 503 a failure) at 1, 2 and 4 times the capacity:",
+            "",
+            "| round | configuration | think | x capacity | sessions | requests answered | refused | "
+            "agent's wait p50 / p99 ms | admitted p99 ms (server) | req/s | episodes done / failed | "
+            "slowest health check ms | peak MB |",
+            "|---" * 13 + "|",
+        ]
         for number, config, p in plains:
-            lines.append(f"| {number} | {config} | {p['think']:g} s | {p['factor']} | {p['sessions']:,} | "
-                         f"{p['success']:.2%} | {p['rejected']} | {_num(p.get('total_p50_ms'))} / "
-                         f"{_num(p['total_p99_ms'])} | {_num(p['server_p99_ms'])} | {p['requests_per_s']:.0f} | "
-                         f"{p['episodes']} / {p['episodes_failed']} | {_num(p.get('slowest_health_ms'))} | "
-                         f"{_num(p.get('peak_mb'))} |")
-    lines += ["", "Every point:", "",
-              "| round | configuration | think | sessions | success | req/s | turned away | admitted p50 / p99 ms "
-              "(server) | agent's wait p50 / p99 ms | episodes done / failed |", "|---" * 10 + "|"]
+            lines.append(
+                f"| {number} | {config} | {p['think']:g} s | {p['factor']} | {p['sessions']:,} | "
+                f"{p['success']:.2%} | {p['rejected']} | {_num(p.get('total_p50_ms'))} / "
+                f"{_num(p['total_p99_ms'])} | {_num(p['server_p99_ms'])} | {p['requests_per_s']:.0f} | "
+                f"{p['episodes']} / {p['episodes_failed']} | {_num(p.get('slowest_health_ms'))} | "
+                f"{_num(p.get('peak_mb'))} |"
+            )
+    lines += [
+        "",
+        "Every point:",
+        "",
+        "| round | configuration | think | sessions | success | req/s | turned away | admitted p50 / p99 ms "
+        "(server) | agent's wait p50 / p99 ms | episodes done / failed |",
+        "|---" * 10 + "|",
+    ]
     for number, runs in enumerate(rounds, 1):
         for config, sweeps in runs.items():
             for found in sweeps:
@@ -299,7 +383,8 @@ def render(results: dict) -> str:
                         f"| {number} | {config} | {p['think']:g} s | {p['sessions']:,}{note} | {p['success']:.3f} | "
                         f"{p['requests_per_s']:.0f} | {p['rejected']} | {_num(p['server_p50_ms'])} / "
                         f"{_num(p['server_p99_ms'])} | {_num(p.get('total_p50_ms'))} / {_num(p['total_p99_ms'])} | "
-                        f"{p['episodes']} / {p['episodes_failed']} |")
+                        f"{p['episodes']} / {p['episodes_failed']} |"
+                    )
     return "\n".join(lines) + "\n"
 
 

@@ -34,9 +34,12 @@ def window(server: Server, config: str, flags: list[str], seconds: float) -> dic
     sampler = ThreadPoolExecutor(1).submit(cpu_by_role, server, 3.0, max(1.0, seconds - 3))
     measured, shares = load(server.url, LEVEL, seconds, 1.0, client_flags(config) + flags), sampler.result()
     rate, cores = rollouts_per_s(measured), os.cpu_count()
-    return {"rollouts_per_s": rate, "errors": measured["errors"],
-            "client_ms_per_rollout": measured["client_cpu_share"] * cores * 1000 / rate if rate else None,
-            "server_ms_per_rollout": sum(shares.values()) * cores * 1000 / rate if rate else None}
+    return {
+        "rollouts_per_s": rate,
+        "errors": measured["errors"],
+        "client_ms_per_rollout": measured["client_cpu_share"] * cores * 1000 / rate if rate else None,
+        "server_ms_per_rollout": sum(shares.values()) * cores * 1000 / rate if rate else None,
+    }
 
 
 def main() -> None:
@@ -50,7 +53,7 @@ def main() -> None:
         try:
             load(server.url, LEVEL, 4.0, 1.0, client_flags(config))  # warm
             for round_ in range(options.rounds):
-                for name in (list(CLIENTS) if round_ % 2 == 0 else list(CLIENTS)[::-1]):
+                for name in list(CLIENTS) if round_ % 2 == 0 else list(CLIENTS)[::-1]:
                     runs[config][name].append(window(server, config, CLIENTS[name], options.seconds))
                     print(config, name, json.dumps(runs[config][name][-1]), flush=True)
         finally:
@@ -67,23 +70,47 @@ def render(runs: dict, options: argparse.Namespace) -> str:
     rows = []
     for config, clients in runs.items():
         before, now = (clients[name] for name in CLIENTS)
-        gain = [b2["rollouts_per_s"] / b1["rollouts_per_s"] for b1, b2 in zip(before, now)]  # within each round
+        gain = [
+            b2["rollouts_per_s"] / b1["rollouts_per_s"] for b1, b2 in zip(before, now, strict=False)
+        ]  # within each round
         for name, windows in clients.items():
-            rows.append([config, name, spread([w["rollouts_per_s"] for w in windows]),
-                         spread([w["client_ms_per_rollout"] for w in windows], 2),
-                         spread([w["server_ms_per_rollout"] for w in windows], 2),
-                         spread(gain, 2) + "x" if windows is now else "-"])
-    return "\n".join([
-        "# What the load generator costs: as it is and as it was", "",
-        f"{machine()}. One server per configuration, the two clients (bench/loadgen.py with and without "
-        f"`--plain-client`) taking turns at concurrency {LEVEL} in {options.rounds} interleaved rounds of "
-        f"{options.seconds:.0f} s (median, range). Produced by `.venv/bin/python bench/client_cost.py`.", "",
-        table(["server", "client", "rollouts/s", "client CPU ms a rollout", "server CPU ms a rollout",
-               "rollouts/s over the client as before, same round"], rows), "",
-        "The client's CPU a rollout is its own (the warm-up and drain included, as serve_rollouts counts it); the "
-        "server's is every process of the configuration inside the window. The one-process baseline's server "
-        "has a core to itself, so a cheaper client moves its rate little; the Serve path shares both cores with "
-        "the client, so what the client stops spending is CPU the replicas get.", ""])
+            rows.append(
+                [
+                    config,
+                    name,
+                    spread([w["rollouts_per_s"] for w in windows]),
+                    spread([w["client_ms_per_rollout"] for w in windows], 2),
+                    spread([w["server_ms_per_rollout"] for w in windows], 2),
+                    spread(gain, 2) + "x" if windows is now else "-",
+                ]
+            )
+    return "\n".join(
+        [
+            "# What the load generator costs: as it is and as it was",
+            "",
+            f"{machine()}. One server per configuration, the two clients (bench/loadgen.py with and without "
+            f"`--plain-client`) taking turns at concurrency {LEVEL} in {options.rounds} interleaved rounds of "
+            f"{options.seconds:.0f} s (median, range). Produced by `.venv/bin/python bench/client_cost.py`.",
+            "",
+            table(
+                [
+                    "server",
+                    "client",
+                    "rollouts/s",
+                    "client CPU ms a rollout",
+                    "server CPU ms a rollout",
+                    "rollouts/s over the client as before, same round",
+                ],
+                rows,
+            ),
+            "",
+            "The client's CPU a rollout is its own (the warm-up and drain included, as serve_rollouts counts it); the "
+            "server's is every process of the configuration inside the window. The one-process baseline's server "
+            "has a core to itself, so a cheaper client moves its rate little; the Serve path shares both cores with "
+            "the client, so what the client stops spending is CPU the replicas get.",
+            "",
+        ]
+    )
 
 
 if __name__ == "__main__":

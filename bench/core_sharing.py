@@ -35,8 +35,11 @@ def window(url: str, pid: int, core: str, seconds: float) -> dict:
     load = run_loadgen(url, 64, seconds, 1, prefix=["taskset", "-c", core])
     user, system = sampler.result()
     rate = load["requests"] / load["seconds"]
-    return {"rollouts_per_s": load["rollouts"] / load["seconds"], "user_us_per_request": 1e6 * user / rate,
-            "sys_us_per_request": 1e6 * system / rate}
+    return {
+        "rollouts_per_s": load["rollouts"] / load["seconds"],
+        "user_us_per_request": 1e6 * user / rate,
+        "sys_us_per_request": 1e6 * system / rate,
+    }
 
 
 def cpu_rate(pid: int, after: float, seconds: float) -> tuple[float, float]:
@@ -45,7 +48,7 @@ def cpu_rate(pid: int, after: float, seconds: float) -> tuple[float, float]:
     before = cpu_times(pid)
     time.sleep(seconds)
     ticks = os.sysconf("SC_CLK_TCK") * seconds
-    return tuple((now - then) / ticks for now, then in zip(cpu_times(pid), before))
+    return tuple((now - then) / ticks for now, then in zip(cpu_times(pid), before, strict=False))
 
 
 def main() -> None:
@@ -62,7 +65,7 @@ def main() -> None:
         subprocess.run(["taskset", "-a", "-p", "-c", "0", str(server.process.pid)], check=True, capture_output=True)
         window(server.url, server.process.pid, "1", 4.0)  # warm
         for round_ in range(options.rounds):
-            for name in (list(PLACEMENTS) if round_ % 2 == 0 else list(PLACEMENTS)[::-1]):
+            for name in list(PLACEMENTS) if round_ % 2 == 0 else list(PLACEMENTS)[::-1]:
                 runs[name].append(window(server.url, server.process.pid, PLACEMENTS[name], options.seconds))
                 print(name, json.dumps(runs[name][-1]), flush=True)
     finally:
@@ -74,20 +77,41 @@ def main() -> None:
         return f"{statistics.median(values):.0f} ({min(values):.0f}-{max(values):.0f})"
 
     alone, shared = (statistics.median(r["user_us_per_request"] for r in runs[name]) for name in PLACEMENTS)
-    print(write_report("core_sharing.md", "\n".join([
-        "# What sharing a core costs the one-process baseline", "",
-        f"{machine()}. The baseline of bench/serve_rollouts.py pinned to core 0, its load generator at concurrency "
-        f"64 pinned to core 1 or to core 0 beside it; {options.rounds} interleaved rounds of {options.seconds:.0f} s "
-        "(median, range). Produced by `.venv/bin/python bench/core_sharing.py`.", "",
-        table(["placement", "rollouts/s", "server user CPU us a request", "server system CPU us a request"],
-              [[name, cell(name, "rollouts_per_s"), cell(name, "user_us_per_request"),
-                cell(name, "sys_us_per_request")] for name in PLACEMENTS]), "",
-        f"Sharing its core with one busy process costs the same server **{100 * (shared / alone - 1):.0f}% more "
-        "user CPU a request** for the same work (part of it may be that at half the rate each turn of its event "
-        "loop finds fewer requests to share it). On the Serve path every core is shared by several busy processes "
-        "(two replicas, two shards, HAProxy, the GCS, the load generator), which is where "
-        "bench/results/serve_rollouts_ceiling.md finds each Python call in a replica costing ~35% more than in "
-        "the baseline.", ""])))
+    print(
+        write_report(
+            "core_sharing.md",
+            "\n".join(
+                [
+                    "# What sharing a core costs the one-process baseline",
+                    "",
+                    f"{machine()}. The baseline of bench/serve_rollouts.py pinned to core 0, its load generator at concurrency "
+                    f"64 pinned to core 1 or to core 0 beside it; {options.rounds} interleaved rounds of {options.seconds:.0f} s "
+                    "(median, range). Produced by `.venv/bin/python bench/core_sharing.py`.",
+                    "",
+                    table(
+                        ["placement", "rollouts/s", "server user CPU us a request", "server system CPU us a request"],
+                        [
+                            [
+                                name,
+                                cell(name, "rollouts_per_s"),
+                                cell(name, "user_us_per_request"),
+                                cell(name, "sys_us_per_request"),
+                            ]
+                            for name in PLACEMENTS
+                        ],
+                    ),
+                    "",
+                    f"Sharing its core with one busy process costs the same server **{100 * (shared / alone - 1):.0f}% more "
+                    "user CPU a request** for the same work (part of it may be that at half the rate each turn of its event "
+                    "loop finds fewer requests to share it). On the Serve path every core is shared by several busy processes "
+                    "(two replicas, two shards, HAProxy, the GCS, the load generator), which is where "
+                    "bench/results/serve_rollouts_ceiling.md finds each Python call in a replica costing ~35% more than in "
+                    "the baseline.",
+                    "",
+                ]
+            ),
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -56,15 +56,24 @@ def single_node(durable: bool) -> dict:
     from session_store import shard_index
 
     url = start_ray_and_serve()
-    settings = Settings(app_name="faults", num_shards=4, corpus_dir=embedded_corpus_dir(), reaper_interval_seconds=1.0,
-                        durable_sessions=durable)
+    settings = Settings(
+        app_name="faults",
+        num_shards=4,
+        corpus_dir=embedded_corpus_dir(),
+        reaper_interval_seconds=1.0,
+        durable_sessions=durable,
+    )
     deploy(settings, url, replicas=2)
     app = app_actors(settings)
     results = {}
     try:
+
         def actor(kind: str):
-            names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
-                     if a["namespace"] == app.namespace and a["name"].split(".")[0] == kind]
+            names = [
+                a["name"]
+                for a in ray.util.list_named_actors(all_namespaces=True)
+                if a["namespace"] == app.namespace and a["name"].split(".")[0] == kind
+            ]
             return ray.get_actor(names[0], namespace=app.namespace)
 
         def sigkill(pid: int):
@@ -78,8 +87,9 @@ def single_node(durable: bool) -> dict:
             from pathlib import Path as P
 
             title = f"ray::ServeReplica:{settings.app_name}:FinsecIngress".encode()
-            sigkill(next(int(p.name) for p in P("/proc").iterdir()
-                         if p.name.isdigit() and _cmdline(p).startswith(title)))
+            sigkill(
+                next(int(p.name) for p in P("/proc").iterdir() if p.name.isdigit() and _cmdline(p).startswith(title))
+            )
 
         def shard_of(e) -> int:
             return shard_index(e.sid, settings.num_shards)
@@ -113,13 +123,19 @@ def _cmdline(path) -> bytes:
 
 def node_loss() -> dict:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "FINSEC_"))}  # not this cluster's
-    run = subprocess.run([sys.executable, "-m", "harness.fault_scenarios", "node-loss", "--seconds", str(SECONDS)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600, env=clean)
+    run = subprocess.run(
+        [sys.executable, "-m", "harness.fault_scenarios", "node-loss", "--seconds", str(SECONDS)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=clean,
+    )
     lines = [line for line in run.stdout.splitlines() if line.startswith("SUMMARY ")]
     if not lines:
         raise RuntimeError("the node-loss scenario failed:\n" + run.stderr[-3000:])
     line = lines[-1]
-    return json.loads(line[len("SUMMARY "):])
+    return json.loads(line[len("SUMMARY ") :])
 
 
 def two_owners_scenario(durable: bool) -> dict:
@@ -134,80 +150,115 @@ def two_owners_scenario(durable: bool) -> dict:
 
 
 def render_two_owners(counts: dict) -> str:
-    return "\n".join([
-        "", "## Two owners at once", "",
-        f"Two `finsec serve --in-process` over one Redis, 16 clients for {SECONDS:.0f} s, every request of every "
-        "episode (seed, two parse_html_page, retrieve_information, verify, close, then a late verify and a retried "
-        "seed) sent to either server at random. The life that reads a record another holds takes it over; the other's "
-        "next write or read of it is refused by the store and runs again from the record (docs/contract.md §C.11).",
-        "", "| episodes | scored | **split sessions** | **late scores** | **closed IDs seeded again** | app 500s | "
-        "masked | refused (lost, 404 or 503) |", "|---|---|---|---|---|---|---|---|",
-        f"| {counts['episodes']} | {counts['scored']} | **{counts['split_sessions']}** | **{counts['late_scores']}** | "
-        f"**{counts['closed_ids_seeded_again']}** | {counts['app_500s']} | {counts['masked']} | {counts['refused']} |",
-        "", "- *split session*: a read that missed a document the episode stored through the other server; *late "
-        "score*: a verify after the close scored unmasked; *closed ID seeded again*: a retried seed after the close "
-        "answered 200. Each must be 0. Without durable sessions a hand-over loses the session (masked or refused, "
-        "never scored); with them it moves whole."]) + "\n"
+    return (
+        "\n".join(
+            [
+                "",
+                "## Two owners at once",
+                "",
+                f"Two `finsec serve --in-process` over one Redis, 16 clients for {SECONDS:.0f} s, every request of every "
+                "episode (seed, two parse_html_page, retrieve_information, verify, close, then a late verify and a retried "
+                "seed) sent to either server at random. The life that reads a record another holds takes it over; the other's "
+                "next write or read of it is refused by the store and runs again from the record (docs/contract.md §C.11).",
+                "",
+                "| episodes | scored | **split sessions** | **late scores** | **closed IDs seeded again** | app 500s | "
+                "masked | refused (lost, 404 or 503) |",
+                "|---|---|---|---|---|---|---|---|",
+                f"| {counts['episodes']} | {counts['scored']} | **{counts['split_sessions']}** | **{counts['late_scores']}** | "
+                f"**{counts['closed_ids_seeded_again']}** | {counts['app_500s']} | {counts['masked']} | {counts['refused']} |",
+                "",
+                "- *split session*: a read that missed a document the episode stored through the other server; *late "
+                "score*: a verify after the close scored unmasked; *closed ID seeded again*: a retried seed after the close "
+                "answered 200. Each must be 0. Without durable sessions a hand-over loses the session (masked or refused, "
+                "never scored); with them it moves whole.",
+            ]
+        )
+        + "\n"
+    )
 
 
 def render(results: dict, durable: bool = False) -> str:
-    mode = ("with durable sessions (`durable_sessions`, the default): a session whose shard died is restored"
-            if durable else "without durable sessions (`durable_sessions: false`): a session whose shard died is lost")
-    out = [f"# Fault scenarios, {mode}", "",
-           f"{machine()}. Rollouts (seed, parse_html_page, retrieve_information, verify, "
-           f"close) from 16 concurrent clients for {SECONDS:.0f} s, half of them pausing {THINK_SECONDS} s before "
-           "verify as a policy writing its answer does; the fault at 3 s. Produced by `bench/faults.py`; the same "
-           "scenarios run as tests (tests/integration/test_shard_failure.py, test_node_loss.py, "
-           "test_mark_store_loss.py).", "",
-           "| fault | episodes | reached by the fault | open on what died at the fault | share of sessions on it "
-           "| masked | restored | lost sessions verified (seen only by verify) | **lost, scored unmasked** | verified "
-           "while it died | unmasked wrong rewards | HTTP 500s: app / HAProxy page | requests retried | recovery (s) |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    mode = (
+        "with durable sessions (`durable_sessions`, the default): a session whose shard died is restored"
+        if durable
+        else "without durable sessions (`durable_sessions: false`): a session whose shard died is lost"
+    )
+    out = [
+        f"# Fault scenarios, {mode}",
+        "",
+        f"{machine()}. Rollouts (seed, parse_html_page, retrieve_information, verify, "
+        f"close) from 16 concurrent clients for {SECONDS:.0f} s, half of them pausing {THINK_SECONDS} s before "
+        "verify as a policy writing its answer does; the fault at 3 s. Produced by `bench/faults.py`; the same "
+        "scenarios run as tests (tests/integration/test_shard_failure.py, test_node_loss.py, "
+        "test_mark_store_loss.py).",
+        "",
+        "| fault | episodes | reached by the fault | open on what died at the fault | share of sessions on it "
+        "| masked | restored | lost sessions verified (seen only by verify) | **lost, scored unmasked** | verified "
+        "while it died | unmasked wrong rewards | HTTP 500s: app / HAProxy page | requests retried | recovery (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, r in results.items():
         exposed = r.get("exposed_at_the_fault", "-") if r["expected_share"] else 0
-        out.append(f"| {name} | {r['episodes']} | {r['episodes_the_fault_reached']} | {exposed} | "
-                   f"{100 * r['expected_share']:.0f}% | {r['masked']} | {r.get('restored', 0)} | "
-                   f"{r['lost_sessions_verified']} "
-                   f"({r['lost_seen_only_by_verify']}) | **{r['lost_scored_unmasked']}** | "
-                   f"{r['verified_while_dying']} | {r['unmasked_wrong_rewards']} | {r['app_500s']} / "
-                   f"{r['ingress_500_pages']} | {r.get('requests_retried', 0)} | {r['recovery_seconds']} |")
-    out += ["", "- *reached by the fault*: episodes with a 404 session_lost, a 503, a transport error or a masked "
-            "verify. *Open on what died*: episodes whose session was open on the killed shard or node at the "
-            "instant of the fault. Reached can exceed it: an episode that starts on the shard while it restarts, or "
-            "while the node is being removed, can get a 503 (the store is unavailable; retry) before the new "
-            "incarnation answers.",
-            "- *lost sessions verified*: episodes whose session was gone when their verify arrived: a stateful tool "
-            "answered 404 session_lost, or the shard life that seeded them (the seed cookie's incarnation) died "
-            "before their verify was sent. *Seen only by verify*: no tool call came between the loss and the "
-            "verify, so the verify itself had to notice. *Lost, scored unmasked* counts those whose verify was "
-            "not masked, whatever the reward (a right answer scores 1.0 on a lost session too): it must be 0. "
-            "*Verified while it died*: the verify was in flight during the kill, so either answer is right.",
-            *(["- With durable sessions, *restored* counts episodes verified unmasked although the shard life that "
-               "seeded them died before their verify; *lost* is what the server reported (a tool's 404 "
-               "session_lost, a masked verify), and *lost, scored unmasked* a reported loss whose verify still "
-               "scored. The clients retry 503s while a shard restarts, as a driver does."] if durable else []),
-            "- *HTTP 500s*, every attempt counted (retried ones too): *app* are the app's own (must be 0); "
-            "*HAProxy page* is HAProxy's fixed reply for a backend that died mid-request (Serve's HAProxy config "
-            "turns 502/503/504 into it), which only a killed ingress replica causes.",
-            "- *recovery*: from the fault to the end of the first clean episode that needed what was killed.",
-            "- A killed ingress replica loses no session (its state is in the shards); its in-flight requests get a "
-            "5xx or a dropped connection, which the driver retries.",
-            "- A killed document store loses no filing text: replicas parse it again from its URL when they miss."]
+        out.append(
+            f"| {name} | {r['episodes']} | {r['episodes_the_fault_reached']} | {exposed} | "
+            f"{100 * r['expected_share']:.0f}% | {r['masked']} | {r.get('restored', 0)} | "
+            f"{r['lost_sessions_verified']} "
+            f"({r['lost_seen_only_by_verify']}) | **{r['lost_scored_unmasked']}** | "
+            f"{r['verified_while_dying']} | {r['unmasked_wrong_rewards']} | {r['app_500s']} / "
+            f"{r['ingress_500_pages']} | {r.get('requests_retried', 0)} | {r['recovery_seconds']} |"
+        )
+    out += [
+        "",
+        "- *reached by the fault*: episodes with a 404 session_lost, a 503, a transport error or a masked "
+        "verify. *Open on what died*: episodes whose session was open on the killed shard or node at the "
+        "instant of the fault. Reached can exceed it: an episode that starts on the shard while it restarts, or "
+        "while the node is being removed, can get a 503 (the store is unavailable; retry) before the new "
+        "incarnation answers.",
+        "- *lost sessions verified*: episodes whose session was gone when their verify arrived: a stateful tool "
+        "answered 404 session_lost, or the shard life that seeded them (the seed cookie's incarnation) died "
+        "before their verify was sent. *Seen only by verify*: no tool call came between the loss and the "
+        "verify, so the verify itself had to notice. *Lost, scored unmasked* counts those whose verify was "
+        "not masked, whatever the reward (a right answer scores 1.0 on a lost session too): it must be 0. "
+        "*Verified while it died*: the verify was in flight during the kill, so either answer is right.",
+        *(
+            [
+                "- With durable sessions, *restored* counts episodes verified unmasked although the shard life that "
+                "seeded them died before their verify; *lost* is what the server reported (a tool's 404 "
+                "session_lost, a masked verify), and *lost, scored unmasked* a reported loss whose verify still "
+                "scored. The clients retry 503s while a shard restarts, as a driver does."
+            ]
+            if durable
+            else []
+        ),
+        "- *HTTP 500s*, every attempt counted (retried ones too): *app* are the app's own (must be 0); "
+        "*HAProxy page* is HAProxy's fixed reply for a backend that died mid-request (Serve's HAProxy config "
+        "turns 502/503/504 into it), which only a killed ingress replica causes.",
+        "- *recovery*: from the fault to the end of the first clean episode that needed what was killed.",
+        "- A killed ingress replica loses no session (its state is in the shards); its in-flight requests get a "
+        "5xx or a dropped connection, which the driver retries.",
+        "- A killed document store loses no filing text: replicas parse it again from its URL when they miss.",
+    ]
     forgot = results.get(STORE_FORGETS)
     if forgot:
-        out += ["", f"Mark store forgets: shard 1 was SIGKILLed, and the Redis holding the marks restarted without "
-                f"persistence (empty) before the shard's next life read it; the app trusted the Redis's configuration, "
-                f"so only its marker told, and the clients retried 5xx (the requests retried column). While "
-                f"the loss stood, {forgot['closed_ids_tried_while_lost']} IDs closed before the fault were seeded "
-                f"again: **{forgot['closed_ids_seeded_again']} accepted** (answers {forgot['closed_ids_refused_with']}:"
-                f" 409 from shards that held their fences, 503 from the restarted one); "
-                f"{forgot['seeds_refused_until_acknowledged']} rollout seeds were refused (503) until the loss was "
-                "acknowledged 3 s later, and the first clean episode after it ended at the recovery time shown."]
+        out += [
+            "",
+            f"Mark store forgets: shard 1 was SIGKILLed, and the Redis holding the marks restarted without "
+            f"persistence (empty) before the shard's next life read it; the app trusted the Redis's configuration, "
+            f"so only its marker told, and the clients retried 5xx (the requests retried column). While "
+            f"the loss stood, {forgot['closed_ids_tried_while_lost']} IDs closed before the fault were seeded "
+            f"again: **{forgot['closed_ids_seeded_again']} accepted** (answers {forgot['closed_ids_refused_with']}:"
+            f" 409 from shards that held their fences, 503 from the restarted one); "
+            f"{forgot['seeds_refused_until_acknowledged']} rollout seeds were refused (503) until the loss was "
+            "acknowledged 3 s later, and the first clean episode after it ended at the recovery time shown.",
+        ]
     node = results.get("node loss (3-node cluster)")
     if node:
-        out += ["", f"Node loss placement: {json.dumps(node.get('placement'))}, shards lost "
-                f"{node.get('shards_lost')}, closed IDs still fenced: "
-                f"{node.get('closed_ids_still_fenced')}."]
+        out += [
+            "",
+            f"Node loss placement: {json.dumps(node.get('placement'))}, shards lost "
+            f"{node.get('shards_lost')}, closed IDs still fenced: "
+            f"{node.get('closed_ids_still_fenced')}.",
+        ]
     return "\n".join(out) + "\n"
 
 

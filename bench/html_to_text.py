@@ -308,14 +308,28 @@ def render(rows: list[dict], repeats: int) -> str:
     out += ["", "## Speed and memory per file", ""]
     out.append(
         table(
-            ["file", "HTML MB", "ours ms", "reference ms", "ratio", "ours RSS MB", "ref RSS MB", "ours heap MB",
-             "ref heap MB"],
+            [
+                "file",
+                "HTML MB",
+                "ours ms",
+                "reference ms",
+                "ratio",
+                "ours RSS MB",
+                "ref RSS MB",
+                "ours heap MB",
+                "ref heap MB",
+            ],
             [
                 [
-                    r["label"], mb(r["bytes"]), ms(r["median"]["ours"]), ms(r["median"]["reference"]),
+                    r["label"],
+                    mb(r["bytes"]),
+                    ms(r["median"]["ours"]),
+                    ms(r["median"]["reference"]),
                     f"{r['ratio']:.1f}x",
-                    mb(r["rss"]["ours"]) if r["rss"] else "-", mb(r["rss"]["reference"]) if r["rss"] else "-",
-                    f"{r['heap']['ours'] / 1e6:.2f}", f"{r['heap']['reference'] / 1e6:.2f}",
+                    mb(r["rss"]["ours"]) if r["rss"] else "-",
+                    mb(r["rss"]["reference"]) if r["rss"] else "-",
+                    f"{r['heap']['ours'] / 1e6:.2f}",
+                    f"{r['heap']['reference'] / 1e6:.2f}",
                 ]
                 for r in rows
             ],
@@ -340,16 +354,22 @@ def render(rows: list[dict], repeats: int) -> str:
             x = r["quality"][impl]
             qrows.append(
                 [
-                    r["label"], impl, x["chars"], x["lines"],
-                    f"{x['header_leaked']}/{x['header_only_total']}", f"{x['dei_leaked']}/{x['dei_only_total']}",
+                    r["label"],
+                    impl,
+                    x["chars"],
+                    x["lines"],
+                    f"{x['header_leaked']}/{x['header_only_total']}",
+                    f"{x['dei_leaked']}/{x['dei_only_total']}",
                     f"{x['glue_matches']} ({x['glued_lines']} lines)",
                     f"{x['facts_distinct_present']}/{x['facts_distinct']}",
                     f"{x['facts_covered']}/{x['facts_displayed']}",
                 ]
             )
     out.append(
-        table(["file", "impl", "chars", "lines", "header leak", "dei leak", "glue", "facts distinct",
-               "facts covered"], qrows)
+        table(
+            ["file", "impl", "chars", "lines", "header leak", "dei leak", "glue", "facts distinct", "facts covered"],
+            qrows,
+        )
     )
     out += ["", "## Examples", ""]
     for r in real:

@@ -37,8 +37,15 @@ from harness.cookies import cookie_header, take_cookies  # noqa: E402
 from harness.episodes import rollout_steps  # noqa: E402
 
 
-async def run(url: str, concurrency: int, seconds: float, warmup: float, rollout_prefix: bool = False,
-              no_disconnect_watch: bool = False, plain_client: bool = False) -> dict:
+async def run(
+    url: str,
+    concurrency: int,
+    seconds: float,
+    warmup: float,
+    rollout_prefix: bool = False,
+    no_disconnect_watch: bool = False,
+    plain_client: bool = False,
+) -> dict:
     """Drive `concurrency` rollout loops; measure the `seconds` after the warm-up.
 
     The window opens once `warmup` has passed and every loop has finished one rollout (or a minute more has), so
@@ -76,9 +83,14 @@ async def run(url: str, concurrency: int, seconds: float, warmup: float, rollout
         cookies: dict[str, str] = {}  # this rollout's, sent by hand: no jar shared between rollouts
         # unsafe: keep cookies for an IP-address host
         jar = aiohttp.CookieJar(unsafe=True) if plain_client else aiohttp.DummyCookieJar()
-        async with aiohttp.ClientSession(base_url=url, connector=connector, connector_owner=False, cookie_jar=jar,
-                                         timeout=timeout,
-                                         headers=CLIENT_HEADERS if no_disconnect_watch else None) as session:
+        async with aiohttp.ClientSession(
+            base_url=url,
+            connector=connector,
+            connector_owner=False,
+            cookie_jar=jar,
+            timeout=timeout,
+            headers=CLIENT_HEADERS if no_disconnect_watch else None,
+        ) as session:
             first = True
             while time.monotonic() < window[1]:
                 sequence += 1
@@ -116,9 +128,18 @@ async def run(url: str, concurrency: int, seconds: float, warmup: float, rollout
     await opener
     await connector.close()
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return {"concurrency": concurrency, "seconds": seconds, **counts, "errors": len(errors),
-            "error_samples": errors[:5], "latencies": latencies, "cpu_seconds": usage.ru_utime + usage.ru_stime,
-            "wall_seconds": time.monotonic() - start, "warmup_seconds": window[0] - start, "pid": os.getpid()}
+    return {
+        "concurrency": concurrency,
+        "seconds": seconds,
+        **counts,
+        "errors": len(errors),
+        "error_samples": errors[:5],
+        "latencies": latencies,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        "wall_seconds": time.monotonic() - start,
+        "warmup_seconds": window[0] - start,
+        "pid": os.getpid(),
+    }
 
 
 def main() -> None:
@@ -128,16 +149,34 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--rollout-prefix", action="store_true", help="each rollout's requests under /ng-rollout/<id>/")
-    parser.add_argument("--no-disconnect-watch", action="store_true",
-                        help="send finsec_client.client.CLIENT_HEADERS, as the project's rollout client does")
-    parser.add_argument("--plain-client", action="store_true",
-                        help="the client as it was before 2026-12-02: asyncio's loop and aiohttp's cookie jar "
-                             "(bench/client_cost.py compares the two)")
+    parser.add_argument(
+        "--no-disconnect-watch",
+        action="store_true",
+        help="send finsec_client.client.CLIENT_HEADERS, as the project's rollout client does",
+    )
+    parser.add_argument(
+        "--plain-client",
+        action="store_true",
+        help="the client as it was before 2026-12-02: asyncio's loop and aiohttp's cookie jar "
+        "(bench/client_cost.py compares the two)",
+    )
     parser.add_argument("--out", type=Path, help="write the result here instead of to standard output")
     options = parser.parse_args()
     runner = asyncio.run if options.plain_client else uvloop.run
-    emit(runner(run(options.url, options.concurrency, options.seconds, options.warmup, options.rollout_prefix,
-                    options.no_disconnect_watch, options.plain_client)), options.out)
+    emit(
+        runner(
+            run(
+                options.url,
+                options.concurrency,
+                options.seconds,
+                options.warmup,
+                options.rollout_prefix,
+                options.no_disconnect_watch,
+                options.plain_client,
+            )
+        ),
+        options.out,
+    )
 
 
 def emit(result: dict, out: Path | None) -> None:

@@ -65,12 +65,26 @@ async def sessions(store: RedisMarkStore, n: int) -> None:
         for k in range(start, min(n, start + 250)):
             s = sid()
             seed = EpisodeSeed({"rollout_id": f"r{k}", "attempt": 0}, {"taskset": "bench", "task_id": str(k)}, "d")
-            ops += [("seed_episode", (s, seed)),
-                    ("put_document", (s, "filing", DocumentRef(f"{k:064x}", 250_000,
-                                                               f"https://www.sec.gov/Archives/edgar/data/{k}/a.htm"))),
-                    ("put_document", (s, "notes", DocumentRef(f"{k + 1:064x}", 2_000,
-                                                              f"https://www.sec.gov/Archives/edgar/data/{k}/b.htm"))),
-                    ("finish_verify", (s, f"{k:064x}", Verdict(1.0)))]
+            ops += [
+                ("seed_episode", (s, seed)),
+                (
+                    "put_document",
+                    (
+                        s,
+                        "filing",
+                        DocumentRef(f"{k:064x}", 250_000, f"https://www.sec.gov/Archives/edgar/data/{k}/a.htm"),
+                    ),
+                ),
+                (
+                    "put_document",
+                    (
+                        s,
+                        "notes",
+                        DocumentRef(f"{k + 1:064x}", 2_000, f"https://www.sec.gov/Archives/edgar/data/{k}/b.htm"),
+                    ),
+                ),
+                ("finish_verify", (s, f"{k:064x}", Verdict(1.0))),
+            ]
         await shard.run(ops)
 
 
@@ -82,10 +96,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", default="record_memory")
     options = parser.parse_args()
-    kinds = {"fence (a string, as kept)": lambda s, c: asyncio.run(fences(s, options.records)),
-             "fence kept as a hash": lambda s, c: hashed_fences(s, c, options.records),
-             "durable session: two documents and a verdict (a hash)":
-                 lambda s, c: asyncio.run(sessions(s, options.records))}
+    kinds = {
+        "fence (a string, as kept)": lambda s, c: asyncio.run(fences(s, options.records)),
+        "fence kept as a hash": lambda s, c: hashed_fences(s, c, options.records),
+        "durable session: two documents and a verdict (a hash)": lambda s, c: asyncio.run(sessions(s, options.records)),
+    }
     rounds = []
     with running_redis() as server:
         client = redis.Redis.from_url(server.url)
@@ -100,14 +115,24 @@ def main() -> None:
                 measured[kind] = (client.info("memory")["used_memory"] - before) / options.records
             rounds.append(measured)
             print(json.dumps(measured), flush=True)
-    results = {"machine": machine(), "ran_at": time.strftime("%Y-%m-%d %H:%M"), "records": options.records,
-               "command": " ".join(["bench/record_memory.py", *sys.argv[1:]]), "rounds": rounds}
+    results = {
+        "machine": machine(),
+        "ran_at": time.strftime("%Y-%m-%d %H:%M"),
+        "records": options.records,
+        "command": " ".join(["bench/record_memory.py", *sys.argv[1:]]),
+        "rounds": rounds,
+    }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{options.out}.json").write_text(json.dumps(results, indent=1))
-    lines = ["# What a durable record costs Redis's memory", "",
-             f"{results['machine']}. `.venv/bin/python {results['command']}`. Redis's `used_memory` after "
-             f"{options.records:,} records of a kind, less before, per record; {len(rounds)} rounds.", "",
-             "| record | bytes (median) | by round |", "|---|---|---|"]
+    lines = [
+        "# What a durable record costs Redis's memory",
+        "",
+        f"{results['machine']}. `.venv/bin/python {results['command']}`. Redis's `used_memory` after "
+        f"{options.records:,} records of a kind, less before, per record; {len(rounds)} rounds.",
+        "",
+        "| record | bytes (median) | by round |",
+        "|---|---|---|",
+    ]
     for kind in kinds:
         values = [r[kind] for r in rounds]
         lines.append(f"| {kind} | {statistics.median(values):.0f} | {', '.join(f'{v:.0f}' for v in values)} |")

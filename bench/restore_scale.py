@@ -39,10 +39,12 @@ async def fill(marks: MemoryMarkStore, records: int) -> None:
         for n in range(start, min(records, start + 1_000)):
             sid = f"resources-session-{n:08d}"
             seed = EpisodeSeed({"rollout_id": f"r{n}", "attempt": 0}, {"taskset": "bench", "task_id": str(n)}, "d")
-            ops += [("seed_episode", (sid, seed)),
-                    ("put_document", (sid, "filing", DocumentRef(f"{n:064x}", 250_000, f"https://www.sec.gov/{n}"))),
-                    ("put_document", (sid, "notes", DocumentRef(f"{n + 1:064x}", 2_000, f"https://www.sec.gov/{n}b"))),
-                    ("finish_verify", (sid, f"{n:064x}", Verdict(1.0)))]
+            ops += [
+                ("seed_episode", (sid, seed)),
+                ("put_document", (sid, "filing", DocumentRef(f"{n:064x}", 250_000, f"https://www.sec.gov/{n}"))),
+                ("put_document", (sid, "notes", DocumentRef(f"{n + 1:064x}", 2_000, f"https://www.sec.gov/{n}b"))),
+                ("finish_verify", (sid, f"{n:064x}", Verdict(1.0))),
+            ]
         await earlier.run(ops)
 
 
@@ -72,9 +74,16 @@ async def restore(marks: MemoryMarkStore) -> dict:
     stop.set()
     await probing
     stats = await later.stats()
-    return {"loaded": loaded, "restored": stats["counters"].get("restored", 0), "settle_s": settled - began,
-            "write_back_s": written - settled, "ticks": ticks, "changes_written": marks.changes_written,
-            "largest_write": marks.largest_write, "longest_stall_ms": 1e3 * longest}
+    return {
+        "loaded": loaded,
+        "restored": stats["counters"].get("restored", 0),
+        "settle_s": settled - began,
+        "write_back_s": written - settled,
+        "ticks": ticks,
+        "changes_written": marks.changes_written,
+        "largest_write": marks.largest_write,
+        "longest_stall_ms": 1e3 * longest,
+    }
 
 
 def main() -> None:
@@ -89,19 +98,30 @@ def main() -> None:
         asyncio.run(fill(marks, options.records))
         rounds.append(asyncio.run(restore(marks)))
         print(json.dumps(rounds[-1]), flush=True)
-    results = {"machine": machine(), "ran_at": time.strftime("%Y-%m-%d %H:%M"), "records": options.records,
-               "command": " ".join(["bench/restore_scale.py", *sys.argv[1:]]), "rounds": rounds}
+    results = {
+        "machine": machine(),
+        "ran_at": time.strftime("%Y-%m-%d %H:%M"),
+        "records": options.records,
+        "command": " ".join(["bench/restore_scale.py", *sys.argv[1:]]),
+        "rounds": rounds,
+    }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{options.out}.json").write_text(json.dumps(results, indent=1))
-    lines = [f"# A shard life restoring {options.records:,} durable sessions", "",
-             f"{results['machine']}. `.venv/bin/python {results['command']}`. In-memory mark store (read as a "
-             "settle reads the GCS); each record an episode with two documents and a verdict.", "",
-             "| round | restored | settle s | write-back s | ticks | changes written | largest write | longest loop "
-             "stall ms |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# A shard life restoring {options.records:,} durable sessions",
+        "",
+        f"{results['machine']}. `.venv/bin/python {results['command']}`. In-memory mark store (read as a "
+        "settle reads the GCS); each record an episode with two documents and a verdict.",
+        "",
+        "| round | restored | settle s | write-back s | ticks | changes written | largest write | longest loop "
+        "stall ms |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for n, r in enumerate(rounds, 1):
-        lines.append(f"| {n} | {r['restored']:,} | {r['settle_s']:.2f} | {r['write_back_s']:.2f} | {r['ticks']} | "
-                     f"{r['changes_written']:,} | {r['largest_write']:,} | {r['longest_stall_ms']:.0f} |")
+        lines.append(
+            f"| {n} | {r['restored']:,} | {r['settle_s']:.2f} | {r['write_back_s']:.2f} | {r['ticks']} | "
+            f"{r['changes_written']:,} | {r['largest_write']:,} | {r['longest_stall_ms']:.0f} |"
+        )
     write_report(f"{options.out}.md", "\n".join(lines) + "\n")
 
 

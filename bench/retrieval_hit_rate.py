@@ -59,15 +59,19 @@ from finsec.retrieval.passages import IndexedDocument, PassageRetriever, excerpt
 from finsec.retrieval.tokenize import tokenize  # noqa: E402
 from finsec.text.html_to_text import html_to_text  # noqa: E402
 
-SETS = {"current": ROOT / "bench" / "retrieval_questions.json",
-        "hard": ROOT / "bench" / "retrieval_questions_hard.json"}
+SETS = {
+    "current": ROOT / "bench" / "retrieval_questions.json",
+    "hard": ROOT / "bench" / "retrieval_questions_hard.json",
+}
 RESULTS_JSON = ROOT / "bench" / "results" / "retrieval_hit_rate.json"
 BUDGET = 8000
 WINDOW = 700
 TOP = 8  # the baselines' window count
 WIDE = 12  # a wider reply, still cut to the budget
-GROUPS = {"current": ("cover", "statement", "prose", "headcount", "total"),
-          "hard": ("change", "segment", "balance", "ratio", "deep_prose", "multipart", "headcount", "total")}
+GROUPS = {
+    "current": ("cover", "statement", "prose", "headcount", "total"),
+    "hard": ("change", "segment", "balance", "ratio", "deep_prose", "multipart", "headcount", "total"),
+}
 METHODS = ("ours", f"ours k={WIDE}", "ours, 8 filings in session", "first 8k", "bm25 windows/ws", "bm25 windows/fin")
 
 
@@ -114,7 +118,7 @@ def whitespace(text: str) -> list[str]:
 def keyed_passages(reply: str) -> list[tuple[str, str]]:
     """(key, block) pairs of a PassageRetriever reply, best first."""
     parts = re.split(r"\n\[([^\]\n]*) characters \d+-\d+\]\n", reply)
-    return list(zip(parts[1::2], parts[2::2]))
+    return list(zip(parts[1::2], parts[2::2], strict=False))
 
 
 def diagnose(indexed: IndexedDocument, question: str, figure: str) -> dict:
@@ -129,9 +133,14 @@ def diagnose(indexed: IndexedDocument, question: str, figure: str) -> dict:
         return {"figure": figure, "rank": None, "passages": len(indexed.passages)}
     p = indexed.passages[best]
     tokens = set(tokenize(indexed.text[p.start : p.end]))
-    return {"figure": figure, "rank": rank_of[best] + 1, "passages": len(indexed.passages), "holders": len(holders),
-            "terms": [t for t in dict.fromkeys(query) if t in tokens],
-            "first_line": indexed.text[p.start : p.end].split("\n", 1)[0][:160]}
+    return {
+        "figure": figure,
+        "rank": rank_of[best] + 1,
+        "passages": len(indexed.passages),
+        "holders": len(holders),
+        "terms": [t for t in dict.fromkeys(query) if t in tokens],
+        "first_line": indexed.text[p.start : p.end].split("\n", 1)[0][:160],
+    }
 
 
 # --- grader variants ------------------------------------------------------------------------------------------
@@ -142,8 +151,11 @@ def _render(value: float, like: str) -> str:
     scale = next((w for w in ("trillion", "billion", "million", "thousand") if w in like), "")
     factor = {"trillion": 1e12, "billion": 1e9, "million": 1e6, "thousand": 1e3, "": 1.0}[scale]
     decimals = len(re.search(r"\d(?:[\d,]*)(?:\.(\d+))?", like).group(1) or "")
-    number = f"{abs(value) / factor:,.{decimals}f}" if "," in like or abs(value) / factor < 1000 else \
-        f"{abs(value) / factor:.{decimals}f}"
+    number = (
+        f"{abs(value) / factor:,.{decimals}f}"
+        if "," in like or abs(value) / factor < 1000
+        else f"{abs(value) / factor:.{decimals}f}"
+    )
     written = re.sub(r"\d[\d,]*(?:\.\d+)?", number, like, count=1)
     return ("-" + written.lstrip("-")) if value < 0 and like.startswith("-") else written
 
@@ -151,8 +163,11 @@ def _render(value: float, like: str) -> str:
 def _restate(q) -> str | None:
     """A correct restatement of one quantity in other units or precision, or None when there is none."""
     if q.kind == "date":
-        return f"{int(q.value // 10000):04d}-{int(q.value // 100 % 100):02d}-{int(q.value % 100):02d}" \
-            if q.precision == 1 else None
+        return (
+            f"{int(q.value // 10000):04d}-{int(q.value // 100 % 100):02d}-{int(q.value % 100):02d}"
+            if q.precision == 1
+            else None
+        )
     # a sign in words stays in the words
     sign = "-" if q.value < 0 and getattr(q, "stated_sign", "symbol") == "symbol" else ""
     size = abs(q.value)
@@ -163,7 +178,7 @@ def _restate(q) -> str | None:
     if size >= 1e6:
         for decimals in range(1, 7):  # billions, as precisely as needed to stay within a rubric-tolerant 0.4%
             rounded = round(size / 1e9, decimals) * 1e9
-            if abs(rounded - size) <= 0.004 * size and abs(rounded - size) <= q.precision * 0.5 + 10 ** -decimals * 5e8:
+            if abs(rounded - size) <= 0.004 * size and abs(rounded - size) <= q.precision * 0.5 + 10**-decimals * 5e8:
                 return f"{sign}{money}{size / 1e9:,.{decimals}f} billion"
     if size >= 10_000 and size == int(size):
         return f"{sign}{money}{size / 1e3:,g} thousand"
@@ -200,12 +215,17 @@ def variants(expected: str) -> list[tuple[str, str, bool]]:
     identifier = re.fullmatch(r"\d+-\d+", text.strip()) is not None
     if not wanted or identifier:  # names and identifiers: the text is the answer
         last = re.search(r"\d(?=\D*$)", text)
-        wrong = text[: last.start()] + str((int(last.group()) + 1) % 10) + text[last.end():] if last else (
-            "Nevada" if "delaware" not in text.lower() else "Texas")
+        wrong = (
+            text[: last.start()] + str((int(last.group()) + 1) % 10) + text[last.end() :]
+            if last
+            else ("Nevada" if "delaware" not in text.lower() else "Texas")
+        )
         return out + [("wrong value", f"It was {wrong}.", False)]
     restated = [_restate(q) for q in wanted]
     if all(restated):
-        out.append(("other units", _replace(text, [(q.start, q.end, r) for q, r in zip(wanted, restated)]), True))
+        out.append(
+            ("other units", _replace(text, [(q.start, q.end, r) for q, r in zip(wanted, restated, strict=False)]), True)
+        )
     parts = [p.strip() for p in text.split(";") if p.strip()]
     if len(parts) > 1:
         out.append(("parts reordered", " and ".join(reversed(parts)) + ".", True))
@@ -214,8 +234,13 @@ def variants(expected: str) -> list[tuple[str, str, bool]]:
         if all(pairs):
             labels, values = [p[0] for p in pairs], [p[1] for p in pairs]
             out.append(("respectively", f"{_series(labels)} were {_series(values)}, respectively.", True))
-            out.append(("respectively, values swapped", f"{_series(labels)} were {_series(values[::-1])}, "
-                        "respectively.", False))
+            out.append(
+                (
+                    "respectively, values swapped",
+                    f"{_series(labels)} were {_series(values[::-1])}, respectively.",
+                    False,
+                )
+            )
     if re.search(r"\ba (?:decrease|decline) of\b", text):
         out.append(("change as a signed figure", re.sub(r"\ba (?:decrease|decline) of\s+", "-", text), True))
         out.append(("wrong sign", re.sub(r"\ba (decrease|decline) of\b", "an increase of", text), False))
@@ -224,9 +249,17 @@ def variants(expected: str) -> list[tuple[str, str, bool]]:
         out.append(("wrong sign", text.replace("an increase of", "a decrease of"), False))
     elif not any(q.text.startswith("(") or q.kind == "date" for q in wanted):
         first = wanted[0]
-        out.append(("wrong sign", text[: first.start] + "-" + text[first.start:], False))
-    off = [(q.start, q.end, _render(q.value * 1.1, q.text) if q.kind != "date" else
-            q.text.replace(str(int(q.value // 10000)), str(int(q.value // 10000) + 1))) for q in wanted]
+        out.append(("wrong sign", text[: first.start] + "-" + text[first.start :], False))
+    off = [
+        (
+            q.start,
+            q.end,
+            _render(q.value * 1.1, q.text)
+            if q.kind != "date"
+            else q.text.replace(str(int(q.value // 10000)), str(int(q.value // 10000) + 1)),
+        )
+        for q in wanted
+    ]
     out.append(("off by 10%", _replace(text, off), False))
     out.append(("hedged", f"It was {_replace(text, off)} or {text}.", False))
     by_family = defaultdict(list)
@@ -235,8 +268,13 @@ def variants(expected: str) -> list[tuple[str, str, bool]]:
     for members in by_family.values():
         if len(members) >= 2 and len({m.value for m in members}) > 1:
             rotated = members[1:] + members[:1]
-            out.append(("labels swapped", _replace(text, [(m.start, m.end, r.text) for m, r in zip(members, rotated)]),
-                        False))
+            out.append(
+                (
+                    "labels swapped",
+                    _replace(text, [(m.start, m.end, r.text) for m, r in zip(members, rotated, strict=False)]),
+                    False,
+                )
+            )
             break
     return out
 
@@ -251,21 +289,25 @@ def grade_variants(questions: list[dict]) -> dict:
             scores[name].append(passed == should_pass)
             intent[name] = should_pass
             if passed != should_pass:
-                failures.append({"expected": q["expected"], "variant": name, "answer": answer, "passed": passed,
-                                 "why": why})
+                failures.append(
+                    {"expected": q["expected"], "variant": name, "answer": answer, "passed": passed, "why": why}
+                )
     return {"by_variant": {k: [sum(v), len(v)] for k, v in scores.items()}, "intent": intent, "failures": failures}
 
 
 def hostile_grading_cost() -> dict:
     """The grader on a ~1 MB answer: one full of figures (over the cap), one of prose with the right pairs."""
-    block = ("In fiscal 2024, U.S. revenue was $167,045 million (51%) and international revenue was 49%, compared "
-             "with December 31, 2023; a decrease of $163 million, respectively. Americas | 167,045 | 3% | (4)% ")
+    block = (
+        "In fiscal 2024, U.S. revenue was $167,045 million (51%) and international revenue was 49%, compared "
+        "with December 31, 2023; a decrease of $163 million, respectively. Americas | 167,045 | 3% | (4)% "
+    )
     figures_answer = (block * (1_000_000 // len(block) + 1))[:1_000_000]
     prose = ("The U.S. and international businesses grew in every region during the year. " * 14_000)[:1_000_000]
     out = {}
-    for name, expected, answer in (("1 MB of figures vs 300 KB expected", figures_answer[:300_000], figures_answer),
-                                   ("1 MB of prose vs labelled expected", "U.S. 51%, international 49%",
-                                    prose + " U.S. 51%, international 49%")):
+    for name, expected, answer in (
+        ("1 MB of figures vs 300 KB expected", figures_answer[:300_000], figures_answer),
+        ("1 MB of prose vs labelled expected", "U.S. 51%, international 49%", prose + " U.S. 51%, international 49%"),
+    ):
         start = time.perf_counter()
         passed, why = compare(expected, answer)
         out[name] = {"seconds": round(time.perf_counter() - start, 3), "passed": passed, "why": why[:120]}
@@ -283,8 +325,12 @@ def load_previous(path: Path) -> dict:
     if isinstance(data, list):  # the report before the hard set: one list of rows of the current set
         data = {"sets": {"current": data}}
     hits = {name: {r["question"]: r["hits"] for r in rows} for name, rows in data.get("sets", {}).items()}
-    return {"hits": hits, "costs": data.get("costs", {}), "grader": data.get("grader", {}),
-            "when": data.get("when", "an earlier run")}
+    return {
+        "hits": hits,
+        "costs": data.get("costs", {}),
+        "grader": data.get("grader", {}),
+        "when": data.get("when", "an earlier run"),
+    }
 
 
 def main() -> None:
@@ -301,8 +347,13 @@ def main() -> None:
                 print(f"question filing {url_path} is not in MANIFEST.json")
                 raise SystemExit(1)
             texts.setdefault(url_path, html_to_text(filings[url_path].html()))
-    missing = [(name, q, f) for name, qs in question_sets.items() for q in qs for f in figures(q)
-               if not contains(texts[q["filing"]], f)]
+    missing = [
+        (name, q, f)
+        for name, qs in question_sets.items()
+        for q in qs
+        for f in figures(q)
+        if not contains(texts[q["filing"]], f)
+    ]
     for name, q, f in missing:
         print(f"FIGURE NOT IN TEXT ({name}): {f!r} for {q['question']!r} ({q['filing']})")
 
@@ -311,13 +362,17 @@ def main() -> None:
     for url, text in texts.items():
         start = time.perf_counter()
         indexed[url] = excerpt(text)
-        build[filings[url].label] = {"seconds": time.perf_counter() - start, "bytes": indexed[url].document.nbytes,
-                                     "chars": len(text)}
+        build[filings[url].label] = {
+            "seconds": time.perf_counter() - start,
+            "bytes": indexed[url].document.nbytes,
+            "chars": len(text),
+        }
     keys = {url: filings[url].label.replace(" ", "_") for url in texts}
     session = {keys[url]: indexed[url] for url in texts}
-    baselines = {url: {"bm25 windows/ws": WindowBaseline(t, whitespace),
-                       "bm25 windows/fin": WindowBaseline(t, tokenize)}
-                 for url, t in texts.items()}
+    baselines = {
+        url: {"bm25 windows/ws": WindowBaseline(t, whitespace), "bm25 windows/fin": WindowBaseline(t, tokenize)}
+        for url, t in texts.items()
+    }
     retriever, wide = PassageRetriever(), PassageRetriever(top_passages=WIDE)
     results, timings = {}, {}
     for name, questions in question_sets.items():
@@ -359,15 +414,29 @@ def main() -> None:
     grader["hostile"] = hostile_grading_cost()
     markdown = render(results, previous, costs, grader, missing)
     write_report("retrieval_hit_rate.md", markdown)
-    RESULTS_JSON.write_text(json.dumps({"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "sets": results,
-                                        "costs": costs, "grader": grader}, indent=1, ensure_ascii=False))
+    RESULTS_JSON.write_text(
+        json.dumps(
+            {
+                "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                "sets": results,
+                "costs": costs,
+                "grader": grader,
+            },
+            indent=1,
+            ensure_ascii=False,
+        )
+    )
     print(markdown.split("## Misses")[0])
 
 
 def _spread(seconds: list[float]) -> dict:
     ms = sorted(s * 1000 for s in seconds)
-    return {"median": round(statistics.median(ms), 3), "p90": round(ms[int(0.9 * (len(ms) - 1))], 3),
-            "mean": round(statistics.fmean(ms), 3), "max": round(ms[-1], 3)}
+    return {
+        "median": round(statistics.median(ms), 3),
+        "p90": round(ms[int(0.9 * (len(ms) - 1))], 3),
+        "mean": round(statistics.fmean(ms), 3),
+        "max": round(ms[-1], 3),
+    }
 
 
 def rate(rows: list[dict], method: str) -> str:
@@ -396,11 +465,13 @@ def render(results: dict, previous: dict, costs: dict, grader: dict, missing: li
         "",
     ]
     for name, rows in results.items():
-        out.append(f"- **{name} set ({len(rows)} questions): ours {rate(rows, 'ours')}** (previous "
-                   f"{previous_rate(rows, previous, name)}); with all eight filings in the session "
-                   f"{rate(rows, 'ours, 8 filings in session')} (previous "
-                   f"{previous_rate(rows, previous, name, 'ours, 8 filings in session')}); first 8k "
-                   f"{rate(rows, 'first 8k')}; BM25Okapi windows {rate(rows, 'bm25 windows/ws')}.")
+        out.append(
+            f"- **{name} set ({len(rows)} questions): ours {rate(rows, 'ours')}** (previous "
+            f"{previous_rate(rows, previous, name)}); with all eight filings in the session "
+            f"{rate(rows, 'ours, 8 filings in session')} (previous "
+            f"{previous_rate(rows, previous, name, 'ours, 8 filings in session')}); first 8k "
+            f"{rate(rows, 'first 8k')}; BM25Okapi windows {rate(rows, 'bm25 windows/ws')}."
+        )
     if missing:
         out.append(f"- **{len(missing)} figures do not occur in their filing's text** (listed below).")
     else:
@@ -411,54 +482,102 @@ def render(results: dict, previous: dict, costs: dict, grader: dict, missing: li
         right = sum(v[0] for v in scores["by_variant"].values())
         total = sum(v[1] for v in scores["by_variant"].values())
         old = previous["grader"].get(name, {}).get("by_variant")
-        old_text = f" (previous grader: {sum(v[0] for v in old.values())}/{sum(v[1] for v in old.values())})" \
-            if old else ""
-        out.append(f"- Grader on the {name} set's answer variants: **{right}/{total} graded as intended "
-                   f"({100 * right / total:.0f}%)**{old_text}.")
+        old_text = (
+            f" (previous grader: {sum(v[0] for v in old.values())}/{sum(v[1] for v in old.values())})" if old else ""
+        )
+        out.append(
+            f"- Grader on the {name} set's answer variants: **{right}/{total} graded as intended "
+            f"({100 * right / total:.0f}%)**{old_text}."
+        )
     alone = {n: costs["answer"][n]["alone_ms"]["median"] for n in results}
-    out.append("- Cost of one `answer` call, indexes cached: median " + ", ".join(
-        f"{v:.2f} ms ({n})" for n, v in alone.items()) + "; details below.")
+    out.append(
+        "- Cost of one `answer` call, indexes cached: median "
+        + ", ".join(f"{v:.2f} ms ({n})" for n, v in alone.items())
+        + "; details below."
+    )
     for name, rows in results.items():
         groups = GROUPS.get(name, tuple(dict.fromkeys(r["group"] for r in rows)))
         by = defaultdict(list)
         for r in rows:
             by[r["group"]].append(r)
         out += ["", f"## By {'kind' if name == 'hard' else 'category'}: {name} set", ""]
-        out.append(table(
-            [("kind" if name == "hard" else "category"), "n", "ours", "previous"] + list(METHODS[1:])
-            + ["previous, 8 filings"],
-            [[g, len(by[g]), rate(by[g], "ours"), previous_rate(by[g], previous, name)]
-             + [rate(by[g], m) for m in METHODS[1:]]
-             + [previous_rate(by[g], previous, name, "ours, 8 filings in session")] for g in groups]
-            + [["all", len(rows), rate(rows, "ours"), previous_rate(rows, previous, name)]
-               + [rate(rows, m) for m in METHODS[1:]]
-               + [previous_rate(rows, previous, name, "ours, 8 filings in session")]],
-        ))
+        out.append(
+            table(
+                [("kind" if name == "hard" else "category"), "n", "ours", "previous"]
+                + list(METHODS[1:])
+                + ["previous, 8 filings"],
+                [
+                    [g, len(by[g]), rate(by[g], "ours"), previous_rate(by[g], previous, name)]
+                    + [rate(by[g], m) for m in METHODS[1:]]
+                    + [previous_rate(by[g], previous, name, "ours, 8 filings in session")]
+                    for g in groups
+                ]
+                + [
+                    ["all", len(rows), rate(rows, "ours"), previous_rate(rows, previous, name)]
+                    + [rate(rows, m) for m in METHODS[1:]]
+                    + [previous_rate(rows, previous, name, "ours, 8 filings in session")]
+                ],
+            )
+        )
         out.append("")
-        out.append(f"Mean reply length {statistics.fmean(r['reply_chars'] for r in rows):,.0f} characters; mean "
-                   f"blocks within the first {BUDGET:,} characters "
-                   f"{statistics.fmean(r['blocks_in_budget'] for r in rows):.1f}.")
-    out += ["", "## Cost", "",
-            "One `PassageRetriever().answer` call (indexes built and cached beforehand, as the server does), in ms; "
-            "`previous` from the replaced report where it measured the same.", ""]
+        out.append(
+            f"Mean reply length {statistics.fmean(r['reply_chars'] for r in rows):,.0f} characters; mean "
+            f"blocks within the first {BUDGET:,} characters "
+            f"{statistics.fmean(r['blocks_in_budget'] for r in rows):.1f}."
+        )
+    out += [
+        "",
+        "## Cost",
+        "",
+        "One `PassageRetriever().answer` call (indexes built and cached beforehand, as the server does), in ms; "
+        "`previous` from the replaced report where it measured the same.",
+        "",
+    ]
     old_answer = previous["costs"].get("answer", {})
-    out.append(table(
-        ["set", "documents", "median", "p90", "mean", "max", "previous median"],
-        [[n, docs, t[k]["median"], t[k]["p90"], t[k]["mean"], t[k]["max"],
-          old_answer.get(n, {}).get(k, {}).get("median", "-")]
-         for n, t in costs["answer"].items() for docs, k in (("1 filing", "alone_ms"), ("8 filings", "session_ms"))],
-    ))
+    out.append(
+        table(
+            ["set", "documents", "median", "p90", "mean", "max", "previous median"],
+            [
+                [
+                    n,
+                    docs,
+                    t[k]["median"],
+                    t[k]["p90"],
+                    t[k]["mean"],
+                    t[k]["max"],
+                    old_answer.get(n, {}).get(k, {}).get("median", "-"),
+                ]
+                for n, t in costs["answer"].items()
+                for docs, k in (("1 filing", "alone_ms"), ("8 filings", "session_ms"))
+            ],
+        )
+    )
     old_build = previous["costs"].get("index_build", {})
     out += ["", "Index build, once per filing text (the server caches it by digest):", ""]
-    out.append(table(
-        ["filing", "characters", "build s", "index MB", "previous build s", "previous MB"],
-        [[f, f"{b['chars']:,}", f"{b['seconds']:.2f}", f"{b['bytes'] / 1e6:.1f}",
-          f"{old_build[f]['seconds']:.2f}" if f in old_build else "-",
-          f"{old_build[f]['bytes'] / 1e6:.1f}" if f in old_build else "-"] for f, b in costs["index_build"].items()],
-    ))
-    out += ["", "## Grader: answer variants", "",
-            "Each question's expected answer, restated (should pass) or altered (should fail), graded by "
-            "`compare`. Cells: graded as intended / variants.", ""]
+    out.append(
+        table(
+            ["filing", "characters", "build s", "index MB", "previous build s", "previous MB"],
+            [
+                [
+                    f,
+                    f"{b['chars']:,}",
+                    f"{b['seconds']:.2f}",
+                    f"{b['bytes'] / 1e6:.1f}",
+                    f"{old_build[f]['seconds']:.2f}" if f in old_build else "-",
+                    f"{old_build[f]['bytes'] / 1e6:.1f}" if f in old_build else "-",
+                ]
+                for f, b in costs["index_build"].items()
+            ],
+        )
+    )
+    out += [
+        "",
+        "## Grader: answer variants",
+        "",
+        "Each question's expected answer, restated (should pass) or altered (should fail), graded by "
+        "`compare`. Cells: graded as intended / variants.",
+        "",
+    ]
     names = list(dict.fromkeys(v for s in grader.values() if "by_variant" in s for v in s["by_variant"]))
     old_scores = {n: previous["grader"].get(n, {}).get("by_variant", {}) for n in results}
     header = ["variant", "should"] + [f"{n} set" for n in results] + [f"{n}, previous grader" for n in results]
@@ -474,40 +593,75 @@ def render(results: dict, previous: dict, costs: dict, grader: dict, missing: li
     failures = [f for n in results for f in grader[n]["failures"]]
     out += ["", f"Variants graded against intent: {len(failures)}.", ""]
     for f in failures[:30]:
-        out.append(f"- {f['variant']}: expected `{f['expected']}`, answer `{f['answer'][:120]}` -> "
-                   f"{'pass' if f['passed'] else 'fail'} ({f['why'][:120]})")
+        out.append(
+            f"- {f['variant']}: expected `{f['expected']}`, answer `{f['answer'][:120]}` -> "
+            f"{'pass' if f['passed'] else 'fail'} ({f['why'][:120]})"
+        )
     old_hostile = previous["grader"].get("hostile", {})
-    out += ["", "Grader time on hostile answers (`compare` reads at most 2,000 quantities per side; `previous` = the "
-            "replaced report's grader on the same texts):", ""]
-    out.append(table(["case", "seconds", "verdict", "explanation", "previous seconds", "previous verdict"],
-                     [[k, v["seconds"], "pass" if v["passed"] else "fail", v["why"],
-                       old_hostile.get(k, {}).get("seconds", "-"),
-                       {True: "pass", False: "fail"}.get(old_hostile.get(k, {}).get("passed"), "-")]
-                      for k, v in grader["hostile"].items()]))
+    out += [
+        "",
+        "Grader time on hostile answers (`compare` reads at most 2,000 quantities per side; `previous` = the "
+        "replaced report's grader on the same texts):",
+        "",
+    ]
+    out.append(
+        table(
+            ["case", "seconds", "verdict", "explanation", "previous seconds", "previous verdict"],
+            [
+                [
+                    k,
+                    v["seconds"],
+                    "pass" if v["passed"] else "fail",
+                    v["why"],
+                    old_hostile.get(k, {}).get("seconds", "-"),
+                    {True: "pass", False: "fail"}.get(old_hostile.get(k, {}).get("passed"), "-"),
+                ]
+                for k, v in grader["hostile"].items()
+            ],
+        )
+    )
     out += ["", "## Misses (ours)", ""]
     misses = [(n, r) for n, rows in results.items() for r in rows if not r["hits"]["ours"]]
     if not misses:
         out.append("None.")
     for n, r in misses:
         d = r["diagnosis"]
-        out += [f"### {n}: {r['company']}: {r['question']}", "",
-                f"- needs {', '.join(f'`{f}`' for f in figures(r))} ({r['group']}); missing from the reply: "
-                f"{', '.join(f'`{f}`' for f in r['missing_in_reply'])}",
-                (f"- best passage holding `{d['figure']}`: rank {d['rank']} of {d['passages']} for the whole "
-                 f"question, shares `{' '.join(d['terms'])}`: {d['first_line']!r}" if d.get("rank")
-                 else f"- no passage holds `{d['figure']}` (cut across a passage boundary?)"), ""]
+        out += [
+            f"### {n}: {r['company']}: {r['question']}",
+            "",
+            f"- needs {', '.join(f'`{f}`' for f in figures(r))} ({r['group']}); missing from the reply: "
+            f"{', '.join(f'`{f}`' for f in r['missing_in_reply'])}",
+            (
+                f"- best passage holding `{d['figure']}`: rank {d['rank']} of {d['passages']} for the whole "
+                f"question, shares `{' '.join(d['terms'])}`: {d['first_line']!r}"
+                if d.get("rank")
+                else f"- no passage holds `{d['figure']}` (cut across a passage boundary?)"
+            ),
+            "",
+        ]
     if missing:
         out += ["## Figures not found in the text", ""]
         out += [f"- ({n}) `{f}`: {q['question']} ({q['filing']})" for n, q, f in missing]
         out.append("")
     for name, rows in results.items():
         out += ["", f"## All questions: {name} set", ""]
-        out.append(table(
-            ["filing", "group", "question", "figures", "expected", "occurs"] + list(METHODS),
-            [[r["company"], r["group"], r["question"], ", ".join(figures(r)), r.get("expected", ""),
-              ", ".join(map(str, r["occurrences"]))] + ["hit" if r["hits"][m] else "-" for m in METHODS]
-             for r in rows],
-        ))
+        out.append(
+            table(
+                ["filing", "group", "question", "figures", "expected", "occurs"] + list(METHODS),
+                [
+                    [
+                        r["company"],
+                        r["group"],
+                        r["question"],
+                        ", ".join(figures(r)),
+                        r.get("expected", ""),
+                        ", ".join(map(str, r["occurrences"])),
+                    ]
+                    + ["hit" if r["hits"][m] else "-" for m in METHODS]
+                    for r in rows
+                ],
+            )
+        )
     return "\n".join(out)
 
 

@@ -39,14 +39,17 @@ def timing(runs: int = 7) -> dict:
     answer, grader = one_megabyte(), DeterministicGrader()
     out = {}
     at_cap = answer[:MAX_ANSWER_CHARS]
-    for name, fn, n in (("grader (cap 4,000 characters)", lambda: grader.grade_sync("q", "$115,877 million", answer),
-                         runs),
-                        ("grader, an answer at the cap: number expected",
-                         lambda: grader.grade_sync("q", "$115,877 million", at_cap), runs),
-                        ("grader, an answer at the cap: text expected",
-                         lambda: grader.grade_sync("q", "Delaware", at_cap), runs),
-                        ("compare, no cap: number expected", lambda: compare("$115,877 million", answer), 3),
-                        ("compare, no cap: text expected", lambda: compare("Delaware", answer), 3)):
+    for name, fn, n in (
+        ("grader (cap 4,000 characters)", lambda: grader.grade_sync("q", "$115,877 million", answer), runs),
+        (
+            "grader, an answer at the cap: number expected",
+            lambda: grader.grade_sync("q", "$115,877 million", at_cap),
+            runs,
+        ),
+        ("grader, an answer at the cap: text expected", lambda: grader.grade_sync("q", "Delaware", at_cap), runs),
+        ("compare, no cap: number expected", lambda: compare("$115,877 million", answer), 3),
+        ("compare, no cap: text expected", lambda: compare("Delaware", answer), 3),
+    ):
         seconds = []
         for _ in range(n):
             start = time.perf_counter()
@@ -60,8 +63,17 @@ def main() -> None:
     rows = grade(suite())
     times = timing()
     write_report("reward_hacking.md", report(rows, times))
-    RESULTS_JSON.write_text(json.dumps({"when": machine(), "summary": summary(rows), "timing": times,
-                                        "cases": [{**r, "answer": r["answer"][:500]} for r in rows]}, indent=1))
+    RESULTS_JSON.write_text(
+        json.dumps(
+            {
+                "when": machine(),
+                "summary": summary(rows),
+                "timing": times,
+                "cases": [{**r, "answer": r["answer"][:500]} for r in rows],
+            },
+            indent=1,
+        )
+    )
     counts = summary(rows)
     for side in ("adversarial", "honest"):
         right = sum(v["right"] for v in counts[side].values())

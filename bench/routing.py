@@ -35,11 +35,27 @@ ROLLOUTS, WARMUP, ROUNDS = 400, 40, 3
 
 async def _call(app, path: str, body: bytes, cookie: bytes | None) -> tuple[int, bytes | None, int]:
     """One POST through the ASGI app as uvicorn would make it; (status, the session cookie set, CPU ns)."""
-    headers = [(b"host", b"bench"), (b"content-type", b"application/json"),
-               (b"content-length", str(len(body)).encode()), *([(b"cookie", cookie)] if cookie else [])]
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
-             "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"", "headers": headers,
-             "client": ("127.0.0.1", 40000), "server": ("127.0.0.1", 8000), "state": {}}
+    headers = [
+        (b"host", b"bench"),
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *([(b"cookie", cookie)] if cookie else []),
+    ]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": headers,
+        "client": ("127.0.0.1", 40000),
+        "server": ("127.0.0.1", 8000),
+        "state": {},
+    }
     pending = [{"type": "http.request", "body": body, "more_body": False}]
     answer: dict = {}
 
@@ -78,8 +94,11 @@ async def _measure_app(root: Path) -> dict:
                 cookie = set_cookie or cookie
                 if n >= WARMUP:
                     per_route[route].append(ns)
-    return {"app": api, "per_route_us": {r: statistics.median(v) / 1e3 for r, v in per_route.items()},
-            "rollout_us": sum(map(sum, per_route.values())) / ROLLOUTS / 1e3}
+    return {
+        "app": api,
+        "per_route_us": {r: statistics.median(v) / 1e3 for r, v in per_route.items()},
+        "rollout_us": sum(map(sum, per_route.values())) / ROLLOUTS / 1e3,
+    }
 
 
 def _lookup_us(api, paths: list[str]) -> dict[str, float]:
@@ -88,7 +107,9 @@ def _lookup_us(api, paths: list[str]) -> dict[str, float]:
     out = {}
     for path in paths:
         scope = {"type": "http", "method": "POST", "path": path, "root_path": "", "headers": [], "query_string": b""}
-        out[path] = min(timeit.repeat(lambda: get_asgi_route_name(api, scope), number=2000, repeat=5)) / 2000 * 1e6
+        out[path] = (
+            min(timeit.repeat(lambda scope=scope: get_asgi_route_name(api, scope), number=2000, repeat=5)) / 2000 * 1e6
+        )
     return out
 
 
@@ -99,15 +120,26 @@ def child(root: Path, out: Path) -> None:
 
     measured = uvloop.run(_measure_app(root))
     paths = ["/" + r for r in measured["per_route_us"]]
-    out.write_text(json.dumps({"per_route_us": measured["per_route_us"], "rollout_us": measured["rollout_us"],
-                               "lookup_us": _lookup_us(measured["app"], paths)}))
+    out.write_text(
+        json.dumps(
+            {
+                "per_route_us": measured["per_route_us"],
+                "rollout_us": measured["rollout_us"],
+                "lookup_us": _lookup_us(measured["app"], paths),
+            }
+        )
+    )
 
 
 def run_child(root: Path) -> dict:
     with tempfile.TemporaryDirectory(prefix="routing-") as folder:
         out = Path(folder) / "result.json"
-        subprocess.run([sys.executable, __file__, "--child", str(root), "--out", str(out)], check=True, cwd=root,
-                       env={**os.environ, "PYTHONPATH": str(root)})
+        subprocess.run(
+            [sys.executable, __file__, "--child", str(root), "--out", str(out)],
+            check=True,
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(root)},
+        )
         return json.loads(out.read_text())
 
 
@@ -129,27 +161,48 @@ def report(data: dict) -> None:
         after = [r["per_route_us"][route] for r in runs["this tree"]]
         look_b = [r["lookup_us"]["/" + route] for r in runs["before"]]
         look_a = [r["lookup_us"]["/" + route] for r in runs["this tree"]]
-        rows.append([route, spread(before), spread(after),
-                     f"{statistics.median(after) / statistics.median(before):.2f}x",
-                     spread(look_b), spread(look_a)])
+        rows.append(
+            [
+                route,
+                spread(before),
+                spread(after),
+                f"{statistics.median(after) / statistics.median(before):.2f}x",
+                spread(look_b),
+                spread(look_a),
+            ]
+        )
     before = [r["rollout_us"] for r in runs["before"]]
     after = [r["rollout_us"] for r in runs["this tree"]]
-    ratios = [a / b for a, b in zip(after, before)]
-    header = ["route", f"app CPU us a request, {data['before']}", "this tree", "ratio",
-              f"Serve's route lookup us, {data['before']}", "this tree"]
-    write_report("routing.md", "\n".join([
-        "# Routing: the routes in one flat list against included routers", "",
-        f"{data['machine']}. Produced by `.venv/bin/python bench/routing.py --before {data['before']}`: the app in "
-        f"one process as a replica runs it (the embedded corpus, sessions in process, no network), {ROLLOUTS} whole "
-        f"rollouts after {WARMUP} to warm up, each request's CPU on the thread across its ASGI call (median); Serve's "
-        f"route-name lookup (`get_asgi_route_name`, which a replica runs on every request) timed on the same paths. "
-        f"{ROUNDS} interleaved rounds, a fresh process each: median and range.", "",
-        table(header, rows), "",
-        f"A whole rollout (8 requests): {spread(before, 0)} us of app CPU before, {spread(after, 0)} us now: "
-        f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}x) within rounds. Serve's lookup, in "
-        f"the Serve path only, adds {spread([lookup_per_rollout(r) for r in runs['before']], 0)} us a rollout "
-        f"before and {spread([lookup_per_rollout(r) for r in runs['this tree']], 0)} us now.",
-    ]))
+    ratios = [a / b for a, b in zip(after, before, strict=False)]
+    header = [
+        "route",
+        f"app CPU us a request, {data['before']}",
+        "this tree",
+        "ratio",
+        f"Serve's route lookup us, {data['before']}",
+        "this tree",
+    ]
+    write_report(
+        "routing.md",
+        "\n".join(
+            [
+                "# Routing: the routes in one flat list against included routers",
+                "",
+                f"{data['machine']}. Produced by `.venv/bin/python bench/routing.py --before {data['before']}`: the app in "
+                f"one process as a replica runs it (the embedded corpus, sessions in process, no network), {ROLLOUTS} whole "
+                f"rollouts after {WARMUP} to warm up, each request's CPU on the thread across its ASGI call (median); Serve's "
+                f"route-name lookup (`get_asgi_route_name`, which a replica runs on every request) timed on the same paths. "
+                f"{ROUNDS} interleaved rounds, a fresh process each: median and range.",
+                "",
+                table(header, rows),
+                "",
+                f"A whole rollout (8 requests): {spread(before, 0)} us of app CPU before, {spread(after, 0)} us now: "
+                f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}x) within rounds. Serve's lookup, in "
+                f"the Serve path only, adds {spread([lookup_per_rollout(r) for r in runs['before']], 0)} us a rollout "
+                f"before and {spread([lookup_per_rollout(r) for r in runs['this tree']], 0)} us now.",
+            ]
+        ),
+    )
 
 
 def main() -> None:
@@ -172,7 +225,7 @@ def main() -> None:
     with commit_tree(options.before) as before_root:
         for round_ in range(ROUNDS):
             order = [("before", before_root), ("this tree", ROOT)]
-            for name, root in (order if round_ % 2 == 0 else order[::-1]):
+            for name, root in order if round_ % 2 == 0 else order[::-1]:
                 runs[name].append(run_child(root))
                 print(f"round {round_ + 1}: {name}: {runs[name][-1]['rollout_us']:.0f} us a rollout", flush=True)
     data = {"machine": machine(), "before": options.before, "rollouts": ROLLOUTS, "rounds": ROUNDS, "runs": runs}

@@ -41,8 +41,14 @@ def build(tickers: set[str]) -> list[dict]:
     for row in json.loads((DATA / "MANIFEST.json").read_text()):
         if row["ticker"] not in tickers:
             continue
-        source = Source(str(row["cik"]).zfill(10), row["ticker"], row["form"], row["accession_number"],
-                        "https://www.sec.gov/" + row["url_path"], row["filing_date"])
+        source = Source(
+            str(row["cik"]).zfill(10),
+            row["ticker"],
+            row["form"],
+            row["accession_number"],
+            "https://www.sec.gov/" + row["url_path"],
+            row["filing_date"],
+        )
         out += build_tasks(source, (DATA / row["url_path"]).read_text(errors="replace")).tasks
     return out
 
@@ -72,16 +78,25 @@ def play(rows: list[dict], concurrency: int) -> list[dict]:
     if not rows:
         return []
     settings = Settings(app_name="scripted-real", num_shards=1, corpus_dir=DATA)
-    tasks = tuple(Task(i, "edgar-real", row["task_id"], row["question"], row["expected_answer"], row)
-                  for i, row in enumerate(rows))
+    tasks = tuple(
+        Task(i, "edgar-real", row["task_id"], row["question"], row["expected_answer"], row)
+        for i, row in enumerate(rows)
+    )
     records = []
     with ThreadedServer(in_process_app(settings).api, lifespan="on") as server:
         plan = RunPlan(server.url, tasks, len(tasks), concurrency, run_id=new_run_id(), request_timeout=120)
         asyncio.run(run_episodes(plan, range(len(tasks)), records.append))
     keep = ("task_id", "ticker", "form", "kind", "question", "expected_answer")
-    return [{**{k: rows[r.task_index][k] for k in keep}, "reward": r.reward, "final_answer": r.final_answer,
-             "tools": r.tools, "failure": r.failure and r.failure.detail}
-            for r in sorted(records, key=lambda r: r.task_index)]
+    return [
+        {
+            **{k: rows[r.task_index][k] for k in keep},
+            "reward": r.reward,
+            "final_answer": r.final_answer,
+            "tools": r.tools,
+            "failure": r.failure and r.failure.detail,
+        }
+        for r in sorted(records, key=lambda r: r.task_index)
+    ]
 
 
 def summary(played: list[dict]) -> dict:
@@ -89,8 +104,11 @@ def summary(played: list[dict]) -> dict:
     for row in played:
         by_kind[row["kind"]].append(row["reward"] or 0.0)
     rewards = [row["reward"] or 0.0 for row in played]
-    return {"episodes": len(played), "mean": statistics.mean(rewards) if rewards else None,
-            "by_kind": {k: {"episodes": len(v), "mean": statistics.mean(v)} for k, v in sorted(by_kind.items())}}
+    return {
+        "episodes": len(played),
+        "mean": statistics.mean(rewards) if rewards else None,
+        "by_kind": {k: {"episodes": len(v), "mean": statistics.mean(v)} for k, v in sorted(by_kind.items())},
+    }
 
 
 def _cell(text: str | None, width: int = 90) -> str:
@@ -98,28 +116,39 @@ def _cell(text: str | None, width: int = 90) -> str:
 
 
 def render(results: dict) -> str:
-    lines = ["# The scripted policy on tasks built from real filings", "",
-             f"{results['machine']}; {results['ran_at']}; {results['seconds']:.0f} s.", "",
-             f"    {results['command']}", "",
-             "Tasks built by finsec/taskgen from the inline XBRL of the filings in `../shared/data/edgar-real`, "
-             "each played once by the scripted policy through the HTTP contract (in-process app, concurrency "
-             f"{results['concurrency']}) and graded by the deterministic grader. The policy was tuned on the "
-             "tuning companies only; the held-out companies' tasks were not looked at while it was changed.", ""]
+    lines = [
+        "# The scripted policy on tasks built from real filings",
+        "",
+        f"{results['machine']}; {results['ran_at']}; {results['seconds']:.0f} s.",
+        "",
+        f"    {results['command']}",
+        "",
+        "Tasks built by finsec/taskgen from the inline XBRL of the filings in `../shared/data/edgar-real`, "
+        "each played once by the scripted policy through the HTTP contract (in-process app, concurrency "
+        f"{results['concurrency']}) and graded by the deterministic grader. The policy was tuned on the "
+        "tuning companies only; the held-out companies' tasks were not looked at while it was changed.",
+        "",
+    ]
     if results.get("per_kind"):
-        lines += [f"At most {results['per_kind']} tasks of each kind per set, drawn with seed {results['seed']}.",
-                  ""]
+        lines += [f"At most {results['per_kind']} tasks of each kind per set, drawn with seed {results['seed']}.", ""]
     if (held := results["sets"].get("held-out")) and not results.get("per_kind"):
         earlier = "; ".join(f"{mean:.2f} after {name}" for name, mean in PREVIOUS_HELD_OUT)
-        lines += [f"The held-out set has now been measured {len(PREVIOUS_HELD_OUT) + 1} times: {earlier}; "
-                  f"{held['summary']['mean']:.2f} after this round. Between the measurements only the tuning "
-                  "companies' tasks and failures were used to change the policy.", ""]
+        lines += [
+            f"The held-out set has now been measured {len(PREVIOUS_HELD_OUT) + 1} times: {earlier}; "
+            f"{held['summary']['mean']:.2f} after this round. Between the measurements only the tuning "
+            "companies' tasks and failures were used to change the policy.",
+            "",
+        ]
     lines += ["| set | companies | tasks | mean reward |", "|---|---|---|---|"]
     for name, part in results["sets"].items():
         s = part["summary"]
         mean = "-" if s["mean"] is None else f"**{s['mean']:.2f}**"
         lines.append(f"| {name} | {', '.join(part['companies'])} | {s['episodes']} | {mean} |")
-    lines += ["", "| kind | " + " | ".join(f"{n} tasks | {n} mean" for n in results["sets"]) + " |",
-              "|---|" + "---|---|" * len(results["sets"])]
+    lines += [
+        "",
+        "| kind | " + " | ".join(f"{n} tasks | {n} mean" for n in results["sets"]) + " |",
+        "|---|" + "---|---|" * len(results["sets"]),
+    ]
     for kind in KINDS:
         cells = []
         for part in results["sets"].values():
@@ -136,8 +165,9 @@ def render(results: dict) -> str:
             lines += ["", f"### {kind} ({len(rows)})", "", "| question | expected | submitted |", "|---|---|---|"]
             for row in rows:
                 submitted = row["final_answer"] if row["reward"] is not None else f"(failed: {row['failure']})"
-                lines.append(f"| {_cell(row['question'], 160)} | {_cell(row['expected_answer'])} | "
-                             f"{_cell(submitted)} |")
+                lines.append(
+                    f"| {_cell(row['question'], 160)} | {_cell(row['expected_answer'])} | {_cell(submitted)} |"
+                )
     return "\n".join(lines) + "\n"
 
 
@@ -148,8 +178,9 @@ def _tickers(text: str) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--companies", default=DEFAULT_TUNING, help="the tuning companies' tickers")
-    parser.add_argument("--held-out", default=DEFAULT_HELD_OUT, help="companies the policy was not tuned on "
-                        "('' for none)")
+    parser.add_argument(
+        "--held-out", default=DEFAULT_HELD_OUT, help="companies the policy was not tuned on ('' for none)"
+    )
     parser.add_argument("--per-kind", type=int, default=0, help="at most this many tasks per kind and set (0: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--concurrency", type=int, default=4)
@@ -160,9 +191,15 @@ def main() -> None:
         return
     began = time.monotonic()
     sets = {"tuning": _tickers(args.companies), "held-out": _tickers(args.held_out)}
-    results = {"machine": machine(), "ran_at": time.strftime("%Y-%m-%d %H:%M"), "concurrency": args.concurrency,
-               "command": ".venv/bin/python bench/scripted_real.py " + shlex.join(sys.argv[1:]),
-               "per_kind": args.per_kind, "seed": args.seed, "sets": {}}
+    results = {
+        "machine": machine(),
+        "ran_at": time.strftime("%Y-%m-%d %H:%M"),
+        "concurrency": args.concurrency,
+        "command": ".venv/bin/python bench/scripted_real.py " + shlex.join(sys.argv[1:]),
+        "per_kind": args.per_kind,
+        "seed": args.seed,
+        "sets": {},
+    }
     for name, tickers in sets.items():
         if not tickers:
             continue

@@ -91,9 +91,11 @@ def serve(config: str, port: int) -> None:
     from ray import serve as ray_serve
 
     from deployments import local
+
     url = local.start_ray_and_serve(port, ingress="haproxy")
     floor = ray_serve.deployment(max_ongoing_requests=256, ray_actor_options={"num_cpus": 0})(
-        ray_serve.ingress(app())(type("Floor", (), {})))
+        ray_serve.ingress(app())(type("Floor", (), {}))
+    )
     ray_serve.run(floor.bind(), name="floor", route_prefix="/", logging_config={"enable_access_log": False})
     print("READY " + url, flush=True)
     sys.stdin.read()
@@ -101,8 +103,13 @@ def serve(config: str, port: int) -> None:
 
 
 def measure(config: str, seconds: float) -> dict:
-    process = subprocess.Popen([sys.executable, __file__, "--serve", config, "--port", str(free_port())],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--serve", config, "--port", str(free_port())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         url = next(line.split()[1] for line in process.stdout if line.startswith("READY "))
         headers = NO_DISCONNECT_WATCH if config == "serve-no-disconnect-watch" else {}
@@ -122,14 +129,21 @@ def measure(config: str, seconds: float) -> dict:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, 9)
     n = client["requests"]
-    return {"requests_per_s": n / seconds, "server_cpu_us_per_request": 1e6 * sum(spent.values()) / n,
-            "cpu_us_per_request_by_process": {role: 1e6 * s / n for role, s in spent.items()},
-            "client_cpu_share": client["cpu_seconds"] / (wall * os.cpu_count())}
+    return {
+        "requests_per_s": n / seconds,
+        "server_cpu_us_per_request": 1e6 * sum(spent.values()) / n,
+        "cpu_us_per_request_by_process": {role: 1e6 * s / n for role, s in spent.items()},
+        "client_cpu_share": client["cpu_seconds"] / (wall * os.cpu_count()),
+    }
 
 
 def drive(url: str, seconds: float, headers: dict[str, str]) -> dict:
-    out = subprocess.run([sys.executable, "-c", CLIENT, url, str(CONCURRENCY), str(seconds), json.dumps(headers)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CLIENT, url, str(CONCURRENCY), str(seconds), json.dumps(headers)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout)
 
 
@@ -162,32 +176,60 @@ def render(results: dict) -> str:
         roles = sorted({role for r in rounds for role in r["cpu_us_per_request_by_process"]})
         by_process = ", ".join(
             f"{role} {statistics.median(r['cpu_us_per_request_by_process'].get(role, 0) for r in rounds):.0f}"
-            for role in roles)
-        rows.append([config, spread([r["requests_per_s"] for r in rounds]),
-                     spread([r["server_cpu_us_per_request"] for r in rounds]), by_process,
-                     f"{100 * statistics.median(r['client_cpu_share'] for r in rounds):.0f}%"])
+            for role in roles
+        )
+        rows.append(
+            [
+                config,
+                spread([r["requests_per_s"] for r in rounds]),
+                spread([r["server_cpu_us_per_request"] for r in rounds]),
+                by_process,
+                f"{100 * statistics.median(r['client_cpu_share'] for r in rounds):.0f}%",
+            ]
+        )
+
     def cpu(config: str) -> float:
         return statistics.median(r["server_cpu_us_per_request"] for r in runs[config])
 
     floor = cpu("serve") - cpu("uvicorn")
     watch = []
     if "serve-no-disconnect-watch" in runs:
-        watch = ["", f"Without the disconnect watch (`x-request-disconnect-disabled: ?1` on every request) the replica "
-                 f"path costs {cpu('serve-no-disconnect-watch') - cpu('uvicorn'):.0f} us over uvicorn: the watch "
-                 f"itself is {cpu('serve') - cpu('serve-no-disconnect-watch'):.0f} us a request."]
-    return "\n".join([
-        "# The floor: what a Serve replica behind HAProxy costs per request before the app runs", "",
-        f"{results['machine']}. A trivial FastAPI route at concurrency {results['concurrency']}, "
-        f"{results['seconds']:.0f} s measured, {len(runs['serve'])} interleaved rounds (median and range). Server CPU "
-        "per request: every process of the configuration over the window, the load generator left out. Produced "
-        "by `.venv/bin/python bench/serve_floor.py`.", "",
-        table(["config", "requests/s", "server CPU us per request", "by process (us, median)",
-               "load-generator CPU share"], rows), "",
-        f"Serve's replica and its HAProxy hop add **{floor:.0f} us of CPU per request** over plain uvicorn before "
-        f"any app code runs. A rollout is 8 requests (bench/serve_rollouts.py), so about {8 * floor / 1000:.1f} ms "
-        "of CPU per rollout is Serve's own, whatever the app does: the floor under the Serve path's per-core ratio "
-        "to the one-process baseline.", *watch,
-    ]) + "\n"
+        watch = [
+            "",
+            f"Without the disconnect watch (`x-request-disconnect-disabled: ?1` on every request) the replica "
+            f"path costs {cpu('serve-no-disconnect-watch') - cpu('uvicorn'):.0f} us over uvicorn: the watch "
+            f"itself is {cpu('serve') - cpu('serve-no-disconnect-watch'):.0f} us a request.",
+        ]
+    return (
+        "\n".join(
+            [
+                "# The floor: what a Serve replica behind HAProxy costs per request before the app runs",
+                "",
+                f"{results['machine']}. A trivial FastAPI route at concurrency {results['concurrency']}, "
+                f"{results['seconds']:.0f} s measured, {len(runs['serve'])} interleaved rounds (median and range). Server CPU "
+                "per request: every process of the configuration over the window, the load generator left out. Produced "
+                "by `.venv/bin/python bench/serve_floor.py`.",
+                "",
+                table(
+                    [
+                        "config",
+                        "requests/s",
+                        "server CPU us per request",
+                        "by process (us, median)",
+                        "load-generator CPU share",
+                    ],
+                    rows,
+                ),
+                "",
+                f"Serve's replica and its HAProxy hop add **{floor:.0f} us of CPU per request** over plain uvicorn before "
+                f"any app code runs. A rollout is 8 requests (bench/serve_rollouts.py), so about {8 * floor / 1000:.1f} ms "
+                "of CPU per rollout is Serve's own, whatever the app does: the floor under the Serve path's per-core ratio "
+                "to the one-process baseline.",
+                *watch,
+            ]
+        )
+        + "\n"
+    )
 
 
 if __name__ == "__main__":

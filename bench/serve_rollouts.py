@@ -109,8 +109,11 @@ SHAPES = {
     "before-serve-haproxy": Shape(before=True),
     "before-redis-nowatch-haproxy": Shape(redis=True, watch=False, before=True),
 }
-CONFIGS = tuple(name for name in SHAPES if name not in {"baseline-uvloop", "serve-volatile-haproxy",
-                                                         "before-serve-haproxy", "before-redis-nowatch-haproxy"})
+CONFIGS = tuple(
+    name
+    for name in SHAPES
+    if name not in {"baseline-uvloop", "serve-volatile-haproxy", "before-serve-haproxy", "before-redis-nowatch-haproxy"}
+)
 LEVELS = (1, 16, 64, 256, 1024)
 
 
@@ -131,8 +134,9 @@ def biggest_filing() -> str:
 # ----- the server side: one configuration per process tree ----------------------------------------------------
 
 
-def serve(config: str, code_root: Path, port: int, corpus: str | None, replicas: int = 2,
-          shards: int | None = None) -> None:
+def serve(
+    config: str, code_root: Path, port: int, corpus: str | None, replicas: int = 2, shards: int | None = None
+) -> None:
     """Run one configuration until stdin closes; print one READY line with its URL first."""
     sys.path.insert(0, str(code_root))
     os.chdir(code_root)
@@ -145,9 +149,14 @@ def serve(config: str, code_root: Path, port: int, corpus: str | None, replicas:
     from deployments.settings import Settings
 
     shape = shape_of(config)
-    settings = Settings(**{**args, "app_name": f"bench-{uuid.uuid4().hex[:6]}",
-                           **({"num_shards": shards} if shards else {}),
-                           **({"shard_transport": "ray"} if shape.actor_calls else {})})
+    settings = Settings(
+        **{
+            **args,
+            "app_name": f"bench-{uuid.uuid4().hex[:6]}",
+            **({"num_shards": shards} if shards else {}),
+            **({"shard_transport": "ray"} if shape.actor_calls else {}),
+        }
+    )
     if shape.in_process:
         import uvicorn
 
@@ -165,7 +174,7 @@ def serve(config: str, code_root: Path, port: int, corpus: str | None, replicas:
         return
     os.environ["RAY_SERVE_ENABLE_HA_PROXY"] = "1" if shape.ingress == "haproxy" else "0"
     if shape.event_stats is not None:  # set before Ray starts, so the node tuning's default stands aside
-        os.environ["RAY_event_stats"] = "1" if shape.event_stats else "0"
+        os.environ["RAY_event_stats"] = "1" if shape.event_stats else "0"  # noqa: SIM112 (Ray spells it so)
     if shape.affine:
         from deployments.serve_tuning import ROLLOUT_AFFINITY
 
@@ -198,16 +207,32 @@ async def _until_stdin_closes(server) -> None:
 
 
 class Server:
-    def __init__(self, config: str, code_root: Path, corpus: str | None = None, replicas: int = 2,
-                 shards: int | None = None):
+    def __init__(
+        self, config: str, code_root: Path, corpus: str | None = None, replicas: int = 2, shards: int | None = None
+    ):
         from finsec.net.ports import free_port
 
         port = free_port()
         self.process = subprocess.Popen(
-            [sys.executable, __file__, "--serve", config, "--code-root", str(code_root), "--port", str(port),
-             "--replicas", str(replicas), *(["--shards", str(shards)] if shards else []),
-             *(["--corpus", corpus] if corpus else [])],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
+            [
+                sys.executable,
+                __file__,
+                "--serve",
+                config,
+                "--code-root",
+                str(code_root),
+                "--port",
+                str(port),
+                "--replicas",
+                str(replicas),
+                *(["--shards", str(shards)] if shards else []),
+                *(["--corpus", corpus] if corpus else []),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         for line in self.process.stdout:
             if line.startswith("READY "):
                 self.url = json.loads(line[6:])["url"]
@@ -256,11 +281,21 @@ def _rss_kb(pid: int) -> int:
 
 
 # Which part of the configuration a process is, by its command line (Ray sets actor processes' titles).
-ROLES = (("ServeReplica", "ingress replicas"), ("SessionShard", "session shards"), ("ShardService", "session shards"),
-         ("DocumentStore", "document store"), ("TextCache", "document store"), ("Reaper", "reaper"),
-         ("haproxy", "HAProxy"), ("HAProxyManager", "Serve's HAProxy manager"),
-         ("gcs_server", "GCS"), ("raylet", "raylet"), ("ServeController", "Serve controller"),
-         ("ProxyActor", "Serve proxy actor"), ("--serve", "the script's server process"))
+ROLES = (
+    ("ServeReplica", "ingress replicas"),
+    ("SessionShard", "session shards"),
+    ("ShardService", "session shards"),
+    ("DocumentStore", "document store"),
+    ("TextCache", "document store"),
+    ("Reaper", "reaper"),
+    ("haproxy", "HAProxy"),
+    ("HAProxyManager", "Serve's HAProxy manager"),
+    ("gcs_server", "GCS"),
+    ("raylet", "raylet"),
+    ("ServeController", "Serve controller"),
+    ("ProxyActor", "Serve proxy actor"),
+    ("--serve", "the script's server process"),
+)
 
 
 def _role(pid: int) -> str:
@@ -326,8 +361,8 @@ def load(url: str, concurrency: int, seconds: float, warmup: float, flags: list[
         "requests_per_s": sum(p["requests"] for p in parts) / seconds,
         "errors": sum(p["errors"] for p in parts),
         "error_samples": [e for p in parts for e in p["error_samples"]][:5],
-        "client_cpu_share": sum(p["cpu_seconds"] for p in parts) / (max(p["wall_seconds"] for p in parts)
-                                                                     * os.cpu_count()),
+        "client_cpu_share": sum(p["cpu_seconds"] for p in parts)
+        / (max(p["wall_seconds"] for p in parts) * os.cpu_count()),
         "p50_ms": {r: 1e3 * statistics.median(s) for r, s in latencies.items() if s},
         "p99_ms": {r: 1e3 * _quantile(s, 0.99) for r, s in latencies.items() if s},
         "all_p50_ms": 1e3 * statistics.median(every) if every else None,
@@ -356,12 +391,17 @@ async def open_sessions(url: str, n: int, task_urls: list[str], concurrency: int
             for i in counter:
                 jar.clear()
                 sid, episode = f"resources-session-{uuid.uuid4().hex}", {"rollout_id": f"m{i}", "attempt": 0}
-                seed = {"resources_session_id": sid, "episode_id": episode,
-                        "task_id": {"taskset": "mem", "task_id": str(i)}, "task_data": {}}
+                seed = {
+                    "resources_session_id": sid,
+                    "episode_id": episode,
+                    "task_id": {"taskset": "mem", "task_id": str(i)},
+                    "task_data": {},
+                }
                 async with session.post("/seed_session", json=seed) as r:
                     assert r.status == 200, await r.text()
-                async with session.post("/parse_html_page", json={"url": task_urls[i % len(task_urls)],
-                                                                  "key": "filing"}) as r:
+                async with session.post(
+                    "/parse_html_page", json={"url": task_urls[i % len(task_urls)], "key": "filing"}
+                ) as r:
                     assert r.status == 200 and "SUCCESS" in (await r.json())["results"], await r.text()
                 async with session.post("/retrieve_information", json={"prompt": "revenue {{filing}}"}) as r:
                     assert r.status == 200
@@ -412,8 +452,11 @@ def group_memory(server: Server) -> dict:
     group = asyncio.run(open_sessions(server.url, 15, [url], 15))
     after_group = settle(server)
     asyncio.run(close_sessions(server.url, one + group))
-    return {"one_session_mb": after_one - start, "group_of_16_mb": after_group - start,
-            "ratio": (after_group - start) / max(after_one - start, 1e-9)}
+    return {
+        "one_session_mb": after_one - start,
+        "group_of_16_mb": after_group - start,
+        "ratio": (after_group - start) / max(after_one - start, 1e-9),
+    }
 
 
 # ----- bytes across the shard hop ------------------------------------------------------------------------------
@@ -481,30 +524,52 @@ def hop_bytes(code_root: Path, corpus: str) -> None:
     filing = biggest_filing()
 
     async def rollout():
-        async with api.router.lifespan_context(api):
-            async with httpx.AsyncClient(transport=httpx.ASGITransport(api), base_url="http://b") as client:
-                sid, episode = "resources-session-bytes", {"rollout_id": "b", "attempt": 0}
-                steps = [("seed_session", {"resources_session_id": sid, "episode_id": episode,
-                                           "task_id": {"taskset": "b", "task_id": "b"}, "task_data": {}}),
-                         ("parse_html_page", {"url": "https://www.sec.gov/" + filing, "key": "filing"}),
-                         ("retrieve_information", {"prompt": "total revenues {{filing}}"}),
-                         ("retrieve_information", {"prompt": "net income {{filing}}"}),
-                         ("verify", {"responses_create_params": {"input": [{"role": "user", "content": "q"}]},
-                                     "response": {"output": []}, "question": "q", "expected_answer": "1"}),
-                         ("close_session", {"resources_session_id": sid, "episode_id": episode})]
-                for i, (path, body) in enumerate(steps):
-                    route["name"] = f"{i + 1}. {path}"
-                    r = await client.post("/" + path, json=body)
-                    assert r.status_code == 200, r.text
+        async with (
+            api.router.lifespan_context(api),
+            httpx.AsyncClient(transport=httpx.ASGITransport(api), base_url="http://b") as client,
+        ):
+            sid, episode = "resources-session-bytes", {"rollout_id": "b", "attempt": 0}
+            steps = [
+                (
+                    "seed_session",
+                    {
+                        "resources_session_id": sid,
+                        "episode_id": episode,
+                        "task_id": {"taskset": "b", "task_id": "b"},
+                        "task_data": {},
+                    },
+                ),
+                ("parse_html_page", {"url": "https://www.sec.gov/" + filing, "key": "filing"}),
+                ("retrieve_information", {"prompt": "total revenues {{filing}}"}),
+                ("retrieve_information", {"prompt": "net income {{filing}}"}),
+                (
+                    "verify",
+                    {
+                        "responses_create_params": {"input": [{"role": "user", "content": "q"}]},
+                        "response": {"output": []},
+                        "question": "q",
+                        "expected_answer": "1",
+                    },
+                ),
+                ("close_session", {"resources_session_id": sid, "episode_id": episode}),
+            ]
+            for i, (path, body) in enumerate(steps):
+                route["name"] = f"{i + 1}. {path}"
+                r = await client.post("/" + path, json=body)
+                assert r.status_code == 200, r.text
 
     asyncio.run(rollout())
     print(json.dumps(dict(sizes)))
 
 
 def measure_hop_bytes(code_root: Path, corpus: str) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--hop-bytes", "--code-root", str(code_root), "--corpus", corpus],
-                         capture_output=True, text=True, cwd=code_root,
-                         env={**os.environ, "PYTHONPATH": str(code_root)})
+    out = subprocess.run(
+        [sys.executable, __file__, "--hop-bytes", "--code-root", str(code_root), "--corpus", corpus],
+        capture_output=True,
+        text=True,
+        cwd=code_root,
+        env={**os.environ, "PYTHONPATH": str(code_root)},
+    )
     return json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else {"error": out.stderr[-500:]}
 
 
@@ -513,18 +578,35 @@ def measure_hop_bytes(code_root: Path, corpus: str) -> dict:
 
 def profile(server: Server, seconds: float, out: Path) -> dict:
     """py-spy on one replica and one shard while loadgen runs at concurrency 64: their top frames by own time."""
-    targets = {"replica": server.pids("ServeReplica")[:1], "shard": (server.pids("SessionShardActor")
-                                                                     or server.pids("SessionShard"))[:1]}
+    targets = {
+        "replica": server.pids("ServeReplica")[:1],
+        "shard": (server.pids("SessionShardActor") or server.pids("SessionShard"))[:1],
+    }
     spies = {}
     out.parent.mkdir(parents=True, exist_ok=True)
     for role, pids in targets.items():
         if pids:
             path = out.with_name(f"{out.stem}-{role}.txt")
-            spies[role] = (path, subprocess.Popen([str(Path(sys.executable).with_name("py-spy")), "record",
-                                                   "--pid", str(pids[0]), "--duration",
-                                                   str(int(seconds)), "--format", "raw", "--output", str(path),
-                                                   "--nonblocking"], stdout=subprocess.DEVNULL,
-                                                  stderr=subprocess.DEVNULL))
+            spies[role] = (
+                path,
+                subprocess.Popen(
+                    [
+                        str(Path(sys.executable).with_name("py-spy")),
+                        "record",
+                        "--pid",
+                        str(pids[0]),
+                        "--duration",
+                        str(int(seconds)),
+                        "--format",
+                        "raw",
+                        "--output",
+                        str(path),
+                        "--nonblocking",
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                ),
+            )
     load(server.url, 64, seconds, 1.0)
     tops = {}
     for role, (path, spy) in spies.items():
@@ -558,14 +640,21 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer levels, shorter runs, no 10,000 sessions")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of every configuration")
-    parser.add_argument("--throughput-only", action="store_true",
-                        help="no memory curves, group memory, hop bytes or profiles: a regression check")
+    parser.add_argument(
+        "--throughput-only",
+        action="store_true",
+        help="no memory curves, group memory, hop bytes or profiles: a regression check",
+    )
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--replicas", type=int, default=2, help=argparse.SUPPRESS)
     parser.add_argument("--shards", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--scaling", action="store_true", help="only the scaling table: SCALING_CONFIGS (or "
-                        "--configs) at concurrency 64 over replicas x shards (SCALING), CPU per rollout by process, "
-                        "in --rounds interleaved rounds")
+    parser.add_argument(
+        "--scaling",
+        action="store_true",
+        help="only the scaling table: SCALING_CONFIGS (or "
+        "--configs) at concurrency 64 over replicas x shards (SCALING), CPU per rollout by process, "
+        "in --rounds interleaved rounds",
+    )
     parser.add_argument("--code-root", type=Path, default=ROOT, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--corpus", help=argparse.SUPPRESS)
@@ -574,8 +663,7 @@ def main() -> None:
     parser.add_argument("--render", action="store_true", help="rewrite the report and plots from the last JSON")
     options = parser.parse_args()
     if options.serve:
-        return serve(options.serve, options.code_root, options.port, options.corpus, options.replicas,
-                     options.shards)
+        return serve(options.serve, options.code_root, options.port, options.corpus, options.replicas, options.shards)
     if options.hop_bytes:
         return hop_bytes(options.code_root, options.corpus)
 
@@ -602,17 +690,24 @@ def main() -> None:
     seconds = 6.0 if options.quick else options.seconds
     real = DATA.is_dir()
     configs = options.configs.split(",")
-    results: dict = {"machine": machine(), "levels": levels, "seconds": seconds, "rounds": options.rounds,
-                     "command": " ".join(["bench/serve_rollouts.py", *sys.argv[1:]]), "before": options.before,
-                     "out": options.out, **run_facts(configs),
-                     "configs": {}}
+    results: dict = {
+        "machine": machine(),
+        "levels": levels,
+        "seconds": seconds,
+        "rounds": options.rounds,
+        "command": " ".join(["bench/serve_rollouts.py", *sys.argv[1:]]),
+        "before": options.before,
+        "out": options.out,
+        **run_facts(configs),
+        "configs": {},
+    }
     extras = not options.throughput_only
     with commit_tree(options.before) as before_root:
         runs: dict[str, list[dict]] = defaultdict(list)
         for round_ in range(options.rounds):
             # Interleaved: every configuration once a round, the order reversed every other round, so the
             # machine's drift (25-40% between passes here) falls on each configuration alike.
-            for config in (configs if round_ % 2 == 0 else configs[::-1]):
+            for config in configs if round_ % 2 == 0 else configs[::-1]:
                 root = before_root if shape_of(config).before else ROOT
                 runs[config].append(run_config(config, root, levels, seconds, options, extras and round_ == 0))
         for config in configs:
@@ -625,14 +720,18 @@ def main() -> None:
                     server.stop()
             results["configs"][config] = row
         if extras and real:
-            results["hop_bytes"] = {"this": measure_hop_bytes(ROOT, str(DATA)),
-                                    "before": measure_hop_bytes(before_root, str(DATA))}
+            results["hop_bytes"] = {
+                "this": measure_hop_bytes(ROOT, str(DATA)),
+                "before": measure_hop_bytes(before_root, str(DATA)),
+            }
     (ROOT / f"bench/results/{options.out}.json").write_text(json.dumps(results, indent=1))
     write_report(f"{options.out}.md", render(results))
     plot(results, options.out)
     print(render(results))
-    print(f"now write what this run says in bench/results/{options.out}.reading.md, then run "
-          f"`.venv/bin/python bench/serve_rollouts.py --render --out {options.out}`")
+    print(
+        f"now write what this run says in bench/results/{options.out}.reading.md, then run "
+        f"`.venv/bin/python bench/serve_rollouts.py --render --out {options.out}`"
+    )
 
 
 def reading(out: str, render: bool) -> str | None:
@@ -653,8 +752,9 @@ def scaling(seconds: float, about: str, rounds: int, configs: tuple[str, ...]) -
     many operations each shard call carried."""
     cells = list(itertools.product(SCALING, configs))
     rows = []
-    for round_, ((replicas, shards), config) in ((n, cell) for n in range(rounds)
-                                                 for cell in (cells if n % 2 == 0 else cells[::-1])):
+    for round_, ((replicas, shards), config) in (
+        (n, cell) for n in range(rounds) for cell in (cells if n % 2 == 0 else cells[::-1])
+    ):
         server = Server(config, ROOT, replicas=replicas, shards=shards)
         try:
             load(server.url, 16, 3.0, 1.0)  # warm
@@ -670,15 +770,36 @@ def scaling(seconds: float, about: str, rounds: int, configs: tuple[str, ...]) -
         rate = rollouts_per_s(measured)
         per_rollout = {role: share * os.cpu_count() * 1000 / rate for role, share in shares.items()} if rate else {}
         batches = after["batches"] - before["batches"]
-        rows.append({"round": round_ + 1, "config": config, "replicas": replicas, "shards": shards,
-                     "rollouts_per_s": rate,
-                     "errors": measured["errors"], "idle_cpu_share": idle,
-                     "cpu_ms_per_rollout": per_rollout,
-                     "operations_per_shard_call": (after["operations"] - before["operations"]) / max(1, batches)})
-        print(f"round {round_ + 1}:", config, replicas, shards, f"{rate:.1f} rollouts/s",
-              f"{sum(per_rollout.values()):.1f} ms CPU a rollout", flush=True)
-    return {"machine": about, "seconds": seconds, "concurrency": CPU_LEVEL, "rounds": rounds, "rows": rows,
-            **run_facts([])}
+        rows.append(
+            {
+                "round": round_ + 1,
+                "config": config,
+                "replicas": replicas,
+                "shards": shards,
+                "rollouts_per_s": rate,
+                "errors": measured["errors"],
+                "idle_cpu_share": idle,
+                "cpu_ms_per_rollout": per_rollout,
+                "operations_per_shard_call": (after["operations"] - before["operations"]) / max(1, batches),
+            }
+        )
+        print(
+            f"round {round_ + 1}:",
+            config,
+            replicas,
+            shards,
+            f"{rate:.1f} rollouts/s",
+            f"{sum(per_rollout.values()):.1f} ms CPU a rollout",
+            flush=True,
+        )
+    return {
+        "machine": about,
+        "seconds": seconds,
+        "concurrency": CPU_LEVEL,
+        "rounds": rounds,
+        "rows": rows,
+        **run_facts([]),
+    }
 
 
 def run_facts(configs: list[str]) -> dict:
@@ -709,8 +830,13 @@ def run_config(config: str, root: Path, levels: list[int], seconds: float, optio
                 row["shard_time_at_1"] = shard_time(counted, shard_calls(server.url))
             if level == CPU_LEVEL:
                 row["cpu_share_at_64"] = sampler.result()
-            print(config, level, f"{rollouts_per_s(row['throughput'][-1]):.1f} rollouts/s",
-                  f"errors={row['throughput'][-1]['errors']}", flush=True)
+            print(
+                config,
+                level,
+                f"{rollouts_per_s(row['throughput'][-1]):.1f} rollouts/s",
+                f"errors={row['throughput'][-1]['errors']}",
+                flush=True,
+            )
         if extras and options.profile and not shape_of(config).in_process and shape_of(config).ingress == "haproxy":
             row["profile"] = profile(server, 10.0, ROOT / f"bench/out/profile-{config}.txt")
         if extras and config != "serve-proxy":
@@ -731,8 +857,10 @@ def merge_rounds(rounds: list[dict], baseline: list[dict] | None) -> dict:
         middle["rounds_rollouts_per_s"] = [rollouts_per_s(r["throughput"][i]) for r in rounds]
         middle["rounds_p50_ms"] = [r["throughput"][i]["p50_ms"] for r in rounds]
         if baseline:
-            middle["rounds_ratio"] = [rollouts_per_s(r["throughput"][i]) / rollouts_per_s(b["throughput"][i])
-                                      for r, b in zip(rounds, baseline)]
+            middle["rounds_ratio"] = [
+                rollouts_per_s(r["throughput"][i]) / rollouts_per_s(b["throughput"][i])
+                for r, b in zip(rounds, baseline, strict=False)
+            ]
         row["throughput"].append(middle)
     if "idle_cpu_share" in rounds[0]:
         row["idle_cpu_share"] = statistics.median(r["idle_cpu_share"] for r in rounds)
@@ -740,8 +868,10 @@ def merge_rounds(rounds: list[dict], baseline: list[dict] | None) -> dict:
     if timed:
         row["shard_time_at_1"] = {k: statistics.median(t[k] for t in timed) for k in timed[0]}
     if len(rounds) > 1 and "cpu_share_at_64" in rounds[0]:
-        row["cpu_share_at_64"] = {role: statistics.median(r.get("cpu_share_at_64", {}).get(role, 0) for r in rounds)
-                                  for role in rounds[0]["cpu_share_at_64"]}
+        row["cpu_share_at_64"] = {
+            role: statistics.median(r.get("cpu_share_at_64", {}).get(role, 0) for r in rounds)
+            for role in rounds[0]["cpu_share_at_64"]
+        }
     return row
 
 
@@ -751,8 +881,10 @@ def plot(results: dict, out: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    for metric, label, name in ((rollouts_per_s, "rollouts/s", "throughput"),
-                                (lambda t: t["all_p99_ms"] or 0, "p99 latency per request, ms", "p99")):
+    for metric, label, name in (
+        (rollouts_per_s, "rollouts/s", "throughput"),
+        (lambda t: t["all_p99_ms"] or 0, "p99 latency per request, ms", "p99"),
+    ):
         figure, axes = plt.subplots(figsize=(7, 4))
         for config, row in results["configs"].items():
             axes.plot(results["levels"], [metric(t) for t in row["throughput"]], marker="o", label=config)

@@ -83,8 +83,17 @@ class _NoWindow:
         pass
 
 
-async def run(url: str, sessions: int, think: float, seconds: float, warmup: float, connections: int,
-              give_up: float, preparing: int, never_retry: bool = False) -> dict:
+async def run(  # noqa: C901 (a load generator's one loop: splitting it costs a call per request)
+    url: str,
+    sessions: int,
+    think: float,
+    seconds: float,
+    warmup: float,
+    connections: int,
+    give_up: float,
+    preparing: int,
+    never_retry: bool = False,
+) -> dict:
     tasks = questions()
     tally = _Tally()
     began = time.monotonic()
@@ -205,8 +214,11 @@ async def run(url: str, sessions: int, think: float, seconds: float, warmup: flo
     async def played(client: ServerClient, step: tuple[str, dict], cookies: Cookies) -> bool:
         route, body = step
         reply, counted = await send(client, route, body, cookies)
-        good = reply is not None and reply.status == 200 and (
-            route != "verify" or (reply.json_or_none() or {}).get("reward") == 1.0)
+        good = (
+            reply is not None
+            and reply.status == 200
+            and (route != "verify" or (reply.json_or_none() or {}).get("reward") == 1.0)
+        )
         if good:
             tally.ok += counted
         else:  # wherever it falls: a failure is never outside the measurement
@@ -214,21 +226,36 @@ async def run(url: str, sessions: int, think: float, seconds: float, warmup: flo
         return good
 
     retries = Retries(attempts=1) if never_retry else Retries(deadline=give_up)
-    async with ServerClient(url, timeout=give_up, connections=connections, observer=observe, retries=retries,
-                            trace_configs=[tracing]) as client:
+    async with ServerClient(
+        url, timeout=give_up, connections=connections, observer=observe, retries=retries, trace_configs=[tracing]
+    ) as client:
         if never_retry:
             client.window = _NoWindow()
         await asyncio.gather(*(session(client) for _ in range(sessions)))
     usage = resource.getrusage(resource.RUSAGE_SELF)
     wall = time.monotonic() - began
-    return {"sessions": sessions, "think": think, "seconds": seconds, "never_retry": never_retry,
-            "ok": tally.ok, "failed": tally.failed,
-            "rejected": tally.rejected, "episodes": tally.episodes, "episodes_failed": tally.episodes_failed,
-            "failure_samples": tally.failures, "admitted": tally.admitted, "total": tally.total,
-            "pool_wait": tally.pool_wait, "server": tally.server,
-            "cpu_seconds": usage.ru_utime + usage.ru_stime, "wall_seconds": wall, "pid": os.getpid(),
-            "prepared_seconds": window[0] - warmup - began, "client_gc_longest_ms": 1e3 * collecting[1],
-            "client_gc_ms": 1e3 * collecting[2]}
+    return {
+        "sessions": sessions,
+        "think": think,
+        "seconds": seconds,
+        "never_retry": never_retry,
+        "ok": tally.ok,
+        "failed": tally.failed,
+        "rejected": tally.rejected,
+        "episodes": tally.episodes,
+        "episodes_failed": tally.episodes_failed,
+        "failure_samples": tally.failures,
+        "admitted": tally.admitted,
+        "total": tally.total,
+        "pool_wait": tally.pool_wait,
+        "server": tally.server,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        "wall_seconds": wall,
+        "pid": os.getpid(),
+        "prepared_seconds": window[0] - warmup - began,
+        "client_gc_longest_ms": 1e3 * collecting[1],
+        "client_gc_ms": 1e3 * collecting[2],
+    }
 
 
 def main() -> None:
@@ -237,20 +264,46 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, required=True)
     parser.add_argument("--think", type=float, required=True, help="seconds before each request")
     parser.add_argument("--seconds", type=float, default=60.0, help="the measured window")
-    parser.add_argument("--preparing", type=int, default=24,
-                        help="sessions that play their first steps at once before the load starts (default 24)")
-    parser.add_argument("--warmup", type=float, help="seconds from the start of the load to the window (default: "
-                        "a quarter of the think time + 5)")
+    parser.add_argument(
+        "--preparing",
+        type=int,
+        default=24,
+        help="sessions that play their first steps at once before the load starts (default 24)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        help="seconds from the start of the load to the window (default: a quarter of the think time + 5)",
+    )
     parser.add_argument("--connections", type=int, default=512, help="the shared pool's size (default 512)")
-    parser.add_argument("--give-up", type=float, default=600.0,
-                        help="a request not answered by then fails (the client's retry deadline)")
-    parser.add_argument("--never-retry", action="store_true",
-                        help="a trainer's plain client: each request sent once, no send window")
+    parser.add_argument(
+        "--give-up",
+        type=float,
+        default=600.0,
+        help="a request not answered by then fails (the client's retry deadline)",
+    )
+    parser.add_argument(
+        "--never-retry", action="store_true", help="a trainer's plain client: each request sent once, no send window"
+    )
     parser.add_argument("--out", type=Path, help="write the result here instead of to standard output")
     options = parser.parse_args()
     warmup = options.warmup if options.warmup is not None else options.think / 4 + 5
-    emit(uvloop.run(run(options.url, options.sessions, options.think, options.seconds, warmup, options.connections,
-                        options.give_up, options.preparing, options.never_retry)), options.out)
+    emit(
+        uvloop.run(
+            run(
+                options.url,
+                options.sessions,
+                options.think,
+                options.seconds,
+                warmup,
+                options.connections,
+                options.give_up,
+                options.preparing,
+                options.never_retry,
+            )
+        ),
+        options.out,
+    )
 
 
 if __name__ == "__main__":

@@ -99,6 +99,7 @@ async def serve(kind: str, redis_url: str, endpoint_file: str) -> None:
     from session_store.shard import ShardConfig, ShardService
 
     if kind == "transport":
+
         async def run(ops):
             return canned_outcome(ops)
     else:
@@ -162,8 +163,9 @@ class ShardProcess:
             return
         self._folder = tempfile.mkdtemp(prefix="shard-call-")
         endpoint_file = os.path.join(self._folder, "endpoint")
-        self._process = subprocess.Popen([sys.executable, __file__, "--serve", kind, "--redis-url", redis_url,
-                                          "--endpoint-file", endpoint_file])
+        self._process = subprocess.Popen(
+            [sys.executable, __file__, "--serve", kind, "--redis-url", redis_url, "--endpoint-file", endpoint_file]
+        )
         deadline = time.monotonic() + 30
         while not os.path.exists(endpoint_file):
             if self._process.poll() is not None or time.monotonic() > deadline:
@@ -197,7 +199,7 @@ async def replay(process: ShardProcess, batches: list[list], gap: float) -> dict
     idle_start = process_cpu(process.pid)
     await asyncio.sleep(1.0)
     idle = process_cpu(process.pid) - idle_start  # per second
-    calls = batches[50:50 + CALLS]
+    calls = batches[50 : 50 + CALLS]
     latencies = []
     cpu, start = process_cpu(process.pid), time.perf_counter()
     for ops in calls:
@@ -208,15 +210,18 @@ async def replay(process: ShardProcess, batches: list[list], gap: float) -> dict
             await asyncio.sleep(gap)
     spent, elapsed = process_cpu(process.pid) - cpu, time.perf_counter() - start
     channel.close()
-    return {"cpu_us": 1e6 * max(0.0, spent - idle * elapsed) / len(calls),
-            "p50_us": 1e6 * statistics.median(latencies), "idle_core_share": idle}
+    return {
+        "cpu_us": 1e6 * max(0.0, spent - idle * elapsed) / len(calls),
+        "p50_us": 1e6 * statistics.median(latencies),
+        "idle_core_share": idle,
+    }
 
 
 async def measure(batches: list[list], redis_url: str) -> dict:
     results: dict[str, dict[str, list[dict]]] = {kind: {str(gap): [] for gap in GAPS_MS} for kind in SERVERS}
     for round_ in range(ROUNDS):
         order = [(kind, gap) for kind in SERVERS for gap in GAPS_MS]
-        for kind, gap in (order if round_ % 2 == 0 else order[::-1]):
+        for kind, gap in order if round_ % 2 == 0 else order[::-1]:
             process = ShardProcess(kind, redis_url)
             try:
                 # a fresh process, and the batches of the rollouts it has not seen: seeds of new IDs, as in the app
@@ -224,8 +229,11 @@ async def measure(batches: list[list], redis_url: str) -> dict:
             finally:
                 process.stop()
             results[kind][str(gap)].append(row)
-            print(f"round {round_ + 1}: {kind}, gap {gap} ms: {row['cpu_us']:.0f} us of CPU a call, "
-                  f"p50 {row['p50_us']:.0f} us", flush=True)
+            print(
+                f"round {round_ + 1}: {kind}, gap {gap} ms: {row['cpu_us']:.0f} us of CPU a call, "
+                f"p50 {row['p50_us']:.0f} us",
+                flush=True,
+            )
     return results
 
 
@@ -248,44 +256,53 @@ def report(data: dict) -> None:
         return statistics.median(r[key] for r in results[kind][str(gap)])
 
     slow, fast = med("shard, Redis marks", GAPS_MS[-1]), med("shard, Redis marks", 0)
-    write_report("shard_call.md", "\n".join([
-        "# One shard call: its cost by how long the shard slept before it", "",
-        f"{data['machine']}. Produced by `.venv/bin/python bench/shard_call.py`: {data['rollouts']} whole rollouts "
-        f"through the one-process app recorded {batches['count']} shard batches ({batches['mean_ops']:.1f} "
-        f"operations each, {batches['mean_bytes']:.0f} bytes pickled on average); {CALLS} of them replayed one at a "
-        "time over the direct transport to a fresh process per measurement, with a gap between calls. CPU: the "
-        "shard process's, every thread (schedstat), less its idle rate; p50: the call as the replayer saw it. "
-        f"Median of {ROUNDS} interleaved rounds, range in brackets.", "",
-        table(header, rows), "",
-        "## Reading", "",
-        f"- **The same batch costs the shard's process {slow / fast:.1f}x the CPU when calls come 10 ms apart as when "
-        f"they come back to back** ({slow:.0f} against {fast:.0f} us with Redis marks), and the transport alone "
-        f"{med('transport', GAPS_MS[-1]) / med('transport', 0):.1f}x. Nothing in the batch changes, only that the "
-        "process slept between calls and wakes for each one: the kernel's wake-up and idle-exit paths, and caches "
-        "that cooled meanwhile, are the likely parts (this benchmark does not split them). At 16 shards each shard is "
-        "called every ~10-20 ms (serve_scaling.md), so this is most of the ~0.5-0.9 ms a call a shard spends there: "
-        "the coalescer leaves nothing to share the wake-ups over, and a rollout's six operations become ~4 calls.",
-        f"- **Ray is not the cost.** The Ray actor answers the same frames for "
-        f"{med('transport, Ray actor', 0):.0f} us back to back and {med('transport, Ray actor', GAPS_MS[-1]):.0f} us "
-        f"10 ms apart, against the bare process's {med('transport', 0):.0f} and {med('transport', GAPS_MS[-1]):.0f}.",
-        f"- **The shard's own work** (the core, its bookkeeping, pickling) is the memory-marks row less the transport: "
-        f"{med('shard, memory marks', 0) - med('transport', 0):.0f} us back to back. Redis adds "
-        f"{med('shard, Redis marks', 0) - med('shard, memory marks', 0):.0f} us a call back to back and "
-        f"{slow - med('shard, memory marks', GAPS_MS[-1]):.0f} us 10 ms apart (a call reads or writes a mark about "
-        "half the time, and each read or write puts the shard to sleep once more until Redis answers). A leaner Redis "
-        "client than redis-py's saves some of the first figure (ad hoc: ~60 us of client CPU and ~25 us of latency a "
-        "command, of a ~130 us round trip); it cannot remove the extra wake-up.",
-        f"- **Latency at concurrency 1**: a call that waits 10 ms for its predecessor takes "
-        f"{med('transport', GAPS_MS[-1], 'p50_us'):.0f} us on the transport alone, against "
-        f"{med('transport', 0, 'p50_us'):.0f} us back to back: a wake-up of an idle process each way, which no "
-        "change to the transport's code removes. In the Serve app at concurrency 1 (ad hoc, timestamps on both "
-        "sides of the connection): ~130 us from the replica's write to the shard holding the frame, the batch "
-        "itself (p50 ~90 us), ~130 us back to the replica's reader, ~10 us until the route resumes.",
-        "- What would: fewer calls a rollout (answers cached in the replica, which weakens the fence rules unless "
-        "requests of one rollout reach one replica) or fewer processes to wake (several shards' partitions in one "
-        "process). On a real cluster, where each shard is called by many replicas, calls come closer together and the "
-        "left-hand columns apply more.",
-    ]))
+    write_report(
+        "shard_call.md",
+        "\n".join(
+            [
+                "# One shard call: its cost by how long the shard slept before it",
+                "",
+                f"{data['machine']}. Produced by `.venv/bin/python bench/shard_call.py`: {data['rollouts']} whole rollouts "
+                f"through the one-process app recorded {batches['count']} shard batches ({batches['mean_ops']:.1f} "
+                f"operations each, {batches['mean_bytes']:.0f} bytes pickled on average); {CALLS} of them replayed one at a "
+                "time over the direct transport to a fresh process per measurement, with a gap between calls. CPU: the "
+                "shard process's, every thread (schedstat), less its idle rate; p50: the call as the replayer saw it. "
+                f"Median of {ROUNDS} interleaved rounds, range in brackets.",
+                "",
+                table(header, rows),
+                "",
+                "## Reading",
+                "",
+                f"- **The same batch costs the shard's process {slow / fast:.1f}x the CPU when calls come 10 ms apart as when "
+                f"they come back to back** ({slow:.0f} against {fast:.0f} us with Redis marks), and the transport alone "
+                f"{med('transport', GAPS_MS[-1]) / med('transport', 0):.1f}x. Nothing in the batch changes, only that the "
+                "process slept between calls and wakes for each one: the kernel's wake-up and idle-exit paths, and caches "
+                "that cooled meanwhile, are the likely parts (this benchmark does not split them). At 16 shards each shard is "
+                "called every ~10-20 ms (serve_scaling.md), so this is most of the ~0.5-0.9 ms a call a shard spends there: "
+                "the coalescer leaves nothing to share the wake-ups over, and a rollout's six operations become ~4 calls.",
+                f"- **Ray is not the cost.** The Ray actor answers the same frames for "
+                f"{med('transport, Ray actor', 0):.0f} us back to back and {med('transport, Ray actor', GAPS_MS[-1]):.0f} us "
+                f"10 ms apart, against the bare process's {med('transport', 0):.0f} and {med('transport', GAPS_MS[-1]):.0f}.",
+                f"- **The shard's own work** (the core, its bookkeeping, pickling) is the memory-marks row less the transport: "
+                f"{med('shard, memory marks', 0) - med('transport', 0):.0f} us back to back. Redis adds "
+                f"{med('shard, Redis marks', 0) - med('shard, memory marks', 0):.0f} us a call back to back and "
+                f"{slow - med('shard, memory marks', GAPS_MS[-1]):.0f} us 10 ms apart (a call reads or writes a mark about "
+                "half the time, and each read or write puts the shard to sleep once more until Redis answers). A leaner Redis "
+                "client than redis-py's saves some of the first figure (ad hoc: ~60 us of client CPU and ~25 us of latency a "
+                "command, of a ~130 us round trip); it cannot remove the extra wake-up.",
+                f"- **Latency at concurrency 1**: a call that waits 10 ms for its predecessor takes "
+                f"{med('transport', GAPS_MS[-1], 'p50_us'):.0f} us on the transport alone, against "
+                f"{med('transport', 0, 'p50_us'):.0f} us back to back: a wake-up of an idle process each way, which no "
+                "change to the transport's code removes. In the Serve app at concurrency 1 (ad hoc, timestamps on both "
+                "sides of the connection): ~130 us from the replica's write to the shard holding the frame, the batch "
+                "itself (p50 ~90 us), ~130 us back to the replica's reader, ~10 us until the route resumes.",
+                "- What would: fewer calls a rollout (answers cached in the replica, which weakens the fence rules unless "
+                "requests of one rollout reach one replica) or fewer processes to wake (several shards' partitions in one "
+                "process). On a real cluster, where each shard is called by many replicas, calls come closer together and the "
+                "left-hand columns apply more.",
+            ]
+        ),
+    )
 
 
 def main() -> None:
@@ -320,10 +337,19 @@ def main() -> None:
     finally:
         ray.shutdown()
     sizes = [len(pickle.dumps(ops)) for ops in batches]
-    data = {"machine": machine(), "rollouts": ROLLOUTS, "calls": CALLS, "rounds": ROUNDS, "gaps_ms": list(GAPS_MS),
-            "batches": {"count": len(batches), "mean_ops": sum(map(len, batches)) / len(batches),
-                        "mean_bytes": sum(sizes) / len(sizes)},
-            "results": results}
+    data = {
+        "machine": machine(),
+        "rollouts": ROLLOUTS,
+        "calls": CALLS,
+        "rounds": ROUNDS,
+        "gaps_ms": list(GAPS_MS),
+        "batches": {
+            "count": len(batches),
+            "mean_ops": sum(map(len, batches)) / len(batches),
+            "mean_bytes": sum(sizes) / len(sizes),
+        },
+        "results": results,
+    }
     path.write_text(json.dumps(data, indent=1))
     report(data)
 

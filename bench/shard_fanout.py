@@ -39,8 +39,7 @@ from _common import RESULTS, machine, table, write_report
 from shard_call import ShardProcess, process_cpu, record_batches
 
 # bench/shard_call.py's plain processes, then the app's own shard actor as app_actors.py creates it, in a Ray worker
-KINDS = ("transport", "shard, memory marks", "shard, Redis marks", "shard actor, Redis marks",
-         "shard actor, GCS marks")
+KINDS = ("transport", "shard, memory marks", "shard, Redis marks", "shard actor, Redis marks", "shard actor, GCS marks")
 SHARDS = (2, 16)
 REPLICAS = 2
 IN_FLIGHT = 32  # rollouts per replica
@@ -75,6 +74,7 @@ async def replica(plan: dict) -> dict:
     def channel(endpoint) -> ShardChannel:
         async def resolve():
             return endpoint
+
         return ShardChannel(resolve, timeout=10, what="shard")
 
     channels = [channel(endpoint) for endpoint in endpoints]
@@ -90,8 +90,9 @@ async def replica(plan: dict) -> dict:
     def for_session(op: tuple, sid: str, incarnation: str | None) -> tuple:
         """A recorded operation, on a new session ID and with the claims of the shard life that seeded it."""
         name, args = op
-        rest = tuple(Claims(incarnation, arg.kind) if isinstance(arg, Claims) and arg.incarnation else arg
-                     for arg in args[1:])
+        rest = tuple(
+            Claims(incarnation, arg.kind) if isinstance(arg, Claims) and arg.incarnation else arg for arg in args[1:]
+        )
         return name, (sid, *rest)
 
     async def rollouts(seed: int) -> None:
@@ -132,8 +133,9 @@ class ShardActor:
 
         options = {name: value for name, value in ACTOR_OPTIONS.items() if name not in ("lifetime", "get_if_exists")}
         url = redis_url if kind.endswith("Redis marks") else None
-        self._actor = SessionShardActor.options(**options).remote(ShardConfig(600), f"fanout-{uuid.uuid4().hex}",
-                                                                  (0, 1), url)
+        self._actor = SessionShardActor.options(**options).remote(
+            ShardConfig(600), f"fanout-{uuid.uuid4().hex}", (0, 1), url
+        )
         self.endpoint = ray.get(self._actor.endpoint.remote())
         self.pid = ray.get(self._actor.pid.remote())
         ray.get(self._actor.settle.remote())
@@ -162,20 +164,27 @@ def measure_once(kind: str, shards: int, rollouts_seen: list, folder: str, seed:
     from deployments.cpu_policy import batch_scheduled
 
     with batch_scheduled():
-        servers = [(ShardActor if kind.startswith("shard actor") else ShardProcess)(kind, redis.url)
-                   for _ in range(shards)]
+        servers = [
+            (ShardActor if kind.startswith("shard actor") else ShardProcess)(kind, redis.url) for _ in range(shards)
+        ]
     replicas = []
     try:
         start_at = time.time() + 2.0 + WARMUP_S  # the replicas' start-up, then a warm-up
         end_at = start_at + WINDOW_S
         for n in range(REPLICAS):
-            plan = {"endpoints": [server.endpoint for server in servers], "rollouts": rollouts_seen,
-                    "start_at": start_at, "end_at": end_at, "seed": seed * 10 + n}
+            plan = {
+                "endpoints": [server.endpoint for server in servers],
+                "rollouts": rollouts_seen,
+                "start_at": start_at,
+                "end_at": end_at,
+                "seed": seed * 10 + n,
+            }
             plan_file, out_file = os.path.join(folder, f"plan-{n}"), os.path.join(folder, f"out-{n}.json")
             Path(plan_file).write_bytes(pickle.dumps(plan))
             with batch_scheduled():
-                replicas.append((subprocess.Popen([sys.executable, __file__, "--replica", plan_file, out_file]),
-                                 out_file))
+                replicas.append(
+                    (subprocess.Popen([sys.executable, __file__, "--replica", plan_file, out_file]), out_file)
+                )
         pids = {"replicas": [process.pid for process, _ in replicas], "shards": [server.pid for server in servers]}
         if (marks := mark_store_pid(kind, redis)) is not None:
             pids["mark store"] = [marks]
@@ -198,10 +207,14 @@ def measure_once(kind: str, shards: int, rollouts_seen: list, folder: str, seed:
     if counted["refused"]:
         raise RuntimeError(f"{kind}: the shards refused {counted['refused']} operations: {counted['refusals']}")
     rollouts = counted["rollouts"]
-    return {"kind": kind, "shards": shards, "rollouts_per_s": rollouts / WINDOW_S,
-            "cpu_ms_per_rollout": {role: 1000 * seconds / rollouts for role, seconds in spent.items()},
-            "operations_per_rollout": counted["operations"] / rollouts,
-            "operations_per_call": counted["operations"] / max(1, counted["calls"])}
+    return {
+        "kind": kind,
+        "shards": shards,
+        "rollouts_per_s": rollouts / WINDOW_S,
+        "cpu_ms_per_rollout": {role: 1000 * seconds / rollouts for role, seconds in spent.items()},
+        "operations_per_rollout": counted["operations"] / rollouts,
+        "operations_per_call": counted["operations"] / max(1, counted["calls"]),
+    }
 
 
 def measure(rollouts_seen: list, redis) -> list[dict]:
@@ -209,12 +222,15 @@ def measure(rollouts_seen: list, redis) -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="shard-fanout-") as folder:
         for round_ in range(ROUNDS):
-            for kind, shards in (runs if round_ % 2 == 0 else runs[::-1]):
+            for kind, shards in runs if round_ % 2 == 0 else runs[::-1]:
                 row = {"round": round_ + 1, **measure_once(kind, shards, rollouts_seen, folder, round_, redis)}
                 rows.append(row)
-                print(f"round {round_ + 1}, {kind}, {shards} shards: {row['rollouts_per_s']:.0f} rollouts/s, "
-                      f"{sum(row['cpu_ms_per_rollout'].values()):.2f} ms of CPU a rollout, "
-                      f"{row['operations_per_call']:.1f} operations a call", flush=True)
+                print(
+                    f"round {round_ + 1}, {kind}, {shards} shards: {row['rollouts_per_s']:.0f} rollouts/s, "
+                    f"{sum(row['cpu_ms_per_rollout'].values()):.2f} ms of CPU a rollout, "
+                    f"{row['operations_per_call']:.1f} operations a call",
+                    flush=True,
+                )
     return rows
 
 
@@ -238,8 +254,7 @@ def app_growth() -> tuple[str, float, float] | None:
             totals.setdefault((r["replicas"], r["shards"]), []).append(sum(r["cpu_ms_per_rollout"].values()))
     if (2, 2) not in totals or (2, 16) not in totals:
         return None
-    return (scaling["machine"].rsplit("; ", 1)[-1], statistics.median(totals[2, 2]),
-            statistics.median(totals[2, 16]))
+    return (scaling["machine"].rsplit("; ", 1)[-1], statistics.median(totals[2, 2]), statistics.median(totals[2, 16]))
 
 
 def report(data: dict) -> None:
@@ -257,65 +272,96 @@ def report(data: dict) -> None:
     def cell(kind: str, shards: int, value, digits: int = 2) -> str:
         return spread([value(r) for r in rows if (r["kind"], r["shards"]) == (kind, shards)], digits)
 
-    lines = [[kind, shards, cell(kind, shards, lambda r: r["rollouts_per_s"], 0), cell(kind, shards, total),
-              cell(kind, shards, lambda r: r["cpu_ms_per_rollout"]["replicas"]),
-              cell(kind, shards, lambda r: r["cpu_ms_per_rollout"]["shards"]),
-              cell(kind, shards, lambda r: r["cpu_ms_per_rollout"].get("mark store", 0.0)),
-              cell(kind, shards, lambda r: r["operations_per_call"], 1),
-              cell(kind, shards, lambda r: total(r) / total(at(r, few))) + "x"]
-             for kind in KINDS for shards in SHARDS]
+    lines = [
+        [
+            kind,
+            shards,
+            cell(kind, shards, lambda r: r["rollouts_per_s"], 0),
+            cell(kind, shards, total),
+            cell(kind, shards, lambda r: r["cpu_ms_per_rollout"]["replicas"]),
+            cell(kind, shards, lambda r: r["cpu_ms_per_rollout"]["shards"]),
+            cell(kind, shards, lambda r: r["cpu_ms_per_rollout"].get("mark store", 0.0)),
+            cell(kind, shards, lambda r: r["operations_per_call"], 1),
+            cell(kind, shards, lambda r: total(r) / total(at(r, few))) + "x",
+        ]
+        for kind in KINDS
+        for shards in SHARDS
+    ]
     growth = {kind: statistics.median(grown(kind)) for kind in KINDS}
     transport, memory, redis, actor_redis, actor_gcs = (growth[kind] for kind in KINDS)
     app = app_growth()  # read when the report is written: the two benchmarks run apart
     if app:
         when, base, sixteen = app
         allowance = 0.15 * base
-        against = (f"The Serve app (serve_scaling.md of {when}: the direct transport, marks in the GCS) spends "
-                   f"{base:.1f} ms a rollout at 2 replicas x 2 shards and {sixteen:.1f} at 2 x 16: "
-                   f"+{sixteen - base:.1f} ms, where the issue's 15% allows +{allowance:.1f}. Of that allowance the "
-                   f"bare transport takes {transport / allowance:.0%}, the shard over Redis without Ray "
-                   f"{redis / allowance:.0%}, and the app's shard actor as shipped (GCS marks) "
-                   f"{actor_gcs / allowance:.0%}. The app's growth beyond that is its replicas' (HTTP and Serve around "
-                   "each step, where the stand-ins only spin) and its lower rate: fewer rollouts a second leave each "
-                   "shard longer to go cold between calls.")
+        against = (
+            f"The Serve app (serve_scaling.md of {when}: the direct transport, marks in the GCS) spends "
+            f"{base:.1f} ms a rollout at 2 replicas x 2 shards and {sixteen:.1f} at 2 x 16: "
+            f"+{sixteen - base:.1f} ms, where the issue's 15% allows +{allowance:.1f}. Of that allowance the "
+            f"bare transport takes {transport / allowance:.0%}, the shard over Redis without Ray "
+            f"{redis / allowance:.0%}, and the app's shard actor as shipped (GCS marks) "
+            f"{actor_gcs / allowance:.0%}. The app's growth beyond that is its replicas' (HTTP and Serve around "
+            "each step, where the stand-ins only spin) and its lower rate: fewer rollouts a second leave each "
+            "shard longer to go cold between calls."
+        )
     else:
         against = "(serve_scaling.json is missing: no comparison with the Serve app.)"
-    write_report("shard_fanout.md", "\n".join([
-        "# A process per shard: what the shards' number costs a rollout, by what the shards do", "",
-        f"{data['machine']}. Produced by `.venv/bin/python bench/shard_fanout.py`: {REPLICAS} stand-in replicas "
-        f"with {IN_FLIGHT} rollouts in flight each; a rollout replays a recorded rollout's shard operations (seed, "
-        f"put_document, two read_documents, finish_verify, close) on a new session ID, each after {WORK_MS} ms of "
-        "replica CPU, through the app's coalescer and direct transport to the rollout's shard. Shards: a bare "
-        "transport process that answers at once; the app's ShardService in a plain process, its marks in memory or "
-        "in a real redis-server; the app's shard actor (SessionShardActor, a Ray worker, with app_actors.py's "
-        "options), its marks in Redis or in Ray's GCS as configs/serve.yaml ships it. The mark store's CPU is "
-        f"counted with the shards'. {WINDOW_S:.0f} s measured after a {WARMUP_S:.0f} s warm-up, everything under "
-        f"SCHED_BATCH; {ROUNDS} interleaved rounds, median and range. CPU: every process's, over the rollouts that "
-        "ended in the window.", "",
-        table(["shard process", "shards", "rollouts/s", "CPU ms a rollout", "replicas", "shards' processes",
-               "mark store (redis-server, the GCS)", "operations a call", f"vs {few} shards"], lines), "",
-        "## Reading", "",
-        f"- From {few} to {many} shards the CPU a rollout grows by {spread(grown(KINDS[0]))} ms with nothing in a "
-        f"shard but the transport, {spread(grown(KINDS[1]))} with the shard's core and its marks in memory, "
-        f"{spread(grown(KINDS[2]))} with marks in Redis, {spread(grown(KINDS[3]))} when that shard is the app's "
-        f"actor in a Ray worker, and {spread(grown(KINDS[4]))} with its marks in the GCS (within each round). "
-        "Batches shrink from ~8 operations to ~1.5, so a rollout's operations become ~4 calls instead of ~1, each "
-        "waking a shard process that slept; the replica pays a send and a receive per call instead of per batch.",
-        f"- Step by step: the shard's own work a call (the core, its bookkeeping, richer answers to pickle) adds "
-        f"{memory - transport:.2f} ms a rollout to the transport's growth; Redis {redis - memory:.2f} more, since "
-        f"each mark read or write puts the shard to sleep once more until Redis answers; a Ray worker around it "
-        f"{actor_redis - redis:+.2f} (its threads, and 100 wake-ups a second when idle); the GCS instead of Redis "
-        f"{actor_gcs - actor_redis:+.2f}.",
-        f"- {against}",
-        "- So on two cores a process per shard whose marks are durable cannot be brought within 15% from 2 to 16 "
-        "shards by trimming its code: the transport alone takes about half the allowance, and the shard over "
-        "Redis, even with no Ray around it, more than all of it. The shard's work a call is already small "
-        "(bench/results/shard_call.md: ~90 us back to back over the bare transport's); what costs is that it runs "
-        "cold, in one of 16 processes taking turns on two cores. Only fewer shard processes (several shards' "
-        "partitions in one process) or fewer calls a rollout (answers from the replica, which cannot know that no "
-        "other replica closed the session) would keep it flat. On a cluster, where each shard has a core of its own "
-        "and many replicas call it, calls come closer together and a shard's wake-ups take no replica's CPU.",
-    ]))
+    write_report(
+        "shard_fanout.md",
+        "\n".join(
+            [
+                "# A process per shard: what the shards' number costs a rollout, by what the shards do",
+                "",
+                f"{data['machine']}. Produced by `.venv/bin/python bench/shard_fanout.py`: {REPLICAS} stand-in replicas "
+                f"with {IN_FLIGHT} rollouts in flight each; a rollout replays a recorded rollout's shard operations (seed, "
+                f"put_document, two read_documents, finish_verify, close) on a new session ID, each after {WORK_MS} ms of "
+                "replica CPU, through the app's coalescer and direct transport to the rollout's shard. Shards: a bare "
+                "transport process that answers at once; the app's ShardService in a plain process, its marks in memory or "
+                "in a real redis-server; the app's shard actor (SessionShardActor, a Ray worker, with app_actors.py's "
+                "options), its marks in Redis or in Ray's GCS as configs/serve.yaml ships it. The mark store's CPU is "
+                f"counted with the shards'. {WINDOW_S:.0f} s measured after a {WARMUP_S:.0f} s warm-up, everything under "
+                f"SCHED_BATCH; {ROUNDS} interleaved rounds, median and range. CPU: every process's, over the rollouts that "
+                "ended in the window.",
+                "",
+                table(
+                    [
+                        "shard process",
+                        "shards",
+                        "rollouts/s",
+                        "CPU ms a rollout",
+                        "replicas",
+                        "shards' processes",
+                        "mark store (redis-server, the GCS)",
+                        "operations a call",
+                        f"vs {few} shards",
+                    ],
+                    lines,
+                ),
+                "",
+                "## Reading",
+                "",
+                f"- From {few} to {many} shards the CPU a rollout grows by {spread(grown(KINDS[0]))} ms with nothing in a "
+                f"shard but the transport, {spread(grown(KINDS[1]))} with the shard's core and its marks in memory, "
+                f"{spread(grown(KINDS[2]))} with marks in Redis, {spread(grown(KINDS[3]))} when that shard is the app's "
+                f"actor in a Ray worker, and {spread(grown(KINDS[4]))} with its marks in the GCS (within each round). "
+                "Batches shrink from ~8 operations to ~1.5, so a rollout's operations become ~4 calls instead of ~1, each "
+                "waking a shard process that slept; the replica pays a send and a receive per call instead of per batch.",
+                f"- Step by step: the shard's own work a call (the core, its bookkeeping, richer answers to pickle) adds "
+                f"{memory - transport:.2f} ms a rollout to the transport's growth; Redis {redis - memory:.2f} more, since "
+                f"each mark read or write puts the shard to sleep once more until Redis answers; a Ray worker around it "
+                f"{actor_redis - redis:+.2f} (its threads, and 100 wake-ups a second when idle); the GCS instead of Redis "
+                f"{actor_gcs - actor_redis:+.2f}.",
+                f"- {against}",
+                "- So on two cores a process per shard whose marks are durable cannot be brought within 15% from 2 to 16 "
+                "shards by trimming its code: the transport alone takes about half the allowance, and the shard over "
+                "Redis, even with no Ray around it, more than all of it. The shard's work a call is already small "
+                "(bench/results/shard_call.md: ~90 us back to back over the bare transport's); what costs is that it runs "
+                "cold, in one of 16 processes taking turns on two cores. Only fewer shard processes (several shards' "
+                "partitions in one process) or fewer calls a rollout (answers from the replica, which cannot know that no "
+                "other replica closed the session) would keep it flat. On a cluster, where each shard has a core of its own "
+                "and many replicas call it, calls come closer together and a shard's wake-ups take no replica's CPU.",
+            ]
+        ),
+    )
 
 
 def main() -> None:
@@ -342,8 +388,13 @@ def main() -> None:
     for batch in asyncio.run(record_batches(100)):
         for op in batch:
             recorded.setdefault(op[1][0], []).append(op)
-    os.environ.update({"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
-                       "RAY_event_stats": SERVE_TUNING["RAY_event_stats"]})
+    os.environ.update(
+        {
+            "RAY_USAGE_STATS_ENABLED": "0",
+            "RAY_AUTH_MODE": "disabled",
+            "RAY_event_stats": SERVE_TUNING["RAY_event_stats"],
+        }
+    )
     import ray
 
     with batch_scheduled():  # every Ray process inherits it, as under `finsec serve`

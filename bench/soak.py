@@ -38,8 +38,13 @@ async def episodes(url: str, n: int, concurrency: int, seed: int = 7) -> dict[st
 
     tasks, rng = questions(), random.Random(seed)
     plan = iter(range(n))
-    outcome = {"completed": 0, "abandoned_before_verify": 0, "abandoned_before_close": 0, "errors": 0,
-               "verifies_not_rewarded": 0}
+    outcome = {
+        "completed": 0,
+        "abandoned_before_verify": 0,
+        "abandoned_before_close": 0,
+        "errors": 0,
+        "verifies_not_rewarded": 0,
+    }
 
     async def worker():
         async with httpx.AsyncClient(base_url=url, timeout=60) as client:
@@ -48,29 +53,54 @@ async def episodes(url: str, n: int, concurrency: int, seed: int = 7) -> dict[st
                 task = tasks[i % len(tasks)]
                 sid, ep = f"resources-session-{uuid.uuid4().hex}", {"rollout_id": f"soak{i}", "attempt": 0}
                 fate = rng.random()
-                statuses = [(await client.post("/seed_session", json={
-                    "resources_session_id": sid, "episode_id": ep, "task_id": {"taskset": "soak", "task_id": str(i)},
-                    "task_data": {}})).status_code,
+                statuses = [
+                    (
+                        await client.post(
+                            "/seed_session",
+                            json={
+                                "resources_session_id": sid,
+                                "episode_id": ep,
+                                "task_id": {"taskset": "soak", "task_id": str(i)},
+                                "task_data": {},
+                            },
+                        )
+                    ).status_code,
                     (await client.post("/parse_html_page", json={"url": task["url"], "key": "doc"})).status_code,
-                    (await client.post("/retrieve_information", json={"prompt": task["question"] + " {{doc}}"})
-                     ).status_code]
+                    (
+                        await client.post("/retrieve_information", json={"prompt": task["question"] + " {{doc}}"})
+                    ).status_code,
+                ]
                 if fate < 0.10:
                     outcome["abandoned_before_verify"] += 1
                 else:
-                    answer = {"type": "function_call", "name": "submit_final_result", "call_id": "c",
-                              "arguments": json.dumps({"final_result": task["expected_answer"]})}
-                    verify = await client.post("/verify", json={
-                        "responses_create_params": {"input": [{"role": "user", "content": task["question"]}]},
-                        "response": {"output": [answer]}, "question": task["question"],
-                        "expected_answer": task["expected_answer"]})
+                    answer = {
+                        "type": "function_call",
+                        "name": "submit_final_result",
+                        "call_id": "c",
+                        "arguments": json.dumps({"final_result": task["expected_answer"]}),
+                    }
+                    verify = await client.post(
+                        "/verify",
+                        json={
+                            "responses_create_params": {"input": [{"role": "user", "content": task["question"]}]},
+                            "response": {"output": [answer]},
+                            "question": task["question"],
+                            "expected_answer": task["expected_answer"],
+                        },
+                    )
                     statuses.append(verify.status_code)
                     row = verify.json() if verify.status_code == 200 else {}
                     outcome["verifies_not_rewarded"] += (row.get("mask_sample"), row.get("reward")) != (False, 1.0)
                     if fate < 0.15:
                         outcome["abandoned_before_close"] += 1
                     else:
-                        statuses.append((await client.post("/close_session", json={
-                            "resources_session_id": sid, "episode_id": ep})).status_code)
+                        statuses.append(
+                            (
+                                await client.post(
+                                    "/close_session", json={"resources_session_id": sid, "episode_id": ep}
+                                )
+                            ).status_code
+                        )
                         outcome["completed"] += 1
                 outcome["errors"] += sum(s != 200 for s in statuses)
 
@@ -92,8 +122,14 @@ def main() -> int:
     from session_store.ray_store import RaySessionStore, SessionActors
 
     url = start_ray_and_serve()
-    settings = Settings(app_name="soak", num_shards=2, corpus_dir=embedded_corpus_dir(), session_ttl_seconds=TTL,
-                        fence_ttl_seconds=TTL, reaper_interval_seconds=1.0)
+    settings = Settings(
+        app_name="soak",
+        num_shards=2,
+        corpus_dir=embedded_corpus_dir(),
+        session_ttl_seconds=TTL,
+        fence_ttl_seconds=TTL,
+        reaper_interval_seconds=1.0,
+    )
     deploy(settings, url, replicas=2)
     from deployments.ingress import session_actors_spec
 
@@ -131,10 +167,18 @@ def main() -> int:
         undeploy(settings)
         stop_ray_and_serve()
     held = {k: after_stats[k] for k in ("sessions", "documents", "document_chars", "digests")}
-    result = {"machine": machine(), "episodes": options.episodes, "outcome": outcome, "run_seconds": run_seconds,
-              "held_at_end_of_run": {k: at_end[k] for k in held}, "held_after_ttl": held,
-              "rss_before_mb": before, "rss_after_mb": after, "rss_change": (after - before) / before,
-              "curve": curve}
+    result = {
+        "machine": machine(),
+        "episodes": options.episodes,
+        "outcome": outcome,
+        "run_seconds": run_seconds,
+        "held_at_end_of_run": {k: at_end[k] for k in held},
+        "held_after_ttl": held,
+        "rss_before_mb": before,
+        "rss_after_mb": after,
+        "rss_change": (after - before) / before,
+        "curve": curve,
+    }
     result["failures"] = failures(result)
     (ROOT / "bench/results/soak.json").write_text(json.dumps(result, indent=1))
     write_report("soak.md", render(result))
@@ -158,26 +202,39 @@ def failures(r: dict) -> list[str]:
 
 def render(r: dict) -> str:
     o = r["outcome"]
-    return "\n".join([
-        "# Leak soak", "",
-        f"{r['machine']}. {r['episodes']:,} episodes through 2 ingress replicas and 2 shards "
-        f"in {r['run_seconds']:.0f} s "
-        f"(session TTL {TTL:.0f} s, reaper every 1 s): {o['completed']:,} completed and closed, "
-        f"{o['abandoned_before_verify']:,} abandoned before verify, {o['abandoned_before_close']:,} after verify but "
-        f"before close; {o['errors']} requests failed, {o.get('verifies_not_rewarded', 0)} verifies masked or not "
-        f"rewarded. Produced by `bench/soak.py`.", "",
-        "| | sessions | documents | characters | text references |", "|---|---|---|---|---|",
-        "| at the end of the run | " + " | ".join(f"{r['held_at_end_of_run'][k]:,}" for k in
-                                                  ("sessions", "documents", "document_chars", "digests")) + " |",
-        "| after the TTL and a reaper tick | " + " | ".join(f"{r['held_after_ttl'][k]:,}" for k in
-                                                           ("sessions", "documents", "document_chars", "digests"))
-        + " |", "",
-        f"Resident memory of every process of the deployment: {r['rss_before_mb']:.0f} MB before the run (after a "
-        f"warm-up), {r['rss_after_mb']:.0f} MB after ({100 * r['rss_change']:+.1f}%). The curve is "
-        "`soak.png` (and `curve` in soak.json).", "",
-        "**Failed:** " + "; ".join(r["failures"]) + "." if r.get("failures") else
-        "Every check held: nothing left after the TTL, memory within +10%, every request a 200, every verify an "
-        "unmasked 1.0.", ""])
+    return "\n".join(
+        [
+            "# Leak soak",
+            "",
+            f"{r['machine']}. {r['episodes']:,} episodes through 2 ingress replicas and 2 shards "
+            f"in {r['run_seconds']:.0f} s "
+            f"(session TTL {TTL:.0f} s, reaper every 1 s): {o['completed']:,} completed and closed, "
+            f"{o['abandoned_before_verify']:,} abandoned before verify, {o['abandoned_before_close']:,} after verify but "
+            f"before close; {o['errors']} requests failed, {o.get('verifies_not_rewarded', 0)} verifies masked or not "
+            f"rewarded. Produced by `bench/soak.py`.",
+            "",
+            "| | sessions | documents | characters | text references |",
+            "|---|---|---|---|---|",
+            "| at the end of the run | "
+            + " | ".join(
+                f"{r['held_at_end_of_run'][k]:,}" for k in ("sessions", "documents", "document_chars", "digests")
+            )
+            + " |",
+            "| after the TTL and a reaper tick | "
+            + " | ".join(f"{r['held_after_ttl'][k]:,}" for k in ("sessions", "documents", "document_chars", "digests"))
+            + " |",
+            "",
+            f"Resident memory of every process of the deployment: {r['rss_before_mb']:.0f} MB before the run (after a "
+            f"warm-up), {r['rss_after_mb']:.0f} MB after ({100 * r['rss_change']:+.1f}%). The curve is "
+            "`soak.png` (and `curve` in soak.json).",
+            "",
+            "**Failed:** " + "; ".join(r["failures"]) + "."
+            if r.get("failures")
+            else "Every check held: nothing left after the TTL, memory within +10%, every request a 200, every verify an "
+            "unmasked 1.0.",
+            "",
+        ]
+    )
 
 
 def plot(curve: list[tuple[float, float]]) -> None:

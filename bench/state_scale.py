@@ -109,8 +109,9 @@ async def populate(store, start: int, count: int) -> float:
     return count / (time.perf_counter() - began)
 
 
-def shard_process(url: str, namespace: str, index: int, processes: int, start: int, count: int, ready, go,
-                  results) -> None:
+def shard_process(
+    url: str, namespace: str, index: int, processes: int, start: int, count: int, ready, go, results
+) -> None:
     """One of `processes` shard processes, each playing SHARDS / processes shards: its marks are made before the
     clock starts (a shard has its marks already), then written in group commits by one task per shard."""
     from session_store.marks.redis_store import RedisMarkStore
@@ -151,9 +152,12 @@ def from_processes(url: str, namespace: str, server_pid: int, start: int, count:
     context = multiprocessing.get_context("fork")
     go, results = context.Event(), context.Queue()
     readies = [context.Event() for _ in range(processes)]
-    workers = [context.Process(target=shard_process,
-                               args=(url, namespace, i, processes, start, count, readies[i], go, results))
-               for i in range(processes)]
+    workers = [
+        context.Process(
+            target=shard_process, args=(url, namespace, i, processes, start, count, readies[i], go, results)
+        )
+        for i in range(processes)
+    ]
     for worker in workers:
         worker.start()
     for ready in readies:
@@ -167,10 +171,14 @@ def from_processes(url: str, namespace: str, server_pid: int, start: int, count:
         worker.join()
     written = sum(d[1] for d in done)
     elapsed = max(d[3] for d in done) - min(d[2] for d in done)
-    return {"processes": processes, "marks": written, "writes_per_s": written / elapsed,
-            "writer_us_per_write": sum(d[4] for d in done) / written * 1e6,
-            "redis_us_per_write": server / written * 1e6,
-            "stolen_share": (stolen_after - stolen) / max(1, ticks_after - ticks)}
+    return {
+        "processes": processes,
+        "marks": written,
+        "writes_per_s": written / elapsed,
+        "writer_us_per_write": sum(d[4] for d in done) / written * 1e6,
+        "redis_us_per_write": server / written * 1e6,
+        "stolen_share": (stolen_after - stolen) / max(1, ticks_after - ticks),
+    }
 
 
 def seed(n: int) -> EpisodeSeed:
@@ -217,11 +225,16 @@ async def restart_and_settle(store, config: ShardConfig) -> dict:
         for _ in range(100):
             await shard.stats()
             await asyncio.sleep(0)
-    return {"serves_after_s": serves_after, "settle_s": settle_seconds if loaded is not None else None,
-            "settle_loaded": loaded,
-            "settle_worst_block_ms": lag.worst * 1000, "counters_worst_block_ms": counters_lag.worst * 1000,
-            "seed_p99_ms_settling": p99(during), "seed_p99_ms_settled": p99(settled),
-            "seeds_settling": len(during)}
+    return {
+        "serves_after_s": serves_after,
+        "settle_s": settle_seconds if loaded is not None else None,
+        "settle_loaded": loaded,
+        "settle_worst_block_ms": lag.worst * 1000,
+        "counters_worst_block_ms": counters_lag.worst * 1000,
+        "seed_p99_ms_settling": p99(during),
+        "seed_p99_ms_settled": p99(settled),
+        "seeds_settling": len(during),
+    }
 
 
 def p99(values: list[float]) -> float | None:
@@ -244,10 +257,14 @@ async def measure(name: str, store, levels: list[int], memory, server_pid: int) 
         client, server = time.process_time(), cpu_seconds(server_pid)
         rate = await populate(store, written, level - written)
         count, written = level - written, level
-        row = {"store": name, "marks": level, "writes_per_s": rate,
-               "client_us_per_write": (time.process_time() - client) / count * 1e6,
-               "server_us_per_write": (cpu_seconds(server_pid) - server) / count * 1e6,
-               "bytes_per_fence": (memory() - base) / level}
+        row = {
+            "store": name,
+            "marks": level,
+            "writes_per_s": rate,
+            "client_us_per_write": (time.process_time() - client) / count * 1e6,
+            "server_us_per_write": (cpu_seconds(server_pid) - server) / count * 1e6,
+            "bytes_per_fence": (memory() - base) / level,
+        }
         stolen, ticks = steal()
         row.update(await restart_and_settle(store, ShardConfig(session_ttl_seconds=FENCE_TTL)))
         stolen_after, ticks_after = steal()
@@ -291,8 +308,9 @@ def run_redis(levels: list[int], process_marks: int) -> tuple[list[dict], list[d
         client = redis.Redis.from_url(server.url)
         namespace = f"bench-{uuid.uuid4().hex[:8]}"
         store = RedisMarkStore(server.url, namespace)
-        rows = asyncio.run(measure("redis", store, levels, lambda: client.info("memory")["used_memory"],
-                                   server.process.pid))
+        rows = asyncio.run(
+            measure("redis", store, levels, lambda: client.info("memory")["used_memory"], server.process.pid)
+        )
         rounds, start = [], max(levels)
         for round_ in range(ROUNDS):
             for processes in PROCESSES:
@@ -308,35 +326,41 @@ def processes_table(rounds: list[dict]) -> list[str]:
     if not rounds:
         return []
     first = rounds[0]
-    lines = ["## Mark writes/s into one Redis from several shard processes", "",
-             f"Each process plays {SHARDS} / processes shards (one writer task a shard, group commits of {BATCH}) "
-             "with its",
-             f"marks made before the clock starts; {first['marks']:,} new marks a round, into the Redis that already",
-             f"holds {first['held_before']:,} (and every earlier round's); "
-             f"{len(rounds) // len(PROCESSES)} interleaved rounds ({first.get('ran_at', '?')},"
-             f" {first.get('code', '?')}). The writers and Redis share this machine's 2 cores, so the processes'",
-             "CPU is taken from Redis's: Redis's own CPU per write bounds what one Redis core takes from a cluster's "
-             "shards.",
-             "",
-             "| shard processes | mark writes/s: median (range) | CPU us per write: writers / Redis (median) "
-             "| CPU stolen by the host (range) |",
-             "|---|---|---|---|"]
+    lines = [
+        "## Mark writes/s into one Redis from several shard processes",
+        "",
+        f"Each process plays {SHARDS} / processes shards (one writer task a shard, group commits of {BATCH}) with its",
+        f"marks made before the clock starts; {first['marks']:,} new marks a round, into the Redis that already",
+        f"holds {first['held_before']:,} (and every earlier round's); "
+        f"{len(rounds) // len(PROCESSES)} interleaved rounds ({first.get('ran_at', '?')},"
+        f" {first.get('code', '?')}). The writers and Redis share this machine's 2 cores, so the processes'",
+        "CPU is taken from Redis's: Redis's own CPU per write bounds what one Redis core takes from a cluster's "
+        "shards.",
+        "",
+        "| shard processes | mark writes/s: median (range) | CPU us per write: writers / Redis (median) "
+        "| CPU stolen by the host (range) |",
+        "|---|---|---|---|",
+    ]
     for processes in sorted({r["processes"] for r in rounds}):
         mine = [r for r in rounds if r["processes"] == processes]
         rates = [r["writes_per_s"] for r in mine]
-        lines.append(f"| {processes} | {statistics.median(rates):,.0f} ({min(rates):,.0f}-{max(rates):,.0f}) | "
-                     f"{statistics.median(r['writer_us_per_write'] for r in mine):.1f} / "
-                     f"{statistics.median(r['redis_us_per_write'] for r in mine):.1f} | "
-                     f"{min(r.get('stolen_share', 0) for r in mine):.0%}-"
-                     f"{max(r.get('stolen_share', 0) for r in mine):.0%} |")
+        lines.append(
+            f"| {processes} | {statistics.median(rates):,.0f} ({min(rates):,.0f}-{max(rates):,.0f}) | "
+            f"{statistics.median(r['writer_us_per_write'] for r in mine):.1f} / "
+            f"{statistics.median(r['redis_us_per_write'] for r in mine):.1f} | "
+            f"{min(r.get('stolen_share', 0) for r in mine):.0%}-"
+            f"{max(r.get('stolen_share', 0) for r in mine):.0%} |"
+        )
     return [*lines, ""]
 
 
 def report(rows: list[dict], levels: list[int], rounds: list[dict]) -> str:
-    head = ("| store (run at, code) | marks | mark writes/s (one process) | CPU us per write: writers / store "
-            "| restarted shard "
-            "serves after | settle (1/16 share) | loaded | worst loop block: settle / sweep / counters | seed p99 "
-            "settling / settled | sweep | bytes per fence | CPU stolen by the host while settling |")
+    head = (
+        "| store (run at, code) | marks | mark writes/s (one process) | CPU us per write: writers / store "
+        "| restarted shard "
+        "serves after | settle (1/16 share) | loaded | worst loop block: settle / sweep / counters | seed p99 "
+        "settling / settled | sweep | bytes per fence | CPU stolen by the host while settling |"
+    )
     lines = [head, "|" + "---|" * 12]
     for r in rows:
         lines.append(
@@ -346,21 +370,35 @@ def report(rows: list[dict], levels: list[int], rounds: list[dict]) -> str:
             f"{settle(r)} | {r['settle_worst_block_ms']:.1f} / "
             f"{r['sweep_worst_block_ms']:.1f} / {r['counters_worst_block_ms']:.1f} ms | "
             f"{fmt(r['seed_p99_ms_settling'])} / {fmt(r['seed_p99_ms_settled'])} ms | {r['sweep_s']:.1f} s | "
-            f"{r['bytes_per_fence']:.0f} | {fmt_share(r.get('settle_stolen_share'))} |")
+            f"{r['bytes_per_fence']:.0f} | {fmt_share(r.get('settle_stolen_share'))} |"
+        )
     by = {(r["store"], r["marks"]): r for r in rows}
-    ratios = [f"- at {n:,} marks, Redis wrote {by[('redis', n)]['writes_per_s'] / by[('gcs', n)]['writes_per_s']:.0f}x"
-              " the GCS's marks per second" for n in levels if ("redis", n) in by and ("gcs", n) in by]
-    return "\n".join([
-        "# Durable state at scale: GCS vs Redis mark stores", "",
-        "Produced by `.venv/bin/python bench/state_scale.py` (" + ", ".join(f"{n:,}" for n in levels) + " marks).",
-        "16 simulated shards write fences in group commits of 64 (one `MarkStore.write` each); then a restarted",
-        "shard 0 of 16 (a real `ShardService` on this process's loop) answers a seed, settles its 1/16 share while",
-        "seeds arrive at ~200/s (over Redis, which it never settles from, the seeds of its first 2 s, each read per",
-        "ID), and the store's sweep runs; a 1 ms timer task records the loop's worst block.",
-        "Bytes per fence: the GCS process's RSS growth, or Redis's `used_memory` growth, over the marks written.",
-        "CPU per write: this process's (the 16 writers: routing, encoding, the client) and the store server's, so",
-        "the rate one store can take from many shard processes is about 1e6 / (its us per write) per core.",
-        "", *lines, "", *ratios, "", *processes_table(rounds)])
+    ratios = [
+        f"- at {n:,} marks, Redis wrote {by[('redis', n)]['writes_per_s'] / by[('gcs', n)]['writes_per_s']:.0f}x"
+        " the GCS's marks per second"
+        for n in levels
+        if ("redis", n) in by and ("gcs", n) in by
+    ]
+    return "\n".join(
+        [
+            "# Durable state at scale: GCS vs Redis mark stores",
+            "",
+            "Produced by `.venv/bin/python bench/state_scale.py` (" + ", ".join(f"{n:,}" for n in levels) + " marks).",
+            "16 simulated shards write fences in group commits of 64 (one `MarkStore.write` each); then a restarted",
+            "shard 0 of 16 (a real `ShardService` on this process's loop) answers a seed, settles its 1/16 share while",
+            "seeds arrive at ~200/s (over Redis, which it never settles from, the seeds of its first 2 s, each read per",
+            "ID), and the store's sweep runs; a 1 ms timer task records the loop's worst block.",
+            "Bytes per fence: the GCS process's RSS growth, or Redis's `used_memory` growth, over the marks written.",
+            "CPU per write: this process's (the 16 writers: routing, encoding, the client) and the store server's, so",
+            "the rate one store can take from many shard processes is about 1e6 / (its us per write) per core.",
+            "",
+            *lines,
+            "",
+            *ratios,
+            "",
+            *processes_table(rounds),
+        ]
+    )
 
 
 def settle(row: dict) -> str:
@@ -381,16 +419,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--marks", type=int, nargs="+", default=[1_000_000, 4_000_000])
     parser.add_argument("--stores", nargs="+", default=["redis", "gcs"], choices=["redis", "gcs"])
-    parser.add_argument("--process-marks", type=int, default=500_000,
-                        help="new marks written in each round of the shard-process runs (Redis only)")
+    parser.add_argument(
+        "--process-marks",
+        type=int,
+        default=500_000,
+        help="new marks written in each round of the shard-process runs (Redis only)",
+    )
     options = parser.parse_args()
     levels = sorted(options.marks)
     previous = RESULTS / "state_scale.json"
     kept = json.loads(previous.read_text()) if previous.is_file() else {}
     rows = [r for r in kept.get("rows", []) if r["store"] not in options.stores and r["marks"] in levels]
     rounds = [] if "redis" in options.stores else kept.get("from_processes", [])
-    code = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True,
-                          text=True).stdout.strip()
+    code = subprocess.run(
+        ["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     for name in options.stores:
         ran_at = time.strftime("%Y-%m-%d %H:%M")
         if name == "redis":
@@ -400,8 +443,9 @@ def main() -> None:
             mine = run_gcs(levels)
         rows += [{**row, "ran_at": ran_at, "code": code} for row in mine]
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "state_scale.json").write_text(json.dumps({"levels": levels, "rows": rows, "from_processes": rounds},
-                                                          indent=1))
+    (RESULTS / "state_scale.json").write_text(
+        json.dumps({"levels": levels, "rows": rows, "from_processes": rounds}, indent=1)
+    )
     (RESULTS / "state_scale.md").write_text(report(rows, levels, rounds))
     print(report(rows, levels, rounds))
 

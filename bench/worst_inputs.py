@@ -60,8 +60,11 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # label: (start, repeated unit, end
     "elements nested 2,000 deep": ("<div>" * 2_000, "Revenue 1,234 ", "</div>" * 2_000),
     "one text node": ("<p>", "revenue ", "</p>"),
     "plain-text lines of years that fail at their end": ("", "2020 2021 2022 2023 2024 2025 2026 2027 Total\n", ""),
-    "table rows with figures": ("<table>", "<tr><td>Total net sales</td><td>$</td><td>1,234</td><td>(56)</td></tr>",
-                                "</table>"),
+    "table rows with figures": (
+        "<table>",
+        "<tr><td>Total net sales</td><td>$</td><td>1,234</td><td>(56)</td></tr>",
+        "</table>",
+    ),
 }
 
 
@@ -70,8 +73,15 @@ def _units_within_limits(label: str) -> int:
     start, unit, end = SHAPES[label]
     text = parse_page(Page((start + unit * 1_000 + end).encode())).text
     tags, lines, chars = unit.count("<"), text.count("\n") / 1_000, len(text) / 1_000
-    return int(min(MAX_TAGS / tags if tags else FETCH_CAP, MAX_TEXT_LINES / lines if lines else FETCH_CAP,
-                   MAX_TEXT_CHARS / chars, FETCH_CAP / len(unit)) * 0.999)  # the estimate is close, not exact
+    return int(
+        min(
+            MAX_TAGS / tags if tags else FETCH_CAP,
+            MAX_TEXT_LINES / lines if lines else FETCH_CAP,
+            MAX_TEXT_CHARS / chars,
+            FETCH_CAP / len(unit),
+        )
+        * 0.999
+    )  # the estimate is close, not exact
 
 
 def _document(label: str, at_limits: bool) -> bytes:
@@ -117,58 +127,161 @@ def _verify(answer: str) -> bytes:
 def _padded_verify(answer: str) -> bytes:
     """A verify body at the request cap: the answer, and a trajectory that fills the rest."""
     body = verify_body(answer)
-    body["response"]["output"].insert(0, {"type": "message", "role": "assistant", "content": [
-        {"type": "output_text", "text": fill("the revenue was 1,234 in fiscal 2024 ",
-                                             BODY_CAP - len(answer) - 2_000)}]})
+    body["response"]["output"].insert(
+        0,
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "output_text",
+                    "text": fill("the revenue was 1,234 in fiscal 2024 ", BODY_CAP - len(answer) - 2_000),
+                }
+            ],
+        },
+    )
     return json.dumps(body).encode()
 
 
 CASES = [
-    Case("retrieve_information", "50,000 chars of 'how many of the '", "/retrieve_information",
-         lambda: _prompt("how many of the ")),
-    Case("retrieve_information", "'head' and 50,000 spaces", "/retrieve_information",
-         lambda: json.dumps({"prompt": "head" + " " * (MAX_PROMPT_CHARS - 20) + "count? {{doc}}"}).encode()),
-    Case("retrieve_information", "'of' and 50,000 spaces", "/retrieve_information",
-         lambda: json.dumps({"prompt": "of" + " " * (MAX_PROMPT_CHARS - 20) + "Apple's {{doc}}"}).encode()),
-    Case("retrieve_information", "50,000 chars of distinct words, 6 comma parts", "/retrieve_information",
-         lambda: json.dumps({"prompt": _distinct_words(", ") + " {{doc}}"}).encode()),
-    Case("retrieve_information", "50,000 chars of distinct words over 64 documents", "/retrieve_information",
-         lambda: json.dumps({"prompt": _distinct_words(" ")[: MAX_PROMPT_CHARS - 64 * 10]
-                             + "".join(f" {{{{d{k}}}}}" for k in range(64))}).encode(), session="many"),
-    *(Case("parse_html_page", label, "/parse_html_page",
-           lambda n=n, label=label: json.dumps({"url": f"https://www.sec.gov/{FOLDER}/{NAMES[label]}",
-                                                "key": f"doc{n}"}).encode(), session="worst", cold=True)
-      for n, label in enumerate(DOCUMENTS)),
-    *(Case("retrieve_information", f"first question over {label} (its index is built)", "/retrieve_information",
-           lambda n=n: json.dumps({"prompt": f"How many employees? Total net sales in 2024 {{{{doc{n}}}}}"}).encode(),
-           session="worst", cold=True) for n, label in enumerate(DOCUMENTS) if label.endswith("size limits")),
-    Case("verify", "an answer of 'fiscal' and 100,000 spaces", "/verify",
-         lambda: _verify("fiscal" + " " * MAX_FINAL_RESULT_CHARS)),
-    Case("verify", "an answer of 100,000 chars of '10-'", "/verify",
-         lambda: _verify(fill("10-", MAX_FINAL_RESULT_CHARS))),
+    Case(
+        "retrieve_information",
+        "50,000 chars of 'how many of the '",
+        "/retrieve_information",
+        lambda: _prompt("how many of the "),
+    ),
+    Case(
+        "retrieve_information",
+        "'head' and 50,000 spaces",
+        "/retrieve_information",
+        lambda: json.dumps({"prompt": "head" + " " * (MAX_PROMPT_CHARS - 20) + "count? {{doc}}"}).encode(),
+    ),
+    Case(
+        "retrieve_information",
+        "'of' and 50,000 spaces",
+        "/retrieve_information",
+        lambda: json.dumps({"prompt": "of" + " " * (MAX_PROMPT_CHARS - 20) + "Apple's {{doc}}"}).encode(),
+    ),
+    Case(
+        "retrieve_information",
+        "50,000 chars of distinct words, 6 comma parts",
+        "/retrieve_information",
+        lambda: json.dumps({"prompt": _distinct_words(", ") + " {{doc}}"}).encode(),
+    ),
+    Case(
+        "retrieve_information",
+        "50,000 chars of distinct words over 64 documents",
+        "/retrieve_information",
+        lambda: json.dumps(
+            {
+                "prompt": _distinct_words(" ")[: MAX_PROMPT_CHARS - 64 * 10]
+                + "".join(f" {{{{d{k}}}}}" for k in range(64))
+            }
+        ).encode(),
+        session="many",
+    ),
+    *(
+        Case(
+            "parse_html_page",
+            label,
+            "/parse_html_page",
+            lambda n=n, label=label: json.dumps(
+                {"url": f"https://www.sec.gov/{FOLDER}/{NAMES[label]}", "key": f"doc{n}"}
+            ).encode(),
+            session="worst",
+            cold=True,
+        )
+        for n, label in enumerate(DOCUMENTS)
+    ),
+    *(
+        Case(
+            "retrieve_information",
+            f"first question over {label} (its index is built)",
+            "/retrieve_information",
+            lambda n=n: json.dumps({"prompt": f"How many employees? Total net sales in 2024 {{{{doc{n}}}}}"}).encode(),
+            session="worst",
+            cold=True,
+        )
+        for n, label in enumerate(DOCUMENTS)
+        if label.endswith("size limits")
+    ),
+    Case(
+        "verify",
+        "an answer of 'fiscal' and 100,000 spaces",
+        "/verify",
+        lambda: _verify("fiscal" + " " * MAX_FINAL_RESULT_CHARS),
+    ),
+    Case(
+        "verify", "an answer of 100,000 chars of '10-'", "/verify", lambda: _verify(fill("10-", MAX_FINAL_RESULT_CHARS))
+    ),
     Case("verify", "an answer of 'the ' x 25,000", "/verify", lambda: _verify(fill("the ", MAX_FINAL_RESULT_CHARS))),
-    Case("verify", "an answer with 2,001 figures", "/verify",
-         lambda: _verify(" ".join(f"${n},{n % 1000:03d}" for n in range(2_001)))),
-    Case("verify", "a 16 MB trajectory with a 100,000-char answer", "/verify",
-         lambda: _padded_verify(fill("$1,234 million and ", MAX_FINAL_RESULT_CHARS))),
-    Case("verify", "a 16 MB body of lists nested 50 deep", "/verify",
-         lambda: json.dumps({**verify_body("42"), "padding": "PAD"}).replace(
-             '"PAD"', "[" + ",".join(["[" * 50 + "1" + "]" * 50] * (BODY_CAP // 102 - 100)) + "]").encode()),
-    Case("submit_final_result", "100,000 chars", "/submit_final_result",
-         lambda: json.dumps({"final_result": fill("revenue was $1,234 million ", MAX_FINAL_RESULT_CHARS)}).encode()),
-    Case("sec_filing_search", "a ticker of 2,000 chars", "/sec_filing_search",
-         lambda: json.dumps({"ticker": "A" * MAX_QUERY_CHARS}).encode()),
-    Case("edgar_search", "2,000 chars of distinct words", "/edgar_search",
-         lambda: json.dumps({"search_query": _distinct_words(" ")[:MAX_QUERY_CHARS]}).encode()),
-    Case("edgar_search", "2,000 chars of 'revenue '", "/edgar_search",
-         lambda: json.dumps({"search_query": fill("revenue ", MAX_QUERY_CHARS)}).encode()),
-    Case("seed_session", "a 16 MB task_data", "/seed_session",
-         lambda: json.dumps(episode_seed(new_session_id(), notes=[fill("a filing excerpt ", 1_000)] * 15_900)).encode(),
-         session="none"),
-    Case("aggregate_metrics", "16 MB of rows", "/aggregate_metrics",
-         lambda: json.dumps({"verify_responses": [{"reward": 1.0, "_ng_task_index": i % 500, "_ng_rollout_index":
-                                                   i // 500, "note": "x" * 60} for i in range(115_000)]}).encode(),
-         session="none"),
+    Case(
+        "verify",
+        "an answer with 2,001 figures",
+        "/verify",
+        lambda: _verify(" ".join(f"${n},{n % 1000:03d}" for n in range(2_001))),
+    ),
+    Case(
+        "verify",
+        "a 16 MB trajectory with a 100,000-char answer",
+        "/verify",
+        lambda: _padded_verify(fill("$1,234 million and ", MAX_FINAL_RESULT_CHARS)),
+    ),
+    Case(
+        "verify",
+        "a 16 MB body of lists nested 50 deep",
+        "/verify",
+        lambda: (
+            json.dumps({**verify_body("42"), "padding": "PAD"})
+            .replace('"PAD"', "[" + ",".join(["[" * 50 + "1" + "]" * 50] * (BODY_CAP // 102 - 100)) + "]")
+            .encode()
+        ),
+    ),
+    Case(
+        "submit_final_result",
+        "100,000 chars",
+        "/submit_final_result",
+        lambda: json.dumps({"final_result": fill("revenue was $1,234 million ", MAX_FINAL_RESULT_CHARS)}).encode(),
+    ),
+    Case(
+        "sec_filing_search",
+        "a ticker of 2,000 chars",
+        "/sec_filing_search",
+        lambda: json.dumps({"ticker": "A" * MAX_QUERY_CHARS}).encode(),
+    ),
+    Case(
+        "edgar_search",
+        "2,000 chars of distinct words",
+        "/edgar_search",
+        lambda: json.dumps({"search_query": _distinct_words(" ")[:MAX_QUERY_CHARS]}).encode(),
+    ),
+    Case(
+        "edgar_search",
+        "2,000 chars of 'revenue '",
+        "/edgar_search",
+        lambda: json.dumps({"search_query": fill("revenue ", MAX_QUERY_CHARS)}).encode(),
+    ),
+    Case(
+        "seed_session",
+        "a 16 MB task_data",
+        "/seed_session",
+        lambda: json.dumps(episode_seed(new_session_id(), notes=[fill("a filing excerpt ", 1_000)] * 15_900)).encode(),
+        session="none",
+    ),
+    Case(
+        "aggregate_metrics",
+        "16 MB of rows",
+        "/aggregate_metrics",
+        lambda: json.dumps(
+            {
+                "verify_responses": [
+                    {"reward": 1.0, "_ng_task_index": i % 500, "_ng_rollout_index": i // 500, "note": "x" * 60}
+                    for i in range(115_000)
+                ]
+            }
+        ).encode(),
+        session="none",
+    ),
 ]
 
 
@@ -239,31 +352,59 @@ def measure(url: str, pid: int, case: Case, clients: dict[str, httpx.Client]) ->
     for _ in range(1 if case.cold else REPEATS):
         with HealthProbe(url) as probe:
             cpu, began = cpu_seconds(pid), time.perf_counter()
-            response = clients[case.session].post(case.path, content=body,
-                                                  headers={"content-type": "application/json"})
+            response = clients[case.session].post(case.path, content=body, headers={"content-type": "application/json"})
             wall, spent = time.perf_counter() - began, cpu_seconds(pid) - cpu
-        runs.append({"cpu": spent, "wall": wall, "health": probe.worst, "status": response.status_code,
-                     "reply": response.text[:160]})
+        runs.append(
+            {
+                "cpu": spent,
+                "wall": wall,
+                "health": probe.worst,
+                "status": response.status_code,
+                "reply": response.text[:160],
+            }
+        )
     best = min(runs, key=lambda r: r["cpu"])
-    return {"tool": case.tool, "input": case.label, "bytes": len(body), **best,
-            "health_worst": max(r["health"] for r in runs)}
+    return {
+        "tool": case.tool,
+        "input": case.label,
+        "bytes": len(body),
+        **best,
+        "health_worst": max(r["health"] for r in runs),
+    }
 
 
 def render(rows: list[dict]) -> str:
     over = [r for r in rows if r["cpu"] >= 1.0]
     waited = max(r["health_worst"] for r in rows)
-    lines = ["# Each tool's worst input at the caps", "",
-             f"{machine()}. Produced by `bench/worst_inputs.py`: the app in "
-             "one process (no Ray; marks in memory) under uvicorn, the client in another; each case sent "
-             f"{REPEATS} times, the least server CPU kept (all the server's threads, from /proc; 10 ms resolution), "
-             "but a parse and the first question over a document (the index is built) once: their cost is paid once. "
-             "*/healthz waited*: the longest of the GET /healthz sent every 10 ms during the case's requests.", "",
-             table(["tool", "input", "request bytes", "status", "server CPU ms", "wall ms", "/healthz waited ms"],
-                   [[r["tool"], r["input"], f"{r['bytes']:,}", r["status"], f"{r['cpu'] * 1e3:.0f}",
-                     f"{r['wall'] * 1e3:.0f}", f"{r['health_worst'] * 1e3:.0f}"] for r in rows]), "",
-             f"Target: under 1 s of CPU for every request: {len(over)} over "
-             f"({', '.join(r['tool'] + ': ' + r['input'] for r in over) or 'none'}). "
-             f"The longest /healthz wait during any case: {waited * 1e3:.0f} ms."]
+    lines = [
+        "# Each tool's worst input at the caps",
+        "",
+        f"{machine()}. Produced by `bench/worst_inputs.py`: the app in "
+        "one process (no Ray; marks in memory) under uvicorn, the client in another; each case sent "
+        f"{REPEATS} times, the least server CPU kept (all the server's threads, from /proc; 10 ms resolution), "
+        "but a parse and the first question over a document (the index is built) once: their cost is paid once. "
+        "*/healthz waited*: the longest of the GET /healthz sent every 10 ms during the case's requests.",
+        "",
+        table(
+            ["tool", "input", "request bytes", "status", "server CPU ms", "wall ms", "/healthz waited ms"],
+            [
+                [
+                    r["tool"],
+                    r["input"],
+                    f"{r['bytes']:,}",
+                    r["status"],
+                    f"{r['cpu'] * 1e3:.0f}",
+                    f"{r['wall'] * 1e3:.0f}",
+                    f"{r['health_worst'] * 1e3:.0f}",
+                ]
+                for r in rows
+            ],
+        ),
+        "",
+        f"Target: under 1 s of CPU for every request: {len(over)} over "
+        f"({', '.join(r['tool'] + ': ' + r['input'] for r in over) or 'none'}). "
+        f"The longest /healthz wait during any case: {waited * 1e3:.0f} ms.",
+    ]
     return "\n".join(lines) + "\n"
 
 

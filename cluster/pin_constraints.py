@@ -44,9 +44,11 @@ def closure(requirements: list[str]) -> dict[str, str]:
 def main() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     pins = closure(project["dependencies"])
-    lines = ["# The image's dependency versions (cluster/Dockerfile installs with -c this file).",
-             "# Written by cluster/pin_constraints.py from the environment the tests passed in; do not edit by hand.",
-             *(f"{name}=={version}" for name, version in sorted(pins.items()))]
+    lines = [
+        "# The image's dependency versions (cluster/Dockerfile installs with -c this file).",
+        "# Written by cluster/pin_constraints.py from the environment the tests passed in; do not edit by hand.",
+        *(f"{name}=={version}" for name, version in sorted(pins.items())),
+    ]
     (ROOT / "cluster/constraints.txt").write_text("\n".join(lines) + "\n")
     print(f"pinned {len(pins)} packages")
 

@@ -40,8 +40,10 @@ def resize(pods: int, shards: int) -> list[dict]:
     RAYSERVICE.write_text(text[:start] + group)
     BUDGET.write_text(_set(BUDGET.read_text(), "minAvailable", pods - 1, BUDGET))
     index = _group_index(yaml.safe_load(RAYSERVICE.read_text()))
-    return [{"op": "replace", "path": f"/spec/workerGroupSpecs/{index}/{field}", "value": pods}
-            for field in ("minReplicas", "maxReplicas", "replicas")]
+    return [
+        {"op": "replace", "path": f"/spec/workerGroupSpecs/{index}/{field}", "value": pods}
+        for field in ("minReplicas", "maxReplicas", "replicas")
+    ]
 
 
 def _set(text: str, field: str, value: int, path: Path, first: bool = False) -> str:
@@ -63,10 +65,14 @@ def main() -> None:
     parser.add_argument("--shards", type=int, help="session shards (default: 2 a pod)")
     options = parser.parse_args()
     patch = resize(options.pods, options.shards or 2 * options.pods)
-    print(f"Rewrote {CONFIG.relative_to(ROOT)}, {RAYSERVICE.relative_to(ROOT)} and {BUDGET.relative_to(ROOT)}.",
-          file=sys.stderr)
-    print("kubectl patch raycluster \"$(kubectl get rayservice finsec-serve -o "
-          "jsonpath='{.status.activeServiceStatus.rayClusterName}')\" --type json -p '" + json.dumps(patch) + "'")
+    print(
+        f"Rewrote {CONFIG.relative_to(ROOT)}, {RAYSERVICE.relative_to(ROOT)} and {BUDGET.relative_to(ROOT)}.",
+        file=sys.stderr,
+    )
+    print(
+        'kubectl patch raycluster "$(kubectl get rayservice finsec-serve -o '
+        "jsonpath='{.status.activeServiceStatus.rayClusterName}')\" --type json -p '" + json.dumps(patch) + "'"
+    )
 
 
 if __name__ == "__main__":

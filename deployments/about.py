@@ -11,6 +11,8 @@ from urllib.parse import urlsplit
 from deployments.settings import Settings
 from session_store.marks import app_namespace
 
+__all__ = ["actors", "mark_store", "shape", "version"]
+
 
 @functools.cache  # the code does not change under a running process; hashing it reads every source file
 def version() -> str:
@@ -42,13 +44,17 @@ def shape(settings: Settings, marks_kept_in: str | None = None) -> dict[str, Any
     judge = settings.judge_model
     retrieval = settings.retrieval_model
     return {
-        "num_shards": settings.num_shards, "mark_store": marks_kept_in or mark_store(settings),
-        "edgar_source": settings.edgar_source, "edgar_search_mode": settings.edgar_search_mode,
+        "num_shards": settings.num_shards,
+        "mark_store": marks_kept_in or mark_store(settings),
+        "edgar_source": settings.edgar_source,
+        "edgar_search_mode": settings.edgar_search_mode,
         "grader": f"judge {judge.model or judge.base_url}" if judge else "deterministic",
         "retrieval": f"model {retrieval.model or retrieval.base_url}" if retrieval else "bm25 passages",
-        "session_ttl_seconds": settings.session_ttl_seconds, "fence_ttl_seconds": settings.fence_ttl_seconds,
+        "session_ttl_seconds": settings.session_ttl_seconds,
+        "fence_ttl_seconds": settings.fence_ttl_seconds,
         # how long a request may wait for a place: a client's timeout must be longer (finsec rollouts checks it)
-        "admission_running": settings.admission_running, "admission_wait_seconds": settings.admission_wait_seconds,
+        "admission_running": settings.admission_running,
+        "admission_wait_seconds": settings.admission_wait_seconds,
     }
 
 
@@ -77,5 +83,7 @@ def _listing(settings: Settings) -> list[dict[str, str]]:
         named = ray.util.list_named_actors(all_namespaces=True)
     except Exception as error:  # the GCS is away: say so, the rest of the status still stands
         return [{"error": f"could not list actors ({type(error).__name__})"}]
-    return sorted(({"name": a["name"], "namespace": a["namespace"]} for a in named if a["namespace"] == namespace),
-                  key=lambda a: a["name"])
+    return sorted(
+        ({"name": a["name"], "namespace": a["namespace"]} for a in named if a["namespace"] == namespace),
+        key=lambda a: a["name"],
+    )

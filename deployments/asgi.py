@@ -20,6 +20,8 @@ from deployments.routes import admin, health, sessions, tools
 from deployments.services import Services
 from deployments.settings import MIN_SECRET_CHARS, Settings
 
+__all__ = ["create_api", "MCP_PATH", "ROLLOUT_ROUTES", "ServedByMiddleware"]
+
 
 def create_api(
     settings: Settings,
@@ -46,22 +48,40 @@ def create_api(
 
     # No slash redirects: Starlette answers a path with (or, under a route prefix, without) a trailing slash with a
     # bodiless 307, where every reply must be JSON (contract §A.0); such a path is a JSON 404 instead.
-    app = FastAPI(title="finsec-serve", summary="NeMo Gym finance_sec_search resources server", lifespan=lifespan,
-                  redirect_slashes=False)
+    app = FastAPI(
+        title="finsec-serve",
+        summary="NeMo Gym finance_sec_search resources server",
+        lifespan=lifespan,
+        redirect_slashes=False,
+    )
     install_error_handlers(app)
     # Without an admin token the retire route is not registered at all: a 404 whatever the body.
-    named_routers = (health.router, sessions.router, tools.router, admin.router,
-                     *((admin.retire_router,) if settings.admin_token is not None else ()))
+    named_routers = (
+        health.router,
+        sessions.router,
+        tools.router,
+        admin.router,
+        *((admin.retire_router,) if settings.admin_token is not None else ()),
+    )
     named_routes = [route for router in named_routers for route in router.routes]
     # One flat list, not include_router: FastAPI matches an included router's routes through a wrapper per route
     # and per request, and Serve's replica matches each request once more to label its metrics, so the list is
     # walked twice a request. A rollout's routes come first; FastAPI's docs after them; the catch-all last, so named
     # routes win (§A.12).
-    app.router.routes[:] = [*sorted(named_routes, key=_rollout_rank), *app.router.routes, mcp_route,
-                            *tools.unknown_tool_router.routes]
+    app.router.routes[:] = [
+        *sorted(named_routes, key=_rollout_rank),
+        *app.router.routes,
+        mcp_route,
+        *tools.unknown_tool_router.routes,
+    ]
     named = {route.path for route in named_routes} | {MCP_PATH}
-    app.add_middleware(StrictJsonMiddleware, max_bytes=settings.max_request_bytes, max_depth=settings.max_body_depth,
-                       checks=named.__contains__, repairs={"/verify", "/aggregate_metrics"}.__contains__)
+    app.add_middleware(
+        StrictJsonMiddleware,
+        max_bytes=settings.max_request_bytes,
+        max_depth=settings.max_body_depth,
+        checks=named.__contains__,
+        repairs={"/verify", "/aggregate_metrics"}.__contains__,
+    )
     # Inside the identity middleware, so a refusal carries the session's cookie as every reply does (§A.0).
     app.state.admission = AdmissionState(Admission.from_settings(settings))
     app.add_middleware(AdmissionMiddleware, state=app.state.admission, event_streams=frozenset({MCP_PATH}))
@@ -93,17 +113,26 @@ def _mcp(settings: Settings) -> tuple[Route, Callable[[], AbstractAsyncContextMa
 
 class _McpUnavailable:
     def __init__(self, error: ImportError):
-        self._detail = ("The MCP endpoint needs the mcp SDK that finsec-serve[mcp] pins, where this server runs "
-                        f"({type(error).__name__}: {error}). Install finsec-serve[mcp] there, or call the tools "
-                        "over REST (POST /<tool>).")
+        self._detail = (
+            "The MCP endpoint needs the mcp SDK that finsec-serve[mcp] pins, where this server runs "
+            f"({type(error).__name__}: {error}). Install finsec-serve[mcp] there, or call the tools "
+            "over REST (POST /<tool>)."
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await JSONResponse({"detail": self._detail}, status_code=501)(scope, receive, send)
 
 
 # The routes a rollout calls, in the order it first calls them (contract §A): the first a request's match tries.
-ROLLOUT_ROUTES = ("/seed_session", "/sec_filing_search", "/parse_html_page", "/retrieve_information",
-                  "/submit_final_result", "/verify", "/close_session")
+ROLLOUT_ROUTES = (
+    "/seed_session",
+    "/sec_filing_search",
+    "/parse_html_page",
+    "/retrieve_information",
+    "/submit_final_result",
+    "/verify",
+    "/close_session",
+)
 
 
 def _rollout_rank(route: BaseRoute) -> int:

@@ -37,8 +37,11 @@ def state_node_proxies(settings: Settings) -> Application | None:
     place), or None when the app is not told its state nodes."""
     if not settings.state_nodes:
         return None
-    return StateNodeProxy.options(num_replicas=settings.state_nodes, ray_actor_options={
-        "num_cpus": 0, "resources": dict(settings.state_actor_resources)}).bind()
+    # @serve.deployment made the class a Deployment; mypy keeps a decorated class's own type (mypy#3135)
+    return StateNodeProxy.options(  # type: ignore[attr-defined]
+        num_replicas=settings.state_nodes,
+        ray_actor_options={"num_cpus": 0, "resources": dict(settings.state_actor_resources)},
+    ).bind()
 
 
 def ingress_application(settings: Settings, **deployment_options: Any) -> Application:
@@ -46,7 +49,8 @@ def ingress_application(settings: Settings, **deployment_options: Any) -> Applic
     Every request reaches a replica at once, where admission times its wait: Serve's own bound on the requests a
     replica holds is what admission may hold, unless the options say otherwise (`finsec check` says why not to)."""
     held = Admission.from_settings(settings).most_held()
-    ingress = FinsecIngress.options(**{"max_ongoing_requests": held, **deployment_options})
+    # @serve.deployment made the class a Deployment; mypy keeps a decorated class's own type (mypy#3135)
+    ingress = FinsecIngress.options(**{"max_ongoing_requests": held, **deployment_options})  # type: ignore[attr-defined]
     begin_mark_store(settings)
     return ingress.bind(settings, cookie_secret(settings), state_node_proxies(settings))
 

@@ -16,10 +16,15 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+__all__ = ["batch_scheduled", "policy_of"]
+
 log = logging.getLogger(__name__)
 
-_NAMES = {getattr(os, name): name for name in ("SCHED_OTHER", "SCHED_BATCH", "SCHED_IDLE", "SCHED_FIFO", "SCHED_RR")
-          if hasattr(os, name)}
+_NAMES = {
+    getattr(os, name): name
+    for name in ("SCHED_OTHER", "SCHED_BATCH", "SCHED_IDLE", "SCHED_FIFO", "SCHED_RR")
+    if hasattr(os, name)
+}
 
 
 @contextmanager
@@ -34,8 +39,10 @@ def batch_scheduled() -> Iterator[None]:
     try:
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     except OSError as error:  # a seccomp profile may forbid it: run as before
-        log.warning("could not start the local Ray cluster under SCHED_BATCH (%s); it runs under the default "
-                    "scheduling policy", error)
+        log.warning(
+            "could not start the local Ray cluster under SCHED_BATCH (%s); it runs under the default scheduling policy",
+            error,
+        )
         yield
         return
     try:

@@ -16,6 +16,8 @@ from session_store.app_actors import AppActors
 from session_store.ray_actors import ActorClient
 from session_store.ray_store import RaySessionStore, SessionActors, SessionActorsSpec
 
+__all__ = ["app_actors", "destroy_app_actors", "FinsecIngress", "session_actors_spec"]
+
 
 def app_actors(settings: Settings) -> AppActors:
     return AppActors(settings.app_name, resources=dict(settings.state_actor_resources))
@@ -56,11 +58,13 @@ class FinsecIngress:
         context = serve.get_replica_context()
         self._limiter = ClusterRateLimiter(limiter, *limiter_args, caller=context.replica_id.unique_id)
         self._actors = SessionActors(self._app, session_actors_spec(settings))
-        self._active = self._actors.start_reaper([self._app.name("edgar-limiter", limiter_args, limiter_code)],
-                                                 serve_app=context.app_name)
+        self._active = self._actors.start_reaper(
+            [self._app.name("edgar-limiter", limiter_args, limiter_code)], serve_app=context.app_name
+        )
         self._store = RaySessionStore(self._actors, settings.shard_transport)
-        self._documents = ActorClient(self._actors.document_store, "document store",
-                                      settings.store_call_timeout_seconds)
+        self._documents = ActorClient(
+            self._actors.document_store, "document store", settings.store_call_timeout_seconds
+        )
         self._replica = context.replica_id.unique_id
 
     async def _services(self):

@@ -36,6 +36,8 @@ from session_store import (
 )
 from session_store.marks import MarkStore
 
+__all__ = ["in_process_app", "InProcessApp", "serve_in_process"]
+
 log = logging.getLogger(__name__)
 
 
@@ -49,8 +51,9 @@ class InProcessApp:
     settings: Settings
 
 
-def in_process_app(settings: Settings, cookie_secret: str | None = None,
-                   marks: MarkStore | None = None, clock=None) -> InProcessApp:
+def in_process_app(
+    settings: Settings, cookie_secret: str | None = None, marks: MarkStore | None = None, clock=None
+) -> InProcessApp:
     """The app; its marks are `marks`, else the Redis the settings name, else in memory. Its cookie secret is the
     settings', else `cookie_secret`, else the one kept in that Redis, else one generated for this process."""
     if marks is None and settings.mark_store():
@@ -62,23 +65,38 @@ def in_process_app(settings: Settings, cookie_secret: str | None = None,
     cookie_secret = cookie_secret or secrets.token_urlsafe(32)
     marks = marks if marks is not None else MemoryMarkStore()
     config = settings.shard_config()
-    store = LocalSessionStore([ShardService(config, marks, clock) for _ in range(settings.num_shards)],
-                              **({"monotonic": clock} if clock else {}))
-    documents = DocumentStore(max_bytes=settings.document_store_bytes, grace_seconds=settings.document_grace_seconds,
-                              **({"clock": clock} if clock else {}))
+    store = LocalSessionStore(
+        [ShardService(config, marks, clock) for _ in range(settings.num_shards)],
+        **({"monotonic": clock} if clock else {}),
+    )
+    documents = DocumentStore(
+        max_bytes=settings.document_store_bytes,
+        grace_seconds=settings.document_grace_seconds,
+        **({"clock": clock} if clock else {}),
+    )
     limiter = LocalRateLimiter(settings.requests_per_second, settings.rate_limit_window_seconds)
     metrics = Metrics(settings.app_name)  # this process's own, even beside a Ray cluster
     kept_in = "memory" if isinstance(marks, MemoryMarkStore) else None
-    api = create_api(settings, lambda: build_services(settings, store, limiter, DocumentStoreService(documents),
-                                                      **({"clock": clock} if clock else {}), metrics=metrics,
-                                                      marks_kept_in=kept_in),
-                     cookie_secret)
+    api = create_api(
+        settings,
+        lambda: build_services(
+            settings,
+            store,
+            limiter,
+            DocumentStoreService(documents),
+            **({"clock": clock} if clock else {}),
+            metrics=metrics,
+            marks_kept_in=kept_in,
+        ),
+        cookie_secret,
+    )
     reaper = Reaper(store.shards, DocumentStoreService(documents), marks=marks)
     return InProcessApp(api, store, documents, marks, reaper, settings)
 
 
-def serve_in_process(settings: Settings, host: str, port: int, *,
-                     on_ready: Callable[[str], None] | None = None) -> None:
+def serve_in_process(
+    settings: Settings, host: str, port: int, *, on_ready: Callable[[str], None] | None = None
+) -> None:
     """Serve the app from this process until SIGINT or SIGTERM, the reaper ticking every reaper_interval_seconds."""
     import uvicorn
 
@@ -86,8 +104,9 @@ def serve_in_process(settings: Settings, host: str, port: int, *,
     # Admission, not the kernel, decides who waits: the listen queue holds as many connections as admission may
     # (the kernel caps it at net.core.somaxconn).
     backlog = Admission.from_settings(settings).most_held()
-    server = uvicorn.Server(uvicorn.Config(app.api, host=host, port=port, log_level="warning", access_log=False,
-                                           backlog=backlog))
+    server = uvicorn.Server(
+        uvicorn.Config(app.api, host=host, port=port, log_level="warning", access_log=False, backlog=backlog)
+    )
 
     async def reap() -> None:
         while True:

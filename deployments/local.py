@@ -28,6 +28,24 @@ from deployments.serve_tuning import SERVE_TUNING, node_env
 from deployments.settings import Settings
 from finsec.net.ports import free_port
 
+__all__ = [
+    "available_ingress",
+    "deploy",
+    "deploy_application",
+    "haproxy_binary",
+    "Ingress",
+    "ingress_env",
+    "LOCAL_RAY_ENV",
+    "QUIET_LOGS",
+    "start_ray",
+    "start_ray_and_serve",
+    "stop_haproxy",
+    "stop_ray_and_serve",
+    "undeploy",
+    "undeploy_application",
+    "wait_until_serving",
+]
+
 Ingress = Literal["haproxy", "proxy"]
 
 # A private loopback cluster needs no token auth, usage reporting or uv runtime envs.
@@ -65,8 +83,11 @@ def ingress_env(ingress: Ingress) -> dict[str, str]:
         "RAY_SERVE_HAPROXY_STATS_PORT": str(free_port()),
         "RAY_SERVE_HAPROXY_METRICS_PORT": str(free_port()),
         # The operator's own setting of a tuning variable wins.
-        **{name: os.environ.get(name, value) for name, value in node_env().items()
-           if name.startswith("RAY_SERVE_HAPROXY_")},
+        **{
+            name: os.environ.get(name, value)
+            for name, value in node_env().items()
+            if name.startswith("RAY_SERVE_HAPROXY_")
+        },
     }
 
 
@@ -85,15 +106,19 @@ def haproxy_binary() -> str | None:
 def available_ingress(ingress: Ingress) -> Ingress:
     """`ingress`, or Serve's default proxy when HAProxy was asked for and this machine has none (a Mac, say)."""
     if ingress == "haproxy" and haproxy_binary() is None:
-        print("finsec-serve: no HAProxy binary here (Ray bundles one on Linux only); using Serve's default proxy, "
-              "which is slower under load. Install haproxy or set RAY_SERVE_HAPROXY_BINARY_PATH for the fast "
-              "ingress.", file=sys.stderr)
+        print(
+            "finsec-serve: no HAProxy binary here (Ray bundles one on Linux only); using Serve's default proxy, "
+            "which is slower under load. Install haproxy or set RAY_SERVE_HAPROXY_BINARY_PATH for the fast "
+            "ingress.",
+            file=sys.stderr,
+        )
         return "proxy"
     return ingress
 
 
-def start_ray_and_serve(port: int | None = None, *, ingress: Ingress = "haproxy", batch_scheduling: bool = True,
-                        **ray_init: Any) -> str:
+def start_ray_and_serve(
+    port: int | None = None, *, ingress: Ingress = "haproxy", batch_scheduling: bool = True, **ray_init: Any
+) -> str:
     """Start a local Ray cluster and Serve's ingress on 127.0.0.1; returns the base URL.
 
     The environment must be set before Ray starts: the controller and proxy processes inherit it."""
@@ -165,8 +190,13 @@ def _pids_using(folder: str) -> list[int]:
 def deploy(settings: Settings, base_url: str, *, replicas: int = 1, timeout: float = 120.0) -> None:
     """Deploy the app at route prefix "/" and wait until a real route answers (Serve answers "Path not found"
     until the app is routed)."""
-    deploy_application(settings, base_url, name=settings.app_name, timeout=timeout, options={
-        "num_replicas": replicas, "ray_actor_options": {"num_cpus": 0}, "logging_config": QUIET_LOGS})
+    deploy_application(
+        settings,
+        base_url,
+        name=settings.app_name,
+        timeout=timeout,
+        options={"num_replicas": replicas, "ray_actor_options": {"num_cpus": 0}, "logging_config": QUIET_LOGS},
+    )
 
 
 def wait_until_serving(base_url: str, timeout: float = 120.0) -> None:
@@ -188,8 +218,15 @@ def undeploy(settings: Settings, *, purge: bool = False) -> int:
     return undeploy_application(settings, settings.app_name, purge=purge)
 
 
-def deploy_application(settings: Settings, base_url: str, *, name: str, route_prefix: str = "/",
-                       options: dict[str, Any] | None = None, timeout: float = 120.0) -> str:
+def deploy_application(
+    settings: Settings,
+    base_url: str,
+    *,
+    name: str,
+    route_prefix: str = "/",
+    options: dict[str, Any] | None = None,
+    timeout: float = 120.0,
+) -> str:
     """Deploy the app as a serve config describes it (Serve application `name` at `route_prefix`, the
     FinsecIngress `options`: replicas or autoscaling, ray_actor_options), wait until a
     real route answers, and return the app's URL."""

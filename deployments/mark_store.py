@@ -9,12 +9,14 @@ import secrets
 
 from deployments import about
 from deployments.settings import Settings
-from session_store.marks import MarkStore, app_namespace, open_mark_store
+from session_store.marks import DurableMarkStore, app_namespace, open_mark_store
+
+__all__ = ["begin_mark_store", "cookie_secret", "durable_records"]
 
 log = logging.getLogger("ray.serve")
 
 
-def durable_records(settings: Settings) -> MarkStore:
+def durable_records(settings: Settings) -> DurableMarkStore:
     """The app's durable mark store, as the settings name it."""
     return open_mark_store(settings.mark_store(), app_namespace(settings.app_name))
 
@@ -34,13 +36,17 @@ def cookie_secret(settings: Settings) -> str:
         return settings.cookie_secret.get_secret_value()
     # Decision 14: never a predictable constant. The builder runs once per deploy and every replica gets this.
     if settings.mark_store() is None and not _ray_running():
-        log.warning("finsec-serve: no cookie_secret configured and no cluster to keep one; generated one for "
-                    "this deployment only")
+        log.warning(
+            "finsec-serve: no cookie_secret configured and no cluster to keep one; generated one for "
+            "this deployment only"
+        )
         return secrets.token_urlsafe(32)
     kept = durable_records(settings).kept_secret(lambda: secrets.token_urlsafe(32))
     if settings.mark_store() is None:
-        log.warning("finsec-serve: no cookie_secret configured; using the one generated for this app on this "
-                    "cluster. Sessions do not survive losing its head; set cookie_secret or mark_store_url.")
+        log.warning(
+            "finsec-serve: no cookie_secret configured; using the one generated for this app on this "
+            "cluster. Sessions do not survive losing its head; set cookie_secret or mark_store_url."
+        )
     return kept
 
 
@@ -49,19 +55,29 @@ def begin_mark_store(settings: Settings) -> None:
     holds the app's records without its marker lost data: the app deploys, and refuses new sessions until an
     operator acknowledges the loss."""
     if settings.mark_store() is None and not _ray_running():
-        log.warning("finsec-serve: no Ray cluster here to keep the marks in; the mark store was not begun, so its "
-                    "shards will refuse new sessions. Deploy with `finsec serve` or `serve run`.")
+        log.warning(
+            "finsec-serve: no Ray cluster here to keep the marks in; the mark store was not begun, so its "
+            "shards will refuse new sessions. Deploy with `finsec serve` or `serve run`."
+        )
         return
     store = durable_records(settings)
     if settings.mark_store_durability_check and (problem := store.durability_problem()):
-        raise ValueError(f"mark_store_url names a Redis that may forget fences: {problem}. (Set "
-                         "mark_store_durability_check to false only if it persists and never evicts otherwise.)")
+        raise ValueError(
+            f"mark_store_url names a Redis that may forget fences: {problem}. (Set "
+            "mark_store_durability_check to false only if it persists and never evicts otherwise.)"
+        )
     where = about.mark_store(settings)
     beginning = store.begin()
     if beginning == "new":
-        log.warning("finsec-serve: begins a new mark store at %s: no fence, episode seed or cookie secret of "
-                    "app %r was there", where, settings.app_name)
+        log.warning(
+            "finsec-serve: begins a new mark store at %s: no fence, episode seed or cookie secret of app %r was there",
+            where,
+            settings.app_name,
+        )
     elif beginning == "forgot":
-        log.error("finsec-serve: the mark store at %s holds records of app %r but not its marker: it lost data. "
-                  "New sessions are refused until an operator runs `finsec store acknowledge-loss`.", where,
-                  settings.app_name)
+        log.error(
+            "finsec-serve: the mark store at %s holds records of app %r but not its marker: it lost data. "
+            "New sessions are refused until an operator runs `finsec store acknowledge-loss`.",
+            where,
+            settings.app_name,
+        )

@@ -17,6 +17,8 @@ from session_store import StoreUnavailable
 from session_store.app_actors import call
 from session_store.ray_actors import ActorProcess
 
+__all__ = ["ClusterRateLimiter", "RateLimiterActor"]
+
 log = logging.getLogger(__name__)
 
 
@@ -43,8 +45,9 @@ class ClusterRateLimiter:
 
     async def acquire(self) -> None:
         try:
-            delay, sharers = await call(self._actor.reserve.remote(self._caller), timeout=self._timeout,
-                                        what="EDGAR rate limiter")
+            delay, sharers = await call(
+                self._actor.reserve.remote(self._caller), timeout=self._timeout, what="EDGAR rate limiter"
+            )
             self._own.interval = self._window * max(1, sharers) / self._limit
         except StoreUnavailable:
             log.warning("EDGAR rate limiter unavailable; pacing this replica at its share of the rate")

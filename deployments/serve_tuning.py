@@ -7,8 +7,22 @@ whole-rollout benchmark (bench/serve_rollouts.py; docs/benchmarks.md, "Why the s
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from deployments.cpu_policy import policy_of
+
+__all__ = [
+    "BATCH_COST",
+    "haproxy_threads",
+    "missing",
+    "MISSING_COST",
+    "node_env",
+    "POD_START",
+    "preempting",
+    "ROLLOUT_AFFINITY",
+    "SERVE_TUNING",
+    "warning",
+]
 
 SERVE_TUNING = {
     # Serve's HAProxy ingress: replicas listen on their own ports behind it (the default Python proxy added far
@@ -38,20 +52,19 @@ ROLLOUT_AFFINITY = {"RAY_SERVE_HAPROXY_BALANCE_ALGORITHM": "uri depth 2"}
 # What goes wrong when each is missing (the start-up warning quotes these; docs/benchmarks.md has the figures).
 MISSING_COST = {
     "RAY_SERVE_ENABLE_HA_PROXY": "Serve's default Python proxy, which collapses under load to a small fraction of "
-                                 "the rollouts/s the app serves behind HAProxy",
+    "the rollouts/s the app serves behind HAProxy",
     "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "a second event loop per replica, and every request handed "
-                                                  "between the two loops costs replica CPU and throughput",
-    "RAY_SERVE_HAPROXY_METRICS_ENABLED": "Serve parsing a HAProxy log line per request, CPU taken from the "
-                                         "replicas",
+    "between the two loops costs replica CPU and throughput",
+    "RAY_SERVE_HAPROXY_METRICS_ENABLED": "Serve parsing a HAProxy log line per request, CPU taken from the replicas",
     "RAY_event_stats": "Ray timing every handler of its event loops in every process: more server CPU a rollout "
-                       "under load and more idle CPU",
+    "under load and more idle CPU",
 }
 
 
-def missing(env: dict[str, str] | None = None) -> dict[str, str]:
+def missing(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The tuning this environment lacks (variable -> what that costs); empty when it runs as measured."""
-    env = os.environ if env is None else env
-    return {name: MISSING_COST[name] for name, value in SERVE_TUNING.items() if env.get(name) != value}
+    values = os.environ if env is None else env
+    return {name: MISSING_COST[name] for name, value in SERVE_TUNING.items() if values.get(name) != value}
 
 
 # Beside the environment, how every node starts Ray: under SCHED_BATCH (deployments/cpu_policy.py), which each of
@@ -59,10 +72,14 @@ def missing(env: dict[str, str] | None = None) -> dict[str, str]:
 # it. `finsec serve` starts its cluster so. A KubeRay pod runs KubeRay's own `ray start` (KUBERAY_GEN_RAY_START_CMD,
 # given to the container's command by the RayService's ray.io/overwrite-container-cmd annotation) from a shell that
 # first puts itself under SCHED_BATCH; if the kernel refuses, Ray starts as it would have, and says so.
-POD_START = ("ulimit -n 65536; chrt --batch --pid 0 $$ || echo 'finsec-serve: Ray starts under the default "
-             "scheduling policy' >&2; eval \"$KUBERAY_GEN_RAY_START_CMD\"")
-BATCH_COST = ("every wake-up of HAProxy or a shard preempts a replica, which then comes back to cold caches: "
-              "fewer rollouts/s where they share cores")
+POD_START = (
+    "ulimit -n 65536; chrt --batch --pid 0 $$ || echo 'finsec-serve: Ray starts under the default "
+    'scheduling policy\' >&2; eval "$KUBERAY_GEN_RAY_START_CMD"'
+)
+BATCH_COST = (
+    "every wake-up of HAProxy or a shard preempts a replica, which then comes back to cold caches: "
+    "fewer rollouts/s where they share cores"
+)
 
 
 def preempting() -> bool:
@@ -78,9 +95,11 @@ def warning(env: dict[str, str] | None = None) -> str | None:
         named.append(f"Ray under SCHED_BATCH (`chrt --batch 0 ray start ...`; without it: {BATCH_COST})")
     if not named:
         return None
-    return (f"finsec-serve runs without the Serve tuning it is measured with: {'; '.join(named)}. Set them on every "
-            "node before `ray start` (KubeRay: the RayService's env and start command), or start with "
-            "`finsec serve`, which does. The measurements: docs/benchmarks.md.")
+    return (
+        f"finsec-serve runs without the Serve tuning it is measured with: {'; '.join(named)}. Set them on every "
+        "node before `ray start` (KubeRay: the RayService's env and start command), or start with "
+        "`finsec serve`, which does. The measurements: docs/benchmarks.md."
+    )
 
 
 def haproxy_threads(cpus: int | None = None) -> str:

@@ -36,6 +36,18 @@ from finsec.tools.web_search import TavilySearch, WebSearchProvider
 from finsec.verify import Verifier
 from session_store import SessionStore, canonical_digest
 
+__all__ = [
+    "build_services",
+    "edgar_source",
+    "fetch_policy",
+    "grader",
+    "grading_key",
+    "page_fetcher",
+    "retrieval_backend",
+    "Services",
+    "services",
+]
+
 
 @dataclass
 class Services:
@@ -83,43 +95,70 @@ def edgar_source(settings: Settings, limiter: RateLimiter, metrics: Metrics = NO
             max_connections_per_host=settings.max_connections_per_host,
             metrics=metrics,
         )
-    return MirrorSource(settings.corpus_dir or embedded_corpus_dir(), max_bytes=settings.fetch_max_bytes,
-                        metrics=metrics)
+    return MirrorSource(
+        settings.corpus_dir or embedded_corpus_dir(), max_bytes=settings.fetch_max_bytes, metrics=metrics
+    )
 
 
 async def build_services(
-    settings: Settings, store: SessionStore, limiter: RateLimiter, document_store: DocumentStoreClient,
-    clock: Callable[[], float] = time.time, metrics: Metrics | None = None, marks_kept_in: str | None = None,
+    settings: Settings,
+    store: SessionStore,
+    limiter: RateLimiter,
+    document_store: DocumentStoreClient,
+    clock: Callable[[], float] = time.time,
+    metrics: Metrics | None = None,
+    marks_kept_in: str | None = None,
 ) -> Services:
     """Everything a replica needs; fails (and so the replica does) when the ticker registry cannot be loaded."""
     metrics = metrics or Metrics(settings.app_name, exporter=ray_metrics)
     source = edgar_source(settings, limiter, metrics)
     cache = DiskCache(settings.cache_dir) if settings.use_cache else None
     companies = CompanyDirectory(source, cache, settings.supplementary_tickers_fpath)
-    await companies.load(attempts=5 if settings.edgar_source == "live" else 1,
-                         backoff_seconds=settings.retry_backoff_seconds)
-    full_text = None
+    await companies.load(
+        attempts=5 if settings.edgar_source == "live" else 1, backoff_seconds=settings.retry_backoff_seconds
+    )
+    full_text: LocalFullTextIndex | LiveFullTextSearch | None = None
     if settings.edgar_search_mode == "local":
         corpus, corpus_companies = source, companies
         if settings.edgar_source == "live":  # search a local corpus while documents come from live EDGAR
+            assert settings.corpus_dir is not None  # Settings' validator requires it here
             corpus = MirrorSource(settings.corpus_dir, max_bytes=settings.fetch_max_bytes)
             corpus_companies = CompanyDirectory(corpus)
             await corpus_companies.load(attempts=1)
         full_text = LocalFullTextIndex(corpus, corpus_companies, corpus_companies.tickers())
         full_text.start_building()
     elif settings.edgar_search_mode == "live":
+        assert settings.sec_api_key is not None  # Settings' validator requires it here
         full_text = LiveFullTextSearch(
-            settings.sec_api_base_url, settings.sec_api_key.get_secret_value(),
-            attempts=settings.max_retries, backoff_seconds=settings.retry_backoff_seconds, metrics=metrics,
+            settings.sec_api_base_url,
+            settings.sec_api_key.get_secret_value(),
+            attempts=settings.max_retries,
+            backoff_seconds=settings.retry_backoff_seconds,
+            metrics=metrics,
         )
     web = None
     if settings.tavily_api_key is not None:
-        web = TavilySearch(settings.tavily_api_key.get_secret_value(), settings.tavily_base_url,
-                           backoff_seconds=settings.retry_backoff_seconds, metrics=metrics)
-    filings = FilingTexts(source, companies, cache=cache, dump_root=settings.sec_dump_path,
-                          dump_max_bytes=settings.fetch_max_bytes, fetch_page=page_fetcher(settings, limiter))
-    documents = DocumentCache(document_store, max_bytes=settings.replica_text_cache_bytes,
-                              grace_seconds=settings.document_grace_seconds, clock=clock, metrics=metrics)
+        web = TavilySearch(
+            settings.tavily_api_key.get_secret_value(),
+            settings.tavily_base_url,
+            backoff_seconds=settings.retry_backoff_seconds,
+            metrics=metrics,
+        )
+    filings = FilingTexts(
+        source,
+        companies,
+        cache=cache,
+        dump_root=settings.sec_dump_path,
+        dump_max_bytes=settings.fetch_max_bytes,
+        fetch_page=page_fetcher(settings, limiter),
+    )
+    documents = DocumentCache(
+        document_store,
+        max_bytes=settings.replica_text_cache_bytes,
+        grace_seconds=settings.document_grace_seconds,
+        clock=clock,
+        metrics=metrics,
+    )
     retrieval = retrieval_backend(settings, metrics)
     judge = grader(settings, metrics)
     return Services(
@@ -128,15 +167,20 @@ async def build_services(
         companies=companies,
         parser=PageParser(store, documents, filings, large_doc_threshold_chars=settings.large_doc_threshold_chars),
         retriever=Retriever(store, documents, filings, retrieval),
-        verifier=Verifier(store, judge, judge_lease_seconds=settings.judge_lease_seconds,
-                          lease_seconds=_lease_seconds(settings), grading_key=grading_key(settings, judge),
-                          grounder=Grounder(store, documents, index_cache_bytes=settings.grounding_index_cache_bytes),
-                          require_grounded=settings.require_grounded_answer, metrics=metrics),
+        verifier=Verifier(
+            store,
+            judge,
+            judge_lease_seconds=settings.judge_lease_seconds,
+            lease_seconds=_lease_seconds(settings),
+            grading_key=grading_key(settings, judge),
+            grounder=Grounder(store, documents, index_cache_bytes=settings.grounding_index_cache_bytes),
+            require_grounded=settings.require_grounded_answer,
+            metrics=metrics,
+        ),
         full_text=full_text,
         web=web,
         metrics=metrics,
-        closing=[c for c in (source, full_text, web, getattr(retrieval, "model", None), judge)
-                 if hasattr(c, "aclose")],
+        closing=[c for c in (source, full_text, web, getattr(retrieval, "model", None), judge) if hasattr(c, "aclose")],
         clock=clock,
         marks_kept_in=marks_kept_in,
     )
@@ -159,26 +203,35 @@ def page_fetcher(settings: Settings, limiter: RateLimiter) -> PageFetcher:
 
 def retrieval_backend(settings: Settings, metrics: Metrics = NO_METRICS) -> RetrievalBackend:
     if settings.retrieval_model is None:
-        return PassageBackend(PassageRetriever(settings.retrieval_top_passages, settings.retrieval_reply_chars),
-                              index_cache_bytes=settings.replica_index_cache_bytes, metrics=metrics)
-    options = ({"system_prompt_fpath": settings.retrieval_system_prompt_fpath}
-               if settings.retrieval_system_prompt_fpath else {})
-    return ModelBackend(LlmRetrieval(
-        settings.retrieval_model,
-        system_prompt=settings.retrieval_system_prompt,
-        responses_create_params=settings.retrieval_responses_create_params,
-        max_output_tokens=settings.retrieval_max_output_tokens,
-        call_timeout=settings.retrieval_call_timeout,
-        metrics=metrics,
-        **options,
-    ))
+        return PassageBackend(
+            PassageRetriever(settings.retrieval_top_passages, settings.retrieval_reply_chars),
+            index_cache_bytes=settings.replica_index_cache_bytes,
+            metrics=metrics,
+        )
+    options = (
+        {"system_prompt_fpath": settings.retrieval_system_prompt_fpath}
+        if settings.retrieval_system_prompt_fpath
+        else {}
+    )
+    return ModelBackend(
+        LlmRetrieval(
+            settings.retrieval_model,
+            system_prompt=settings.retrieval_system_prompt,
+            responses_create_params=settings.retrieval_responses_create_params,
+            max_output_tokens=settings.retrieval_max_output_tokens,
+            call_timeout=settings.retrieval_call_timeout,
+            metrics=metrics,
+            **options,
+        )
+    )
 
 
 def grader(settings: Settings, metrics: Metrics = NO_METRICS) -> Grader:
     if settings.judge_model is None:
         return DeterministicGrader(max_answer_chars=settings.max_answer_chars)
-    options = ({"prompt_template_fpath": settings.judge_prompt_template_fpath}
-               if settings.judge_prompt_template_fpath else {})
+    options = (
+        {"prompt_template_fpath": settings.judge_prompt_template_fpath} if settings.judge_prompt_template_fpath else {}
+    )
     return LlmJudge(
         settings.judge_model,
         prompt_template=settings.judge_prompt_template,
@@ -200,12 +253,17 @@ def _lease_seconds(settings: Settings) -> float | None:
 def grading_key(settings: Settings, judge: Grader) -> str:
     """What a verdict depends on besides the verify body: the grader's code and every grading setting."""
     endpoint = settings.judge_model
-    return canonical_digest({  # the grading code's version is the one verify rows name (grading/identity.py)
-        "grader": type(judge).__name__, "code": GRADING_VERSION, "reward_mode": settings.reward_mode,
-        "judge": None if endpoint is None else endpoint.model_dump(mode="json", exclude={"api_key"}),
-        "template": getattr(judge, "template", None), "params": settings.judge_responses_create_params,
-        "require_grounded": settings.require_grounded_answer,
-    })
+    return canonical_digest(
+        {  # the grading code's version is the one verify rows name (grading/identity.py)
+            "grader": type(judge).__name__,
+            "code": GRADING_VERSION,
+            "reward_mode": settings.reward_mode,
+            "judge": None if endpoint is None else endpoint.model_dump(mode="json", exclude={"api_key"}),
+            "template": getattr(judge, "template", None),
+            "params": settings.judge_responses_create_params,
+            "require_grounded": settings.require_grounded_answer,
+        }
+    )
 
 
 def services(request: Request) -> Services:

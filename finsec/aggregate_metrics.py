@@ -24,6 +24,8 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
+__all__ = ["aggregate_metrics"]
+
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "total_tokens")
 
 
@@ -45,9 +47,9 @@ def _index(row: dict[str, Any], name: str) -> int:
 def _numbers(row: dict[str, Any]) -> dict[str, float]:
     values = {}
     for name, value in row.items():
-        if isinstance(name, str) and not name.startswith("_") and name != "mask_sample":
-            if (number := _finite(value)) is not None:
-                values[name] = number
+        usable = isinstance(name, str) and not name.startswith("_") and name != "mask_sample"
+        if usable and (number := _finite(value)) is not None:
+            values[name] = number
     response = row.get("response")
     usage = response.get("usage") if isinstance(response, dict) else None
     if isinstance(usage, dict):

@@ -9,6 +9,33 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, field_validator
 
+__all__ = [
+    "AggregateMetricsRequest",
+    "CloseSessionRequest",
+    "CloseSessionResponse",
+    "coerce_stringified",
+    "EdgarSearchRequest",
+    "EpisodeId",
+    "EpisodeSeedRequest",
+    "EpisodeSeedResponse",
+    "list_of",
+    "MAX_COERCED_CHARS",
+    "MAX_ID_CHARS",
+    "ParseHtmlPageRequest",
+    "ResponsesCreateParams",
+    "RetireRequest",
+    "RetrieveInformationRequest",
+    "ROLLOUT_ID",
+    "SecFilingSearchRequest",
+    "StringList",
+    "SubmitFinalResultRequest",
+    "TaskId",
+    "ToolResult",
+    "VerifyRequest",
+    "VerifyResponse",
+    "WebSearchRequest",
+]
+
 ROLLOUT_ID = "[A-Za-z0-9][A-Za-z0-9._-]*"  # NeMo Gym's rollout ids: episode ids and the /ng-rollout prefix
 _CAPTURE_SUFFIX = re.compile(r"-a[1-9][0-9]*$")
 

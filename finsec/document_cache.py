@@ -18,6 +18,8 @@ from typing import Protocol
 from finsec.metrics import NO_METRICS, Metrics
 from session_store import BoundedLru, Coalescer
 
+__all__ = ["DocumentCache", "DocumentStoreClient"]
+
 
 class DocumentStoreClient(Protocol):
     async def put(self, digest: str, text: str, url: str | None, cacheable: bool) -> None: ...
@@ -30,8 +32,15 @@ class DocumentStoreClient(Protocol):
 
 
 class DocumentCache:
-    def __init__(self, store: DocumentStoreClient, *, max_bytes: int, grace_seconds: float,
-                 clock: Callable[[], float] = time.time, metrics: Metrics = NO_METRICS):
+    def __init__(
+        self,
+        store: DocumentStoreClient,
+        *,
+        max_bytes: int,
+        grace_seconds: float,
+        clock: Callable[[], float] = time.time,
+        metrics: Metrics = NO_METRICS,
+    ):
         self._store = store
         self._metrics = metrics
         self._texts: BoundedLru[str, str] = BoundedLru(max_bytes, sys.getsizeof)
@@ -44,7 +53,9 @@ class DocumentCache:
     def local_filing(self, url: str) -> tuple[str, str] | None:
         """A filing this replica holds: (digest, text), with no hop at all."""
         digest = self._filings.get(url)
-        text = self._texts.get(digest) if digest is not None else None
+        if digest is None:
+            return None
+        text = self._texts.get(digest)
         return (digest, text) if text is not None else None
 
     async def filing(self, url: str) -> tuple[str, str] | None:

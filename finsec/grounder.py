@@ -27,6 +27,8 @@ from finsec.grading.grounding import NOT_CHECKED, FigureIndex, Grounding, answer
 from finsec.single_flight import SingleFlight
 from session_store import BoundedLru, DocumentRef, SessionStore
 
+__all__ = ["Grounder"]
+
 
 class Grounder:
     def __init__(self, store: SessionStore, documents: DocumentCache, *, index_cache_bytes: int):

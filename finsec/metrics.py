@@ -34,6 +34,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+__all__ = ["DEFINITIONS", "exported_names", "Metrics", "NO_METRICS", "REWARDS", "SECONDS"]
+
 log = logging.getLogger(__name__)
 
 SECONDS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
@@ -41,27 +43,40 @@ REWARDS = [0.25, 0.5, 0.75, 1.0]  # a reward is in [0, 1]; binary ones fall in t
 
 # name -> (kind, description, labels besides app)
 DEFINITIONS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "finsec_verifies": ("counter", "/verify rows by outcome and failure_kind, counted after grading",
-                        ("outcome", "failure_kind")),
-    "finsec_rewards": ("counter", "The rewards of scored /verify rows, summed: over "
-                       "ray_finsec_verifies_total{outcome=\"scored\"}, the mean reward", ()),
+    "finsec_verifies": (
+        "counter",
+        "/verify rows by outcome and failure_kind, counted after grading",
+        ("outcome", "failure_kind"),
+    ),
+    "finsec_rewards": (
+        "counter",
+        'The rewards of scored /verify rows, summed: over ray_finsec_verifies_total{outcome="scored"}, the mean reward',
+        (),
+    ),
     "finsec_verify_reward": ("histogram", "The reward of each scored /verify row, by bucket", ()),
-    "finsec_sec_fetches": ("counter", "Reads of SEC documents and data, by source and HTTP status",
-                           ("source", "status")),
+    "finsec_sec_fetches": (
+        "counter",
+        "Reads of SEC documents and data, by source and HTTP status",
+        ("source", "status"),
+    ),
     "finsec_retries": ("counter", "Requests sent again after a retryable failure", ("target", "reason")),
     "finsec_rate_limit_wait_seconds": ("histogram", "Seconds waited for an SEC rate-limit slot", ()),
     "finsec_model_call_seconds": ("histogram", "Seconds of one judge or retrieval-model call", ("model", "outcome")),
     "finsec_cache_lookups": ("counter", "Replica cache lookups, by cache and result", ("cache", "result")),
     "finsec_unavailable": ("counter", "503 answers, by cause", ("cause",)),
-    "finsec_admission_wait_seconds": ("histogram", "Seconds a request that found no free place waited for one",
-                                      ("outcome",)),
+    "finsec_admission_wait_seconds": (
+        "histogram",
+        "Seconds a request that found no free place waited for one",
+        ("outcome",),
+    ),
 }
 
 
 def exported_names() -> list[str]:
     """The names a Prometheus scrape shows for these metrics (one per counter, `_count` for a histogram)."""
-    return sorted(f"ray_{name}_total" if kind == "counter" else f"ray_{name}_count"
-                  for name, (kind, _, _) in DEFINITIONS.items())
+    return sorted(
+        f"ray_{name}_total" if kind == "counter" else f"ray_{name}_count" for name, (kind, _, _) in DEFINITIONS.items()
+    )
 
 
 class Metrics:
@@ -117,7 +132,8 @@ class Metrics:
         metric = self._metric(name)
         if metric is None:
             with self._lock:
-                self.counted[(name, tuple(sorted(labels.items())))] += amount
+                # a Counter sums floats too (the rewards); typeshed types its counts as int
+                self.counted[(name, tuple(sorted(labels.items())))] += amount  # type: ignore[assignment]
         else:
             metric.inc(amount, tags={"app": self._app, **labels})
 
@@ -131,6 +147,7 @@ class Metrics:
 
     def _metric(self, name: str):
         if self._exported is None:
+            assert self._exporter is not None  # __init__ leaves _exported None only with an exporter
             self._exported = self._exporter()
         return self._exported.get(name)
 

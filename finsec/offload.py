@@ -11,6 +11,8 @@ import asyncio
 from collections.abc import Callable
 from typing import TypeVar
 
+__all__ = ["INLINE_BYTES", "run", "T"]
+
 T = TypeVar("T")
 
 INLINE_BYTES = 64 * 1024  # below this, request-sized work takes well under a millisecond

@@ -11,6 +11,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
+__all__ = ["K", "SingleFlight", "V"]
+
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 

@@ -6,6 +6,8 @@ so an error never echoes a 16 MB argument, a NUL or a terminal escape back to th
 
 from __future__ import annotations
 
+__all__ = ["shown", "ToolError"]
+
 
 class ToolError(ValueError):
     """A failure the agent can act on; `str(error)` is what the tool answers. A ValueError, as most of them are

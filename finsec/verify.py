@@ -36,13 +36,13 @@ import logging
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from finsec import offload
 from finsec.contract import VerifyRequest, VerifyResponse
 from finsec.grading.answer import hard_gate, question_of, submitted_answer
 from finsec.grading.failure_kinds import JUDGE_FAILED, gym_failure_kind
-from finsec.grading.grader import Grade, Grader, GradingFailed
+from finsec.grading.grader import Grade, Grader, GradingFailed, SyncGrader
 from finsec.grading.grounding import NOT_CHECKED, UNGROUNDED, Grounding
 from finsec.grading.identity import grader_identity
 from finsec.grounder import Grounder
@@ -62,15 +62,26 @@ from session_store import (
     canonical_digest,
 )
 
+__all__ = ["held", "judge_failed_row", "masked_row", "Row", "verdict_row", "Verifier"]
+
 log = logging.getLogger(__name__)
 Row = Callable[[], dict[str, Any]]  # builds the /verify row; echoing a big trajectory runs off the event loop
 _REASON_LIMIT = 2000
 
 
 class Verifier:
-    def __init__(self, store: SessionStore, grader: Grader, *, judge_lease_seconds: float,
-                 lease_seconds: float | None = None, grading_key: str = "", grounder: Grounder | None = None,
-                 require_grounded: bool = False, metrics: Metrics = NO_METRICS):
+    def __init__(
+        self,
+        store: SessionStore,
+        grader: Grader,
+        *,
+        judge_lease_seconds: float,
+        lease_seconds: float | None = None,
+        grading_key: str = "",
+        grounder: Grounder | None = None,
+        require_grounded: bool = False,
+        metrics: Metrics = NO_METRICS,
+    ):
         self._store = store
         self._metrics = metrics
         self._grader = grader
@@ -81,15 +92,16 @@ class Verifier:
         self._grounder = grounder
         self._require_grounded = require_grounded
         self._identity = {**grader_identity(grader), "require_grounded_answer": require_grounded}
-        self._judging: SingleFlight[tuple[str, str], tuple[dict, bool]] = SingleFlight()  # identical verifies
+        self._judging: SingleFlight[tuple[str, str], tuple[Row, bool]] = SingleFlight()  # identical verifies
 
     async def verify(self, sid: str, claims: Claims, body: VerifyRequest, size: int) -> tuple[dict[str, Any], bool]:
         """The row to answer with, and whether this verify released the cookie's (agent-run) session. `size` is
         the body's: big bodies are digested, graded and echoed into the row off the event loop."""
         digest = await offload.run(size, lambda: self.verdict_key(body.model_dump(mode="json")))
         grounding, first = NOT_CHECKED, self._grounder is not None and self._require_grounded and self._deterministic
-        if first:  # the verdict needs it before the shard settles the verify
+        if self._grounder is not None and first:  # the verdict needs it before the shard settles the verify
             grounding = await self._grounder.ground(sid, body.response, size)
+        row: Row
         if self._deterministic:
             verdict = await offload.run(size, self._grade_now, body, grounding)
             outcome = await self._store.finish_verify(sid, digest, verdict, claims)
@@ -101,16 +113,15 @@ class Verifier:
                 if self._grounder is not None and not first and outcome.documents is not None:
                     figures = await self._grounder.figures(body.response, size)
                     grounding = await self._grounder.against(figures, outcome.documents, size)
-                row = partial(verdict_row, body, outcome.verdict, grounding, self._identity,
-                              held(outcome.documents))
+                row = partial(verdict_row, body, outcome.verdict, grounding, self._identity, held(outcome.documents))
                 released = isinstance(outcome, Scored) and outcome.released
         else:  # the row (grounding, documents) is of the documents held before the plan releases anything
             refs = await self._store.document_refs(sid)
             if self._grounder is not None and refs is not None:
-                grounding = await self._grounder.against(await self._grounder.figures(body.response, size), refs,
-                                                         size)
-            row, released = await self._judging.run((sid, digest),
-                                                    lambda: self._judged(sid, claims, digest, body, grounding, refs))
+                grounding = await self._grounder.against(await self._grounder.figures(body.response, size), refs, size)
+            row, released = await self._judging.run(
+                (sid, digest), lambda: self._judged(sid, claims, digest, body, grounding, refs)
+            )
         return await offload.run(size, row), released
 
     def verdict_key(self, body: dict[str, Any]) -> str:
@@ -129,11 +140,20 @@ class Verifier:
             return _verdict(gated)
         if (refused := self._ungrounded(grounding)) is not None:
             return refused
-        return _verdict(self._grader.grade_sync(question_of(body.responses_create_params.input), body.expected_answer,
-                                                answer))
+        grader = cast(SyncGrader, self._grader)  # only called when the grader says it is deterministic
+        return _verdict(
+            grader.grade_sync(question_of(body.responses_create_params.input), body.expected_answer, answer)
+        )
 
-    async def _judged(self, sid: str, claims: Claims, digest: str, body: VerifyRequest, grounding: Grounding,
-                      refs: dict[str, DocumentRef] | None) -> tuple[Row, bool]:
+    async def _judged(
+        self,
+        sid: str,
+        claims: Claims,
+        digest: str,
+        body: VerifyRequest,
+        grounding: Grounding,
+        refs: dict[str, DocumentRef] | None,
+    ) -> tuple[Row, bool]:
         deadline = time.monotonic() + self._wait
         while True:
             plan = await self._store.plan_verify(sid, digest, claims, self._lease)
@@ -147,8 +167,9 @@ class Verifier:
         if isinstance(plan, Cached):
             return partial(verdict_row, body, plan.verdict, grounding, self._identity, held(refs)), False
         if isinstance(plan, Pending):
-            raise StoreUnavailable("An identical verify is still being judged; retry shortly for its verdict.",
-                                   "judge_busy")
+            raise StoreUnavailable(
+                "An identical verify is still being judged; retry shortly for its verdict.", "judge_busy"
+            )
         assert isinstance(plan, GradeNow)
         recorded = False
         try:
@@ -202,13 +223,24 @@ def held(refs: dict[str, DocumentRef] | None) -> list[str] | None:
     return None if refs is None else [ref.digest for ref in refs.values()]
 
 
-def verdict_row(body: VerifyRequest, verdict: Verdict, grounding: Grounding = NOT_CHECKED,
-                grader: dict[str, Any] | None = None, documents: list[str] | None = None) -> dict[str, Any]:
+def verdict_row(
+    body: VerifyRequest,
+    verdict: Verdict,
+    grounding: Grounding = NOT_CHECKED,
+    grader: dict[str, Any] | None = None,
+    documents: list[str] | None = None,
+) -> dict[str, Any]:
     canonical = body.canonical_answer if body.canonical_answer is not None else body.expected_answer
     return VerifyResponse(
-        **_echo(body), reward=verdict.reward, judge_rating=verdict.judge_rating, judge_text=verdict.judge_text,
-        failure_kind=gym_failure_kind(verdict.failure_kind), grounded=grounding.grounded,
-        ungrounded_figures=grounding.ungrounded_figures, session_documents=documents, grader=grader,
+        **_echo(body),
+        reward=verdict.reward,
+        judge_rating=verdict.judge_rating,
+        judge_text=verdict.judge_text,
+        failure_kind=gym_failure_kind(verdict.failure_kind),
+        grounded=grounding.grounded,
+        ungrounded_figures=grounding.ungrounded_figures,
+        session_documents=documents,
+        grader=grader,
         canonical_answer=canonical,
     ).model_dump(mode="json")
 
@@ -216,8 +248,7 @@ def verdict_row(body: VerifyRequest, verdict: Verdict, grounding: Grounding = NO
 def masked_row(body: VerifyRequest, failure_kind: str, reason: str) -> dict[str, Any]:
     """A row whose reward is not a measurement (§C.5, §D.5): judge never called."""
     return VerifyResponse(
-        **_echo(body), reward=0.0, mask_sample=True, failure_kind=gym_failure_kind(failure_kind),
-        failure_reason=reason
+        **_echo(body), reward=0.0, mask_sample=True, failure_kind=gym_failure_kind(failure_kind), failure_reason=reason
     ).model_dump(mode="json")
 
 

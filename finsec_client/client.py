@@ -25,6 +25,20 @@ import aiohttp
 
 from finsec_client.window import SendWindow
 
+__all__ = [
+    "BUSY_STATUSES",
+    "Call",
+    "CLIENT_HEADERS",
+    "Cookies",
+    "describe",
+    "Observer",
+    "Reply",
+    "RETRIED_STATUSES",
+    "Retries",
+    "ServerClient",
+    "TransportFailure",
+]
+
 # Headers a client may send with every request: Serve's replica then does not watch the client for a disconnect
 # (a receive task and a request task per request, raced), which saves replica CPU on every request
 # (docs/benchmarks.md). A request whose client went away then runs to its end instead of being cancelled
@@ -150,9 +164,16 @@ class ServerClient:
     """One per process (or Ray worker): a connection pool to the server, shared by concurrent episodes, and a
     window of requests in flight that a busy server narrows (`SendWindow`)."""
 
-    def __init__(self, base_url: str, *, timeout: float = 180.0, connections: int = 256,
-                 observer: Observer | None = None, retries: Retries | None = None,
-                 trace_configs: Sequence[aiohttp.TraceConfig] = ()):
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = 180.0,
+        connections: int = 256,
+        observer: Observer | None = None,
+        retries: Retries | None = None,
+        trace_configs: Sequence[aiohttp.TraceConfig] = (),
+    ):
         self.base_url = base_url.rstrip("/")
         self.timeout = aiohttp.ClientTimeout(total=timeout)
         self._connections = connections
@@ -165,9 +186,13 @@ class ServerClient:
     async def __aenter__(self) -> ServerClient:
         connector = aiohttp.TCPConnector(limit=self._connections, limit_per_host=self._connections)
         # DummyCookieJar: the session shares no cookies between episodes; Cookies decides what each sends.
-        self._session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
-                                              timeout=self.timeout, headers=CLIENT_HEADERS,
-                                              trace_configs=self._trace_configs)
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            timeout=self.timeout,
+            headers=CLIENT_HEADERS,
+            trace_configs=self._trace_configs,
+        )
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -180,8 +205,7 @@ class ServerClient:
     async def get(self, route: str, calls: list[Call] | None = None) -> Reply:
         return await self._request("GET", route, None, None, calls if calls is not None else [])
 
-    async def _request(self, method: str, route: str, body: Any, cookies: Cookies | None,
-                       calls: list[Call]) -> Reply:
+    async def _request(self, method: str, route: str, body: Any, cookies: Cookies | None, calls: list[Call]) -> Reply:
         """Send until a reply that is not a 5xx, or the retries are spent: then the last 5xx is returned, or
         `TransportFailure` raised when the last attempt got no reply."""
         policy, began = self.retries, time.monotonic()
@@ -197,21 +221,22 @@ class ServerClient:
                 wait = policy.wait(failures, busy, again.retry_after)
                 if wait is None or time.monotonic() - began + wait > policy.deadline:
                     if again.reply is None:
-                        raise TransportFailure(route, again.call.error) from None
+                        # a call without a reply always has its error (_attempt); the fallback only types it
+                        raise TransportFailure(route, again.call.error or "no reply") from None
                     return again.reply  # the last answer stands
                 again.call.retried = True
             finally:
                 self.window.leave(sent_under, busy=refused)
             await asyncio.sleep(wait)
 
-    async def _attempt(self, method: str, route: str, body: Any, cookies: Cookies | None,
-                       calls: list[Call]) -> Reply:
+    async def _attempt(self, method: str, route: str, body: Any, cookies: Cookies | None, calls: list[Call]) -> Reply:
         assert self._session is not None, "use `async with ServerClient(...)`"
         headers = cookies.header() if cookies else {}
         started = time.perf_counter()
         try:
-            async with self._session.request(method, f"{self.base_url}/{route.lstrip('/')}", json=body,
-                                             headers=headers) as response:
+            async with self._session.request(
+                method, f"{self.base_url}/{route.lstrip('/')}", json=body, headers=headers
+            ) as response:
                 text = await response.text(errors="replace")
                 reply = Reply(response.status, text, {k: m.value for k, m in response.cookies.items()})
                 hint = _retry_after(response.headers)

@@ -22,6 +22,23 @@ from finsec_client.records import EpisodeRecord, Failure
 from finsec_client.tasks import Task
 from finsec_client.toolbox import Toolbox, Trajectory
 
+__all__ = [
+    "AgentRunSeed",
+    "close_request",
+    "Driver",
+    "DRIVERS",
+    "EnvironmentServerDriver",
+    "Episode",
+    "episode_seed",
+    "EpisodeFailed",
+    "EpisodeState",
+    "LegacyAgentDriver",
+    "make_driver",
+    "new_record",
+    "new_resources_session_id",
+    "verify_request",
+]
+
 DRIVERS = ("environment-server", "legacy-agent")
 AgentRunSeed = Literal["empty", "task"]
 
@@ -65,10 +82,22 @@ class EpisodeState:
 
 def new_record(episode: Episode, policy: str, worker: int | None) -> EpisodeRecord:
     task = episode.task
-    return EpisodeRecord(episode.index, episode.driver, policy, task.index, episode.repeat, task.taskset,
-                         task.task_id, task.question, task.expected_answer, worker=worker,
-                         rollout_id=episode.rollout_id, group=episode.group, group_size=episode.group_size,
-                         started_at=time.time())
+    return EpisodeRecord(
+        episode.index,
+        episode.driver,
+        policy,
+        task.index,
+        episode.repeat,
+        task.taskset,
+        task.task_id,
+        task.question,
+        task.expected_answer,
+        worker=worker,
+        rollout_id=episode.rollout_id,
+        group=episode.group,
+        group_size=episode.group_size,
+        started_at=time.time(),
+    )
 
 
 def new_resources_session_id() -> str:
@@ -77,15 +106,24 @@ def new_resources_session_id() -> str:
 
 def episode_seed(task: Task, rollout_id: str, resources_session_id: str) -> dict[str, Any]:
     """The environment server's seed of an episode (contract §A.1)."""
-    return {"resources_session_id": resources_session_id, "episode_id": {"rollout_id": rollout_id, "attempt": 0},
-            "task_id": {"taskset": task.taskset, "task_id": task.task_id}, "task_data": task.data}
+    return {
+        "resources_session_id": resources_session_id,
+        "episode_id": {"rollout_id": rollout_id, "attempt": 0},
+        "task_id": {"taskset": task.taskset, "task_id": task.task_id},
+        "task_data": task.data,
+    }
 
 
 def verify_request(task: Task, trajectory: Trajectory) -> dict[str, Any]:
     """What both callers send to /verify (§A.3): the task's data with the trajectory, the question and the
     expected answer."""
-    return {**task.data, "responses_create_params": {"input": trajectory.input}, "response": trajectory.response(),
-            "question": task.question, "expected_answer": task.expected_answer}
+    return {
+        **task.data,
+        "responses_create_params": {"input": trajectory.input},
+        "response": trajectory.response(),
+        "question": task.question,
+        "expected_answer": task.expected_answer,
+    }
 
 
 def close_request(resources_session_id: str, rollout_id: str) -> dict[str, Any]:
@@ -96,8 +134,9 @@ class Driver:
     name = ""
     follow_cookies = False
 
-    async def run(self, client: ServerClient, episode: Episode, policy: Policy, worker: int | None = None
-                  ) -> EpisodeRecord:
+    async def run(
+        self, client: ServerClient, episode: Episode, policy: Policy, worker: int | None = None
+    ) -> EpisodeRecord:
         state = self.start(client, episode, policy.name, worker)
         began = time.perf_counter()
         try:
@@ -115,8 +154,13 @@ class Driver:
 
     def start(self, client: ServerClient, episode: Episode, policy: str, worker: int | None) -> EpisodeState:
         question = [{"role": "user", "content": episode.task.question}]
-        return EpisodeState(client, episode, new_record(episode, policy, worker), Cookies(self.follow_cookies),
-                            trajectory=Trajectory(question))
+        return EpisodeState(
+            client,
+            episode,
+            new_record(episode, policy, worker),
+            Cookies(self.follow_cookies),
+            trajectory=Trajectory(question),
+        )
 
     async def seed(self, state: EpisodeState) -> None:
         raise NotImplementedError
@@ -155,8 +199,9 @@ class Driver:
         record.judge_rating = row.get("judge_rating") if isinstance(row.get("judge_rating"), int) else None
         record.judge_text = row.get("judge_text") if isinstance(row.get("judge_text"), str) else None
         documents = row.get("session_documents")
-        record.documents = documents if isinstance(documents, list) and all(
-            isinstance(d, str) for d in documents) else None
+        record.documents = (
+            documents if isinstance(documents, list) and all(isinstance(d, str) for d in documents) else None
+        )
         record.grader = row.get("grader") if isinstance(row.get("grader"), dict) else None
         record.canonical_answer = row.get("canonical_answer")
         return reply
@@ -187,8 +232,9 @@ class EnvironmentServerDriver(Driver):
         if sid is None:
             return
         try:
-            reply = await state.client.post("close_session", close_request(sid, state.episode.rollout_id),
-                                            state.cookies, state.calls)
+            reply = await state.client.post(
+                "close_session", close_request(sid, state.episode.rollout_id), state.cookies, state.calls
+            )
         except TransportFailure as failed:
             state.record.closed = False
             if state.record.failure is None:
@@ -196,8 +242,9 @@ class EnvironmentServerDriver(Driver):
             return
         state.record.closed = reply.status == 200
         if reply.status != 200 and state.record.failure is None:
-            state.record.failure = Failure("http", "close_session",
-                                           f"close answered {reply.status}: {reply.text[:200]}")
+            state.record.failure = Failure(
+                "http", "close_session", f"close answered {reply.status}: {reply.text[:200]}"
+            )
 
 
 class LegacyAgentDriver(Driver):
@@ -212,8 +259,12 @@ class LegacyAgentDriver(Driver):
             return {}
         # finance_agent sends its whole /run body; a stray resources_session_id would make it an episode seed
         body = {k: v for k, v in state.episode.task.data.items() if k != "resources_session_id"}
-        return {**body, "responses_create_params": {"input": state.trajectory.input},
-                "question": state.episode.task.question, "expected_answer": state.episode.task.expected_answer}
+        return {
+            **body,
+            "responses_create_params": {"input": state.trajectory.input},
+            "question": state.episode.task.question,
+            "expected_answer": state.episode.task.expected_answer,
+        }
 
     async def seed(self, state: EpisodeState) -> None:
         reply = await state.client.post("seed_session", self.seed_body(state), state.cookies, state.calls)

@@ -17,9 +17,31 @@ from starlette.routing import Route
 
 from finsec_client.threaded_server import ThreadedServer
 
-CONTENT_TYPES = {".json": "application/json", ".htm": "text/html", ".html": "text/html", ".txt": "text/plain",
-                 ".xml": "application/xml", ".xsd": "application/xml", ".css": "text/css", ".js": "text/javascript",
-                 ".jpg": "image/jpeg", ".png": "image/png", ".gif": "image/gif", ".pdf": "application/pdf"}
+__all__ = [
+    "check_loopback",
+    "check_mirror",
+    "CONTENT_TYPES",
+    "LAYOUT_MARKER",
+    "mirror_app",
+    "MirrorServer",
+    "NotAMirror",
+    "NotLoopback",
+]
+
+CONTENT_TYPES = {
+    ".json": "application/json",
+    ".htm": "text/html",
+    ".html": "text/html",
+    ".txt": "text/plain",
+    ".xml": "application/xml",
+    ".xsd": "application/xml",
+    ".css": "text/css",
+    ".js": "text/javascript",
+    ".jpg": "image/jpeg",
+    ".png": "image/png",
+    ".gif": "image/gif",
+    ".pdf": "application/pdf",
+}
 LAYOUT_MARKER = Path("files/company_tickers.json")
 
 
@@ -52,8 +74,9 @@ def check_mirror(root: Path) -> Path:
     if not root.is_dir():
         raise NotAMirror(f"{root} is not a folder")
     if not (root / LAYOUT_MARKER).is_file():
-        raise NotAMirror(f"{root} is not in the sec.gov layout: it has no {LAYOUT_MARKER} "
-                         "(`finsec corpus write DIR` writes one)")
+        raise NotAMirror(
+            f"{root} is not in the sec.gov layout: it has no {LAYOUT_MARKER} (`finsec corpus write DIR` writes one)"
+        )
     return root.resolve()
 
 

@@ -17,14 +17,24 @@ from typing import Any
 from finsec.tools.catalog import DEFAULT_TOOLS, INSTRUCTIONS, TOOLS, parameters
 from finsec_client.tasks import Task
 
+__all__ = ["episode_row", "flat_row", "PARAMS", "responses_create_params"]
+
 PARAMS = "responses_create_params"
 
 
 def responses_create_params(question: str, tools: tuple[str, ...] = DEFAULT_TOOLS) -> dict[str, Any]:
     return {
         "input": [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": question}],
-        "tools": [{"type": "function", "name": name, "description": TOOLS[name][1], "parameters": parameters(name),
-                   "strict": False} for name in tools],
+        "tools": [
+            {
+                "type": "function",
+                "name": name,
+                "description": TOOLS[name][1],
+                "parameters": parameters(name),
+                "strict": False,
+            }
+            for name in tools
+        ],
     }
 
 
@@ -37,5 +47,7 @@ def flat_row(task: Task) -> dict[str, Any]:
 def episode_row(task: Task) -> dict[str, Any]:
     data = flat_row(task)
     params = data.pop(PARAMS)
-    return {"task_id": {"taskset": task.taskset, "task_id": task.task_id},
-            "task_input": {PARAMS: params, "task_data": data}}
+    return {
+        "task_id": {"taskset": task.taskset, "task_id": task.task_id},
+        "task_input": {PARAMS: params, "task_data": data},
+    }

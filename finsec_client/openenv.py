@@ -38,7 +38,16 @@ from finsec_client.drivers import close_request, episode_seed, new_resources_ses
 from finsec_client.tasks import Task, embedded_tasks, task_of
 from finsec_client.toolbox import Trajectory
 
-__all__ = ["FinsecAction", "FinsecEnv", "FinsecEnvironment", "FinsecObservation", "FinsecState", "make_app"]
+__all__ = [
+    "FinsecAction",
+    "FinsecEnv",
+    "FinsecEnvironment",
+    "FinsecObservation",
+    "FinsecState",
+    "main",
+    "make_app",
+    "MAX_STEPS",
+]
 
 MAX_STEPS = 32  # an episode that never submits is verified (with no answer) after this many tool calls
 
@@ -46,8 +55,14 @@ MAX_STEPS = 32  # an episode that never submits is verified (with no answer) aft
 class FinsecAction(Action):
     """One tool call: `{"tool": "sec_filing_search", "arguments": {"ticker": "HLXR1"}}`."""
 
-    tool: Literal["sec_filing_search", "edgar_search", "parse_html_page", "retrieve_information", "web_search",
-                  "submit_final_result"]
+    tool: Literal[
+        "sec_filing_search",
+        "edgar_search",
+        "parse_html_page",
+        "retrieve_information",
+        "web_search",
+        "submit_final_result",
+    ]
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -72,8 +87,13 @@ class FinsecEnvironment(Environment[FinsecAction, FinsecObservation, FinsecState
 
     SUPPORTS_CONCURRENT_SESSIONS = True  # each instance has its own HTTP client and session
 
-    def __init__(self, finsec_url: str, tasks: list[Task] | None = None, timeout_seconds: float = 120.0,
-                 max_steps: int = MAX_STEPS):
+    def __init__(
+        self,
+        finsec_url: str,
+        tasks: list[Task] | None = None,
+        timeout_seconds: float = 120.0,
+        max_steps: int = MAX_STEPS,
+    ):
         super().__init__()
         self._http = httpx.Client(base_url=finsec_url.rstrip("/"), timeout=timeout_seconds, headers=CLIENT_HEADERS)
         self._tasks = tasks
@@ -85,8 +105,9 @@ class FinsecEnvironment(Environment[FinsecAction, FinsecObservation, FinsecState
         self._open = False  # seeded and not closed
         self._state = FinsecState()
 
-    def reset(self, seed: int | None = None, episode_id: str | None = None, task: dict[str, Any] | None = None,
-              **kwargs: Any) -> FinsecObservation:
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, task: dict[str, Any] | None = None, **kwargs: Any
+    ) -> FinsecObservation:
         """`task`: a task row (`question`, `expected_answer`, the rest its data); else the task set's row `seed`
         (the embedded corpus's questions unless the environment was given tasks)."""
         self._close()
@@ -105,8 +126,12 @@ class FinsecEnvironment(Environment[FinsecAction, FinsecObservation, FinsecState
             raise RuntimeError(f"finsec-serve refused the episode seed ({reply.status_code}): {reply.text[:300]}")
         self._cookie, self._open = "; ".join(f"{k}={v}" for k, v in reply.cookies.items()), True
         self._http.cookies.clear()
-        self._state = FinsecState(episode_id=episode_id or self._rollout_id, step_count=0,
-                                  resources_session_id=sid, question=self._task.question)
+        self._state = FinsecState(
+            episode_id=episode_id or self._rollout_id,
+            step_count=0,
+            resources_session_id=sid,
+            question=self._task.question,
+        )
         return FinsecObservation(question=self._task.question)
 
     def step(self, action: FinsecAction, timeout_s: float | None = None, **kwargs: Any) -> FinsecObservation:
@@ -138,20 +163,30 @@ class FinsecEnvironment(Environment[FinsecAction, FinsecObservation, FinsecState
             self._http.close()
 
     def _finish(self, status_code: int, text: str) -> FinsecObservation:
+        assert self._task is not None  # step() finishes an open episode only, and reset() set its task
         reply = self._post("/verify", verify_request(self._task, self._trajectory))
         row = _json(reply)
         closed = self._close()
         if reply.status_code != 200 or not isinstance(row.get("reward"), (int, float)):
             raise RuntimeError(f"finsec-serve's verify answered {reply.status_code}: {reply.text[:300]}")
-        return FinsecObservation(status_code=status_code, result=text, done=True, reward=float(row["reward"]),
-                                 mask_sample=bool(row.get("mask_sample")), failure_kind=row.get("failure_kind"),
-                                 failure_reason=row.get("failure_reason"), closed=closed)
+        return FinsecObservation(
+            status_code=status_code,
+            result=text,
+            done=True,
+            reward=float(row["reward"]),
+            mask_sample=bool(row.get("mask_sample")),
+            failure_kind=row.get("failure_kind"),
+            failure_reason=row.get("failure_reason"),
+            closed=closed,
+        )
 
     def _close(self) -> bool:
         if not self._open:
             return False
         self._open = False
-        reply = self._post("/close_session", close_request(self._state.resources_session_id, self._rollout_id))
+        sid = self._state.resources_session_id
+        assert sid is not None  # an open episode's state names its session (reset)
+        reply = self._post("/close_session", close_request(sid, self._rollout_id))
         return reply.status_code == 200
 
     def _post(self, route: str, body: dict[str, Any]) -> httpx.Response:
@@ -179,8 +214,9 @@ class FinsecEnv(EnvClient[FinsecAction, FinsecObservation, FinsecState]):
 def make_app(finsec_url: str, *, tasks: list[Task] | None = None, max_concurrent_envs: int = 256):
     """The OpenEnv server's ASGI app: one FinsecEnvironment per WebSocket session, at most `max_concurrent_envs`."""
     factory = functools.partial(FinsecEnvironment, finsec_url, tasks)
-    return create_app(factory, FinsecAction, FinsecObservation, env_name="finsec",
-                      max_concurrent_envs=max_concurrent_envs)
+    return create_app(
+        factory, FinsecAction, FinsecObservation, env_name="finsec", max_concurrent_envs=max_concurrent_envs
+    )
 
 
 def _json(reply: httpx.Response) -> dict[str, Any]:
@@ -194,15 +230,22 @@ def _json(reply: httpx.Response) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     import uvicorn
 
-    parser = argparse.ArgumentParser(prog="python -m finsec_client.openenv", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m finsec_client.openenv",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--finsec-url", required=True, help="a running finsec-serve")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8011)
     parser.add_argument("--max-concurrent-envs", type=int, default=256, help="OpenEnv sessions at once")
     options = parser.parse_args(argv)
-    uvicorn.run(make_app(options.finsec_url, max_concurrent_envs=options.max_concurrent_envs),
-                host=options.host, port=options.port, log_level="warning")
+    uvicorn.run(
+        make_app(options.finsec_url, max_concurrent_envs=options.max_concurrent_envs),
+        host=options.host,
+        port=options.port,
+        log_level="warning",
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from finsec_client.records import EpisodeRecord
 
+__all__ = ["INSTALL_HINT", "PlottingUnavailable", "require_matplotlib", "write_plots"]
+
 INSTALL_HINT = 'pip install -e ".[bench]"  (or: pip install matplotlib)'
 
 

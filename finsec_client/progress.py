@@ -9,6 +9,8 @@ from typing import TextIO
 
 from finsec_client.records import EpisodeRecord
 
+__all__ = ["BAR_WIDTH", "clock", "Progress"]
+
 BAR_WIDTH = 24
 
 
@@ -21,8 +23,9 @@ def clock(seconds: float) -> str:
 
 
 class Progress:
-    def __init__(self, total: int, stream: TextIO | None = None, *, interval: float | None = None,
-                 clock=time.monotonic):
+    def __init__(
+        self, total: int, stream: TextIO | None = None, *, interval: float | None = None, clock=time.monotonic
+    ):
         self.total = total
         self.stream = stream if stream is not None else sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
@@ -53,8 +56,10 @@ class Progress:
         mean = f"{self._reward / self.scored:.3f}" if self.scored else "-"
         rate = self.done / elapsed
         eta = f"  ETA {clock(max(0, self.total - self.done) / rate)}" if rate and self.done < self.total else ""
-        return (f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {self.done}/{self.total} episodes  "
-                f"{rate:.1f}/s  mean reward {mean}  masked {self.masked}  failed {self.failed}{eta}")
+        return (
+            f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {self.done}/{self.total} episodes  "
+            f"{rate:.1f}/s  mean reward {mean}  masked {self.masked}  failed {self.failed}{eta}"
+        )
 
     def close(self) -> None:
         self._show(final=True)

@@ -16,6 +16,8 @@ from typing import Any, TextIO
 
 from finsec_client.client import Call
 
+__all__ = ["EpisodeRecord", "Failure", "read_records", "read_run", "RecordWriter", "RUN"]
+
 
 @dataclass
 class Failure:
@@ -84,8 +86,13 @@ class EpisodeRecord:
         """The verify response, as much of it as /aggregate_metrics reads (the trajectory is left out)."""
         if self.reward is None:
             return None
-        row: dict[str, Any] = {"reward": self.reward, "mask_sample": self.masked, "failure_kind": self.failure_kind,
-                               "_ng_task_index": self.task_index, "_ng_rollout_index": self.repeat}
+        row: dict[str, Any] = {
+            "reward": self.reward,
+            "mask_sample": self.masked,
+            "failure_kind": self.failure_kind,
+            "_ng_task_index": self.task_index,
+            "_ng_rollout_index": self.repeat,
+        }
         if self.judge_rating is not None:
             row["judge_rating"] = self.judge_rating
         if self.usage:

@@ -64,8 +64,14 @@ class Report:
         return self.regraded - len(self.moved)
 
     def summary(self) -> dict[str, Any]:
-        return {"regraded": self.regraded, "moved": len(self.moved), "up": self.up, "down": self.down,
-                "unchanged": self.unchanged, "skipped": {kind: self.skipped[kind] for kind in SKIPS}}
+        return {
+            "regraded": self.regraded,
+            "moved": len(self.moved),
+            "up": self.up,
+            "down": self.down,
+            "unchanged": self.unchanged,
+            "skipped": {kind: self.skipped[kind] for kind in SKIPS},
+        }
 
     def to_json(self) -> dict[str, Any]:
         return {"moved": [asdict(m) for m in self.moved], "summary": self.summary()}
@@ -73,14 +79,17 @@ class Report:
     def render(self) -> str:
         lines = []
         for m in self.moved:
-            lines.append(f"episode {m.episode}  task {m.task_id}  {m.old_reward:g} -> {m.new_reward:g}  "
-                         f"{shown_grader(m.old_grader, m.new_grader)} -> {shown_grader(m.new_grader, m.old_grader)}")
+            lines.append(
+                f"episode {m.episode}  task {m.task_id}  {m.old_reward:g} -> {m.new_reward:g}  "
+                f"{shown_grader(m.old_grader, m.new_grader)} -> {shown_grader(m.new_grader, m.old_grader)}"
+            )
             lines.append(f"  now: {_why(m.new_failure_kind, m.new_judge_text)}")
             lines.append(f"  was: {_why(m.old_failure_kind, m.old_judge_text)}")
         skipped = ", ".join(f"{self.skipped[kind]} {kind.replace('_', ' ')}" for kind in SKIPS if self.skipped[kind])
-        lines.append(f"{self.regraded} episodes re-graded: {len(self.moved)} moved ({self.up} up, {self.down} down), "
-                     f"{self.unchanged} unchanged; {sum(self.skipped.values())} skipped"
-                     + (f" ({skipped})" if skipped else ""))
+        lines.append(
+            f"{self.regraded} episodes re-graded: {len(self.moved)} moved ({self.up} up, {self.down} down), "
+            f"{self.unchanged} unchanged; {sum(self.skipped.values())} skipped" + (f" ({skipped})" if skipped else "")
+        )
         return "\n".join(lines)
 
 
@@ -88,8 +97,12 @@ def shown_grader(identity: dict[str, Any] | None, other: dict[str, Any] | None =
     """Name and version, and the settings both name in which it differs from `other`."""
     if not identity:
         return "unrecorded"
-    differ = [f"{k} {identity[k]}" for k in sorted(set(identity) & set(other or {}) - {"name", "version"})
-              if identity[k] != other[k]]
+    others = other or {}
+    differ = [
+        f"{k} {identity[k]}"
+        for k in sorted(set(identity) & set(others) - {"name", "version"})
+        if identity[k] != others[k]
+    ]
     return f"{identity.get('name', '?')} {identity.get('version', '?')}" + (f" ({', '.join(differ)})" if differ else "")
 
 
@@ -130,14 +143,28 @@ def reverify(records: list[EpisodeRecord], *, max_answer_chars: int | None = Non
         if reason is not None:
             report.skipped[reason] += 1
             continue
+        assert record.reward is not None  # skip_reason skips a record without one
         grader = grader_for(record, max_answer_chars)
         grade = regrade(record, grader)
         report.regraded += 1
         if grade.reward == record.reward:
             continue
-        new_grader = {**grader.identity(), "require_grounded_answer": bool(
-            (record.grader or {}).get("require_grounded_answer", False))}
-        report.moved.append(Moved(record.episode, record.task_id, record.reward, grade.reward, record.grader,
-                                  new_grader, record.failure_kind, gym_failure_kind(grade.failure_kind),
-                                  record.judge_text, grade.judge_text))
+        new_grader = {
+            **grader.identity(),
+            "require_grounded_answer": bool((record.grader or {}).get("require_grounded_answer", False)),
+        }
+        report.moved.append(
+            Moved(
+                record.episode,
+                record.task_id,
+                record.reward,
+                grade.reward,
+                record.grader,
+                new_grader,
+                record.failure_kind,
+                gym_failure_kind(grade.failure_kind),
+                record.judge_text,
+                grade.judge_text,
+            )
+        )
     return report

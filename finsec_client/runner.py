@@ -21,6 +21,8 @@ from finsec_client.policies.scripted import ScriptedPolicy
 from finsec_client.records import EpisodeRecord, Failure
 from finsec_client.tasks import Task
 
+__all__ = ["make_policy", "new_run_id", "not_attempted", "run_episodes", "RunPlan"]
+
 
 @dataclass(frozen=True)
 class RunPlan:
@@ -49,15 +51,27 @@ class RunPlan:
 
     def client(self, *, connections: int = 256, observer: Observer | None = None) -> ServerClient:
         """The rollout client this plan's requests go through."""
-        return ServerClient(self.base_url, timeout=self.request_timeout, connections=connections, observer=observer,
-                            retries=Retries(deadline=self.retry_deadline))
+        return ServerClient(
+            self.base_url,
+            timeout=self.request_timeout,
+            connections=connections,
+            observer=observer,
+            retries=Retries(deadline=self.retry_deadline),
+        )
 
     def episode(self, index: int) -> Episode:
         d, t, k = len(self.drivers), len(self.tasks), self.repeats
         play = index // d  # this driver's play number
         group = play // k
-        return Episode(index, self.tasks[group % t], (group // t) * k + play % k, self.run_id or "finsec",
-                       self.drivers[index % d], group if k > 1 else None, k if k > 1 else None)
+        return Episode(
+            index,
+            self.tasks[group % t],
+            (group // t) * k + play % k,
+            self.run_id or "finsec",
+            self.drivers[index % d],
+            group if k > 1 else None,
+            k if k > 1 else None,
+        )
 
     def to_play(self) -> list[int]:
         return [i for i in range(self.episodes) if i not in self.skip]
@@ -69,8 +83,9 @@ def new_run_id() -> str:
 
 def not_attempted(episode: Episode, policy: str, worker: int | None, in_a_row: int) -> EpisodeRecord:
     record = new_record(episode, policy, worker)
-    record.failure = Failure("transport", None, f"not attempted: the server stopped answering ({in_a_row} "
-                                                "transport failures in a row)")
+    record.failure = Failure(
+        "transport", None, f"not attempted: the server stopped answering ({in_a_row} transport failures in a row)"
+    )
     return record
 
 
@@ -78,8 +93,14 @@ def make_policy(plan: RunPlan) -> Policy:
     return ScriptedPolicy() if plan.model is None else LlmPolicy(plan.model)
 
 
-async def run_episodes(plan: RunPlan, indices: Iterable[int], on_record: Callable[[EpisodeRecord], None], *,
-                       worker: int | None = None, observer: Observer | None = None) -> None:
+async def run_episodes(
+    plan: RunPlan,
+    indices: Iterable[int],
+    on_record: Callable[[EpisodeRecord], None],
+    *,
+    worker: int | None = None,
+    observer: Observer | None = None,
+) -> None:
     """Play the episodes `indices` at the plan's concurrency, calling `on_record` as each one ends."""
     pending = list(indices)
     drivers = {name: make_driver(name, plan.agent_run_seed) for name in plan.drivers}

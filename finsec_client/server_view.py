@@ -8,6 +8,8 @@ from typing import Any
 
 import httpx
 
+__all__ = ["admission_wait_seconds", "aggregate_metrics", "session_counters", "TIMEOUT", "Unavailable"]
+
 TIMEOUT = 30.0
 
 
@@ -41,8 +43,7 @@ def admission_wait_seconds(url: str, timeout: float = TIMEOUT) -> float | None:
 
 def aggregate_metrics(url: str, verify_rows: list[dict[str, Any]], timeout: float = TIMEOUT) -> dict[str, Any]:
     try:
-        response = httpx.post(url + "/aggregate_metrics", json={"verify_responses": verify_rows},
-                              timeout=timeout)
+        response = httpx.post(url + "/aggregate_metrics", json={"verify_responses": verify_rows}, timeout=timeout)
     except httpx.HTTPError as error:
         raise Unavailable(f"POST /aggregate_metrics failed: {type(error).__name__}") from None
     if response.status_code != 200:

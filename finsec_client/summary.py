@@ -10,11 +10,28 @@ from typing import Any
 
 from finsec_client.records import EpisodeRecord
 
+__all__ = [
+    "counter_delta",
+    "DriverTotals",
+    "group_totals",
+    "KEY_METRICS_SHOWN",
+    "percentile",
+    "render",
+    "shard_time",
+    "summarize",
+    "Summary",
+]
+
 # The phases /session_counters' shard_calls times: (its count, its microseconds)
 _SHARD_PHASES = (("batches", "batch_us"), ("mark_reads", "mark_read_us"), ("mark_writes", "mark_write_us"))
 
-KEY_METRICS_SHOWN = ("mean/reward", "mean/judge_rating", "coverage/measured_rollouts", "coverage/masked_rollouts",
-                     "coverage/fully_masked_tasks")
+KEY_METRICS_SHOWN = (
+    "mean/reward",
+    "mean/judge_rating",
+    "coverage/measured_rollouts",
+    "coverage/masked_rollouts",
+    "coverage/fully_masked_tasks",
+)
 
 
 @dataclass
@@ -91,10 +108,20 @@ def shard_time(before: dict[str, int] | None, after: dict[str, int] | None) -> d
     return out
 
 
-def summarize(records: list[EpisodeRecord], wall_seconds: float, *, counters_before: dict | None = None,
-              counters_after: dict | None = None, held: dict | None = None, key_metrics: dict | None = None,
-              shard_calls_before: dict | None = None, shard_calls_after: dict | None = None,
-              dead_workers: list[str] | None = None, notes: list[str] | None = None, resumed: int = 0) -> Summary:
+def summarize(
+    records: list[EpisodeRecord],
+    wall_seconds: float,
+    *,
+    counters_before: dict | None = None,
+    counters_after: dict | None = None,
+    held: dict | None = None,
+    key_metrics: dict | None = None,
+    shard_calls_before: dict | None = None,
+    shard_calls_after: dict | None = None,
+    dead_workers: list[str] | None = None,
+    notes: list[str] | None = None,
+    resumed: int = 0,
+) -> Summary:
     """`resumed`: how many of the records (all completed) an earlier run played, left out of the rate."""
     masked: Counter[str] = Counter()
     failed: Counter[str] = Counter()
@@ -121,15 +148,25 @@ def summarize(records: list[EpisodeRecord], wall_seconds: float, *, counters_bef
             retried += bool(call.get("retried"))
     completed = len(records) - sum(failed.values())
     return Summary(
-        episodes=len(records), scored=scored, masked=dict(masked), failed=dict(failed),
-        mean_reward=reward_sum / scored if scored else None, by_driver=dict(drivers), wall_seconds=wall_seconds,
+        episodes=len(records),
+        scored=scored,
+        masked=dict(masked),
+        failed=dict(failed),
+        mean_reward=reward_sum / scored if scored else None,
+        by_driver=dict(drivers),
+        wall_seconds=wall_seconds,
         rollouts_per_second=(completed - resumed) / wall_seconds if wall_seconds > 0 else 0.0,
-        latency_ms={route: {"n": len(v), "p50": percentile(v, 0.5), "p99": percentile(v, 0.99)}
-                    for route, v in sorted(latencies.items())},
-        counters=counter_delta(counters_before, counters_after), held=dict(held or {}),
+        latency_ms={
+            route: {"n": len(v), "p50": percentile(v, 0.5), "p99": percentile(v, 0.99)}
+            for route, v in sorted(latencies.items())
+        },
+        counters=counter_delta(counters_before, counters_after),
+        held=dict(held or {}),
         shard_time=shard_time(shard_calls_before, shard_calls_after) or {},
         key_metrics={k: v for k, v in (key_metrics or {}).items() if k in KEY_METRICS_SHOWN},
-        dead_workers=list(dead_workers or []), notes=list(notes or []), retried=retried,
+        dead_workers=list(dead_workers or []),
+        notes=list(notes or []),
+        retried=retried,
         groups=group_totals(records),
     )
 
@@ -154,11 +191,13 @@ def _reward(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def render(summary: Summary) -> str:
+def render(summary: Summary) -> str:  # noqa: C901 (one line per figure, each optional)
     lines = ["", "Rollouts"]
     add = lines.append
-    add(f"  episodes            {summary.episodes}  (completed {summary.completed}, scored {summary.scored}, "
-        f"masked {sum(summary.masked.values())}, failed {sum(summary.failed.values())})")
+    add(
+        f"  episodes            {summary.episodes}  (completed {summary.completed}, scored {summary.scored}, "
+        f"masked {sum(summary.masked.values())}, failed {sum(summary.failed.values())})"
+    )
     add(f"  mean reward         {_reward(summary.mean_reward)}  (over scored episodes)")
     for kind, n in sorted(summary.masked.items()):
         add(f"  masked {kind:<13}{n}")
@@ -166,13 +205,17 @@ def render(summary: Summary) -> str:
     for kind, n in sorted(summary.failed.items()):
         if kind != "transport":
             add(f"  failed ({kind}){' ' * max(1, 12 - len(kind))}{n}")
-    add(f"  rollouts/s          {summary.rollouts_per_second:.1f}  ({summary.completed} completed in "
-        f"{summary.wall_seconds:.1f}s)")
+    add(
+        f"  rollouts/s          {summary.rollouts_per_second:.1f}  ({summary.completed} completed in "
+        f"{summary.wall_seconds:.1f}s)"
+    )
     add(f"  requests retried    {summary.retried}  (a 5xx or no reply, sent again)")
     if summary.groups:
         g = summary.groups
-        add(f"  groups              {g['played']} played, {g['complete']} with every member scored, "
-            f"{g['with_spread']} of those with rewards that differ")
+        add(
+            f"  groups              {g['played']} played, {g['complete']} with every member scored, "
+            f"{g['with_spread']} of those with rewards that differ"
+        )
     if summary.dead_workers:
         add(f"  dead workers        {len(summary.dead_workers)}: " + "; ".join(summary.dead_workers))
     if len(summary.by_driver) > 1 or summary.by_driver:
@@ -197,10 +240,12 @@ def render(summary: Summary) -> str:
             add(f"    {name:<36}{n:+d}")
         if summary.held:
             add("    held now: " + ", ".join(f"{k} {v}" for k, v in summary.held.items()))
-        if t := summary.shard_time:
-            add(f"    shard time: {t['batches']:,} batches at {t['batch_ms']:.2f} ms; durable mark reads "
-                f"{t['mark_reads']:,} at {t['mark_read_ms']:.2f} ms, writes {t['mark_writes']:,} at "
-                f"{t['mark_write_ms']:.2f} ms (means)")
+        if shard := summary.shard_time:
+            add(
+                f"    shard time: {shard['batches']:,} batches at {shard['batch_ms']:.2f} ms; durable mark reads "
+                f"{shard['mark_reads']:,} at {shard['mark_read_ms']:.2f} ms, writes {shard['mark_writes']:,} at "
+                f"{shard['mark_write_ms']:.2f} ms (means)"
+            )
     for note in summary.notes:
         add(f"  note: {note}")
     return "\n".join(lines)

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+__all__ = ["embedded_tasks", "EMBEDDED_TASKSET", "load_tasks", "Task", "task_of", "TaskFileError"]
+
 EMBEDDED_TASKSET = "finsec-embedded"
 
 
@@ -43,14 +45,16 @@ def load_tasks(path: Path) -> list[Task]:
     path = Path(path)
     if not path.is_file():
         raise TaskFileError(f"task file {path} does not exist")
-    tasks = []
+    tasks: list[Task] = []
     for number, line in enumerate(path.read_text().splitlines(), 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
         except ValueError as error:
-            raise TaskFileError(f"{path}:{number}: not JSON ({error.msg})") from None
+            # not every ValueError is a JSONDecodeError with .msg: an integer too long to convert is not
+            why = error.msg if isinstance(error, json.JSONDecodeError) else str(error)
+            raise TaskFileError(f"{path}:{number}: not JSON ({why})") from None
         if not isinstance(row, dict):
             raise TaskFileError(f"{path}:{number}: a task is a JSON object")
         tasks.append(_task(row, len(tasks), path.stem, where=f"{path}:{number}"))
@@ -72,8 +76,14 @@ def _task(row: dict[str, Any], index: int, taskset: str, where: str = "task") ->
     if not isinstance(expected, str):
         raise TaskFileError(f"{where}: no 'expected_answer' string")
     task_id = row.get("task_id")
-    return Task(index, str(row.get("taskset") or taskset), str(task_id) if task_id else str(index),
-                question, expected, dict(row))
+    return Task(
+        index,
+        str(row.get("taskset") or taskset),
+        str(task_id) if task_id else str(index),
+        question,
+        expected,
+        dict(row),
+    )
 
 
 def _last_user_message(params: Any) -> str | None:

@@ -6,15 +6,20 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from typing import Literal
 
 import uvicorn
 from starlette.types import ASGIApp
+
+__all__ = ["ThreadedServer"]
 
 
 class ThreadedServer:
     """`with ThreadedServer(app, host="127.0.0.1") as server:` serves `app` at `server.url` until the block ends."""
 
-    def __init__(self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0, *, lifespan: str = "off"):
+    def __init__(
+        self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0, *, lifespan: Literal["auto", "on", "off"] = "off"
+    ):
         self.host = host
         self._sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -10,6 +10,8 @@ from typing import Any
 
 from finsec_client.client import Call, Cookies, ServerClient
 
+__all__ = ["Toolbox", "ToolReply", "Trajectory"]
+
 
 @dataclass
 class ToolReply:
@@ -44,8 +46,9 @@ class Trajectory:
         return {"output": self.output, **({"usage": self.usage} if self.usage else {})}
 
     def called(self, name: str, arguments: dict[str, Any], call_id: str) -> None:
-        self.output.append({"type": "function_call", "name": name, "arguments": json.dumps(arguments),
-                            "call_id": call_id})
+        self.output.append(
+            {"type": "function_call", "name": name, "arguments": json.dumps(arguments), "call_id": call_id}
+        )
 
     def answered(self, call_id: str, text: str) -> None:
         self.output.append({"type": "function_call_output", "call_id": call_id, "output": text})
@@ -78,5 +81,6 @@ class Toolbox:
 
     def say(self, text: str) -> None:
         """An assistant message in the trajectory (the LLM policy's text between tool calls)."""
-        self.trajectory.output.append({"type": "message", "role": "assistant",
-                                       "content": [{"type": "output_text", "text": text}]})
+        self.trajectory.output.append(
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+        )

@@ -12,6 +12,8 @@ from finsec_client.drivers import Driver, EnvironmentServerDriver, EpisodeFailed
 from finsec_client.records import EpisodeRecord, Failure
 from finsec_client.runner import RunPlan, make_policy
 
+__all__ = ["driver_seed_again", "trace_episode", "Tracer"]
+
 
 class Tracer:
     def __init__(self, out: TextIO):
@@ -21,7 +23,7 @@ class Tracer:
     def __call__(self, call: Call, body: Any, reply: Reply | None) -> None:
         step, self.label = self.label or call.route, None
         status = "---" if call.status is None else str(call.status)
-        detail = call.error if reply is None else _detail(call.route, body, reply)
+        detail = (call.error or "") if reply is None else _detail(call.route, body, reply)
         self.out.write(f"  {status:>3}  {step:<46} {detail[:110]}\n")
         self.out.flush()
 
@@ -113,15 +115,20 @@ async def _after(driver: Driver, state: EpisodeState, client: ServerClient, trac
         await client.post("seed_session", driver_seed_again(state), None, probe)
     else:
         tracer.label = "parse_html_page after verify (released)"
-        parsed = [json.loads(i["arguments"]) for i in state.trajectory.output
-                  if i.get("type") == "function_call" and i.get("name") == "parse_html_page"]
+        parsed = [
+            json.loads(i["arguments"])
+            for i in state.trajectory.output
+            if i.get("type") == "function_call" and i.get("name") == "parse_html_page"
+        ]
         url = parsed[-1].get("url") if parsed else "https://www.sec.gov/"
         await client.post("parse_html_page", {"url": url, "key": "again"}, state.cookies, probe)
 
 
 def driver_seed_again(state: EpisodeState) -> dict[str, Any]:
     episode = state.episode
-    return {"resources_session_id": state.record.resources_session_id,
-            "episode_id": {"rollout_id": episode.rollout_id, "attempt": 0},
-            "task_id": {"taskset": episode.task.taskset, "task_id": episode.task.task_id},
-            "task_data": episode.task.data}
+    return {
+        "resources_session_id": state.record.resources_session_id,
+        "episode_id": {"rollout_id": episode.rollout_id, "attempt": 0},
+        "task_id": {"taskset": episode.task.taskset, "task_id": episode.task.task_id},
+        "task_data": episode.task.data,
+    }

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from finsec_client.drivers import new_record
 from finsec_client.records import EpisodeRecord, Failure
 from finsec_client.runner import RunPlan, run_episodes
+
+__all__ = ["CALL_TIMEOUT_SECONDS", "POLL_SECONDS", "RolloutWorker", "run_on_workers", "shares", "worker_name"]
 
 POLL_SECONDS = 0.5
 CALL_TIMEOUT_SECONDS = 60.0
@@ -62,8 +65,11 @@ def run_on_workers(plan: RunPlan, workers: int, on_record: Callable[[EpisodeReco
     per_worker_plan = [replace(plan, concurrency=max(1, plan.concurrency // workers)) for _ in range(workers)]
     dealt = shares(to_play, workers)
     # Named after the run, so an operator can find them (`ray list actors`) while it lasts.
-    actors = [remote.options(name=worker_name(plan, w), **options).remote(per_worker_plan[w], w, dealt[w])
-              for w in range(workers)]
+    # Any: Ray types the methods of a class not decorated with @ray.method as plain methods, without .remote
+    actors: list[Any] = [
+        remote.options(name=worker_name(plan, w), **options).remote(per_worker_plan[w], w, dealt[w])
+        for w in range(workers)
+    ]
     nodes: set[str] = set()
     for actor in actors:
         try:

@@ -33,8 +33,14 @@ def close_body(sid: str, rollout: str = "r1") -> dict[str, Any]:
 def verify_body(answer: str | None = "42", expected: str = "42") -> dict[str, Any]:
     output = []
     if answer is not None:
-        output.append({"type": "function_call", "name": "submit_final_result", "call_id": "c",
-                       "arguments": json.dumps({"final_result": answer})})
+        output.append(
+            {
+                "type": "function_call",
+                "name": "submit_final_result",
+                "call_id": "c",
+                "arguments": json.dumps({"final_result": answer}),
+            }
+        )
     return {
         "responses_create_params": {"input": [{"role": "user", "content": "What is it?"}]},
         "response": {"output": output, "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}},

@@ -32,13 +32,15 @@ def serve_floor_ms(floor_json: Path, config: str) -> float | None:
     if not serve or not runs.get("uvicorn"):
         return None
     uvicorn = statistics.median(r["server_cpu_us_per_request"] for r in runs["uvicorn"])
-    replica = statistics.median(sum(r["cpu_us_per_request_by_process"].get(p, 0) for p in FLOOR_PROCESSES)
-                                for r in serve)
+    replica = statistics.median(
+        sum(r["cpu_us_per_request_by_process"].get(p, 0) for p in FLOOR_PROCESSES) for r in serve
+    )
     return REQUESTS_PER_ROLLOUT * (replica - uvicorn) / 1000
 
 
-def ceiling(app_ms: float, floor_ms: float, client_ms: float, idle_cores: float, cores: int,
-            baseline_rate: float) -> float:
+def ceiling(
+    app_ms: float, floor_ms: float, client_ms: float, idle_cores: float, cores: int, baseline_rate: float
+) -> float:
     """The largest ratio to the baseline's rate (rollouts/s) the Serve path could reach (see the docstring)."""
     return (cores - idle_cores) * 1000 / (app_ms + floor_ms + client_ms) / baseline_rate
 

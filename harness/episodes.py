@@ -22,20 +22,42 @@ def rollout_steps(task: dict, n: int) -> list[tuple[str, dict]]:
     retrieve_information twice, submit_final_result, verify with the right answer, close_session."""
     sid = f"resources-session-{uuid.uuid4().hex}"
     episode = {"rollout_id": f"bench-{n}", "attempt": 0}
-    answer = {"type": "function_call", "name": "submit_final_result", "call_id": "c",
-              "arguments": json.dumps({"final_result": task["expected_answer"]})}
+    answer = {
+        "type": "function_call",
+        "name": "submit_final_result",
+        "call_id": "c",
+        "arguments": json.dumps({"final_result": task["expected_answer"]}),
+    }
     return [
-        ("seed_session", {"resources_session_id": sid, "episode_id": episode,
-                          "task_id": {"taskset": "bench", "task_id": str(n)}, "task_data": {}}),
+        (
+            "seed_session",
+            {
+                "resources_session_id": sid,
+                "episode_id": episode,
+                "task_id": {"taskset": "bench", "task_id": str(n)},
+                "task_data": {},
+            },
+        ),
         ("sec_filing_search", {"ticker": task["ticker"], "form_types": [task["form"]]}),
         ("parse_html_page", {"url": task["url"], "key": "filing"}),
         ("retrieve_information", {"prompt": task["question"] + " {{filing}}"}),
-        ("retrieve_information", {"prompt": "total revenues and net income {{filing}}",
-                                  "input_character_ranges": [{"key": "filing", "start": 0, "end": 20_000}]}),
+        (
+            "retrieve_information",
+            {
+                "prompt": "total revenues and net income {{filing}}",
+                "input_character_ranges": [{"key": "filing", "start": 0, "end": 20_000}],
+            },
+        ),
         ("submit_final_result", {"final_result": task["expected_answer"]}),
-        ("verify", {"responses_create_params": {"input": [{"role": "user", "content": task["question"]}]},
-                    "response": {"output": [answer]}, "question": task["question"],
-                    "expected_answer": task["expected_answer"]}),
+        (
+            "verify",
+            {
+                "responses_create_params": {"input": [{"role": "user", "content": task["question"]}]},
+                "response": {"output": [answer]},
+                "question": task["question"],
+                "expected_answer": task["expected_answer"],
+            },
+        ),
         ("close_session", {"resources_session_id": sid, "episode_id": episode}),
     ]
 
@@ -57,8 +79,10 @@ async def burst(url: str, episodes: int) -> Burst:
     result = Burst(episodes)
     connector = aiohttp.TCPConnector(limit=0)
     timeout = aiohttp.ClientTimeout(total=600)
-    async with aiohttp.ClientSession(base_url=url.rstrip("/") + "/", connector=connector, timeout=timeout,
-                                     cookie_jar=aiohttp.DummyCookieJar()) as session:
+    async with aiohttp.ClientSession(
+        base_url=url.rstrip("/") + "/", connector=connector, timeout=timeout, cookie_jar=aiohttp.DummyCookieJar()
+    ) as session:
+
         async def play(n: int) -> None:
             cookies: dict[str, str] = {}
             for route, body in rollout_steps(tasks[n % len(tasks)], n):

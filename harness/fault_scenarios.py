@@ -82,8 +82,12 @@ def ingress_error_page(response: httpx.Response) -> bool:
     fixed page (ray/serve/_private/haproxy.py writes it as 500.http): status 500, `text/plain`, "Internal Server
     Error", and no session cookie. No answer of the app has that shape: its 5xx are JSON 503s with a cookie,
     Starlette's own 500 is `text/plain; charset=utf-8` and a Serve replica's 500 has no content type."""
-    return (response.status_code == 500 and response.headers.get("content-type") == "text/plain"
-            and response.content == b"Internal Server Error" and "set-cookie" not in response.headers)
+    return (
+        response.status_code == 500
+        and response.headers.get("content-type") == "text/plain"
+        and response.content == b"Internal Server Error"
+        and "set-cookie" not in response.headers
+    )
 
 
 def seeded_by(response: httpx.Response) -> str | None:
@@ -104,36 +108,55 @@ def new_sid() -> str:
     return f"resources-session-{uuid.uuid4().hex}"
 
 
-async def episode(client: httpx.AsyncClient, retry_5xx: bool, think: float = 0.0, sid: str | None = None
-                  ) -> Episode:
+async def episode(client: httpx.AsyncClient, retry_5xx: bool, think: float = 0.0, sid: str | None = None) -> Episode:
     """One episode as single_agent_turn drives it. With `retry_5xx`, a 5xx or a dropped connection is retried,
     as a rollout driver may: every route is safe to repeat by the contract. `think` seconds pass between the
     last tool call and verify."""
     sid = sid or new_sid()
     ep = {"rollout_id": sid[-10:], "attempt": 0}
     record = Episode(sid, time.monotonic())
-    answer = {"type": "function_call", "name": "submit_final_result", "call_id": "c",
-              "arguments": json.dumps({"final_result": TASK["expected_answer"]})}
-    steps = [("/seed_session", {"resources_session_id": sid, "episode_id": ep,
-                                "task_id": {"taskset": "faults", "task_id": sid}, "task_data": {}}),
-             ("/parse_html_page", {"url": TASK["url"], "key": "doc"}),
-             ("/retrieve_information", {"prompt": PROMPT}),
-             ("/verify", {"responses_create_params": {"input": [{"role": "user", "content": TASK["question"]}]},
-                          "response": {"output": [answer]}, "question": TASK["question"],
-                          "expected_answer": TASK["expected_answer"]}),
-             ("/close_session", {"resources_session_id": sid, "episode_id": ep})]
+    answer = {
+        "type": "function_call",
+        "name": "submit_final_result",
+        "call_id": "c",
+        "arguments": json.dumps({"final_result": TASK["expected_answer"]}),
+    }
+    steps = [
+        (
+            "/seed_session",
+            {
+                "resources_session_id": sid,
+                "episode_id": ep,
+                "task_id": {"taskset": "faults", "task_id": sid},
+                "task_data": {},
+            },
+        ),
+        ("/parse_html_page", {"url": TASK["url"], "key": "doc"}),
+        ("/retrieve_information", {"prompt": PROMPT}),
+        (
+            "/verify",
+            {
+                "responses_create_params": {"input": [{"role": "user", "content": TASK["question"]}]},
+                "response": {"output": [answer]},
+                "question": TASK["question"],
+                "expected_answer": TASK["expected_answer"],
+            },
+        ),
+        ("/close_session", {"resources_session_id": sid, "episode_id": ep}),
+    ]
     for path, body in steps:
         if path == "/verify" and think:
             await asyncio.sleep(think)
-        for attempt in range(40 if retry_5xx else 1):
+        for _attempt in range(40 if retry_5xx else 1):
             sent = time.monotonic()
             try:
                 response = await client.post(path, json=body)
                 status = response.status_code
             except httpx.HTTPError:
                 response, status = None, 0
-            record.calls.append(Call(path, status, sent, time.monotonic(),
-                                     response is not None and ingress_error_page(response)))
+            record.calls.append(
+                Call(path, status, sent, time.monotonic(), response is not None and ingress_error_page(response))
+            )
             if status < 500 and status != 0 or not retry_5xx:
                 break
             record.retried += 1
@@ -163,9 +186,16 @@ class Fault:
     grace: float = 0.05
 
 
-async def rollouts(url: str, workers: int, seconds: float, fault, fault_after: float, retry_5xx: bool = False,
-                   think: float = THINK_SECONDS, exposed: Callable[[str], bool] | None = None
-                   ) -> tuple[list[Episode], Fault]:
+async def rollouts(
+    url: str,
+    workers: int,
+    seconds: float,
+    fault,
+    fault_after: float,
+    retry_5xx: bool = False,
+    think: float = THINK_SECONDS,
+    exposed: Callable[[str], bool] | None = None,
+) -> tuple[list[Episode], Fault]:
     """Episodes from `workers` concurrent clients for `seconds` (every other client thinks `think` seconds before
     verify); `fault()` runs (in a thread) after `fault_after` seconds and, given `exposed` (whether the fault
     reaches a session ID), once an episode it reaches is in flight. Returns the episodes and when the fault ran
@@ -216,21 +246,34 @@ def lost_at_verify(e: Episode, fault: Fault, shard: int, old: set[str], reborn: 
     return None
 
 
-def losses(episodes: list[Episode], fault: Fault, shard_of: Callable[[Episode], int],
-           old: set[str] | None = None) -> dict[int, bool | None]:
+def losses(
+    episodes: list[Episode], fault: Fault, shard_of: Callable[[Episode], int], old: set[str] | None = None
+) -> dict[int, bool | None]:
     """`lost_at_verify` of every episode, by id(). `old`: the incarnations of the killed shards' lives before the
     fault; by default those that answered seeds before it began."""
     if old is None:
-        old = {e.incarnation for e in episodes if e.incarnation and shard_of(e) in fault.shards
-               and e.last("/seed_session").done < fault.began}
-    reborn = {k: min((e.last("/seed_session").done for e in episodes if shard_of(e) == k and e.incarnation
-                      and e.incarnation not in old), default=float("inf")) for k in fault.shards}
-    return {id(e): lost_at_verify(e, fault, shard_of(e), old, reborn.get(shard_of(e), float("inf")))
-            for e in episodes}
+        old = {
+            e.incarnation
+            for e in episodes
+            if e.incarnation and shard_of(e) in fault.shards and e.last("/seed_session").done < fault.began
+        }
+    reborn = {
+        k: min(
+            (
+                e.last("/seed_session").done
+                for e in episodes
+                if shard_of(e) == k and e.incarnation and e.incarnation not in old
+            ),
+            default=float("inf"),
+        )
+        for k in fault.shards
+    }
+    return {id(e): lost_at_verify(e, fault, shard_of(e), old, reborn.get(shard_of(e), float("inf"))) for e in episodes}
 
 
-def summarize(episodes: list[Episode], fault: Fault, hit, shard_of: Callable[[Episode], int],
-              durable: bool = False) -> dict:
+def summarize(
+    episodes: list[Episode], fault: Fault, hit, shard_of: Callable[[Episode], int], durable: bool = False
+) -> dict:
     """`hit(episode)`: whether the fault could reach this episode (its shard died, its node went away).
 
     `durable`: the app restores sessions (durable_sessions), so a session whose seeding shard life died is not lost
@@ -249,8 +292,11 @@ def summarize(episodes: list[Episode], fault: Fault, hit, shard_of: Callable[[Ep
     if durable:
         dead_life = {id(e) for e in verified if lost[id(e)]}
         restored = sum(1 for e in verified if id(e) in dead_life and not e.tool_lost and not e.row["mask_sample"])
-        lost = {id(e): e.tool_lost or (e.row is not None and e.row["mask_sample"]
-                                       and e.row["failure_kind"] == "session_lost") for e in episodes}
+        lost = {
+            id(e): e.tool_lost
+            or (e.row is not None and e.row["mask_sample"] and e.row["failure_kind"] == "session_lost")
+            for e in episodes
+        }
     return {
         "episodes": len(episodes),
         "episodes_around_the_fault": len(spanning),
@@ -276,10 +322,16 @@ def summarize(episodes: list[Episode], fault: Fault, hit, shard_of: Callable[[Ep
 
 def failures(summary: dict) -> list[str]:
     """What a scenario must never show, by name; empty when it passed."""
-    checks = {"lost_scored_unmasked": 0, "unmasked_wrong_rewards": 0, "app_500s": 0, "reached_but_not_exposed": 0,
-              "closed_ids_seeded_again": 0}
-    return [f"{name} = {summary[name]} (must be {want})" for name, want in checks.items()
-            if summary.get(name, want) != want]
+    checks = {
+        "lost_scored_unmasked": 0,
+        "unmasked_wrong_rewards": 0,
+        "app_500s": 0,
+        "reached_but_not_exposed": 0,
+        "closed_ids_seeded_again": 0,
+    }
+    return [
+        f"{name} = {summary[name]} (must be {want})" for name, want in checks.items() if summary.get(name, want) != want
+    ]
 
 
 # ----- the mark store forgets: Redis comes back empty, a shard dies with it ----------------------------------
@@ -305,17 +357,33 @@ def store_forgets(base_url: str, seconds: float = 12.0, workers: int = 16, ackno
     port = free_port()
     redis = running_redis(persist=False, port=port)
     redis_url = redis.__enter__().url
-    settings = Settings(app_name="faults-store", num_shards=4, corpus_dir=embedded_corpus_dir(),
-                        reaper_interval_seconds=1.0, mark_store_url=redis_url, mark_store_durability_check=False)
+    settings = Settings(
+        app_name="faults-store",
+        num_shards=4,
+        corpus_dir=embedded_corpus_dir(),
+        reaper_interval_seconds=1.0,
+        mark_store_url=redis_url,
+        mark_store_durability_check=False,
+    )
     late: list[int] = []
     try:
-        url = deploy_application(settings, base_url, name=settings.app_name, route_prefix="/forgets", options={
-            "num_replicas": 2, "ray_actor_options": {"num_cpus": 0}, "logging_config": QUIET_LOGS})
+        url = deploy_application(
+            settings,
+            base_url,
+            name=settings.app_name,
+            route_prefix="/forgets",
+            options={"num_replicas": 2, "ray_actor_options": {"num_cpus": 0}, "logging_config": QUIET_LOGS},
+        )
         closed = _closed_ids(url, 40)
         app = app_actors(settings)
-        shard = ray.get_actor(next(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
-                                   if a["namespace"] == app.namespace and a["name"].startswith("shard-1-of-4.")),
-                              namespace=app.namespace)
+        shard = ray.get_actor(
+            next(
+                a["name"]
+                for a in ray.util.list_named_actors(all_namespaces=True)
+                if a["namespace"] == app.namespace and a["name"].startswith("shard-1-of-4.")
+            ),
+            namespace=app.namespace,
+        )
 
         def fault() -> None:  # the shard dies holding open sessions; Redis comes back empty before it does
             nonlocal redis
@@ -339,11 +407,19 @@ def store_forgets(base_url: str, seconds: float = 12.0, workers: int = 16, ackno
             return shard_index(e.sid, settings.num_shards)
 
         summary = summarize(episodes, killed, lambda e: True, shard_of)
-        refused = [c for e in episodes for c in e.calls
-                   if c.path == "/seed_session" and c.status == 503 and ran.began <= c.sent <= ran.ended]
-        return {**summary, "closed_ids_tried_while_lost": len(late),
-                "closed_ids_seeded_again": sum(status == 200 for status in late),
-                "closed_ids_refused_with": sorted(set(late)), "seeds_refused_until_acknowledged": len(refused)}
+        refused = [
+            c
+            for e in episodes
+            for c in e.calls
+            if c.path == "/seed_session" and c.status == 503 and ran.began <= c.sent <= ran.ended
+        ]
+        return {
+            **summary,
+            "closed_ids_tried_while_lost": len(late),
+            "closed_ids_seeded_again": sum(status == 200 for status in late),
+            "closed_ids_refused_with": sorted(set(late)),
+            "seeds_refused_until_acknowledged": len(refused),
+        }
     finally:
         undeploy_application(settings, settings.app_name, purge=True)
         redis.__exit__(None, None, None)
@@ -383,8 +459,10 @@ def node_loss(seconds: float = 12.0) -> dict:
     from deployments.settings import Settings
     from finsec.corpus.generate import embedded_corpus_dir
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "gcs_server_port": free_port(),
-                                                            "resources": {"finsec_ingress": 10}})
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 2, "gcs_server_port": free_port(), "resources": {"finsec_ingress": 10}},
+    )
     state = [cluster.add_node(num_cpus=0, resources={"finsec_state": 10})]
     server = None
     try:
@@ -394,12 +472,23 @@ def node_loss(seconds: float = 12.0) -> dict:
         serve.start(http_options={"host": "127.0.0.1", "port": port}, proxy_location="HeadOnly")
         # Restore off: this scenario's accounting tells lost sessions by the shard life that seeded them, which
         # durable sessions outlive (tests/integration/test_durable_sessions_http.py covers those).
-        args = {"app_name": "node-loss", "num_shards": 4, "corpus_dir": str(embedded_corpus_dir()),
-                "reaper_interval_seconds": 0.5, "state_actor_resources": {"finsec_state": 0.01},
-                "store_call_timeout_seconds": 5.0, "durable_sessions": False, "state_nodes": 2}
+        args = {
+            "app_name": "node-loss",
+            "num_shards": 4,
+            "corpus_dir": str(embedded_corpus_dir()),
+            "reaper_interval_seconds": 0.5,
+            "state_actor_resources": {"finsec_state": 0.01},
+            "store_call_timeout_seconds": 5.0,
+            "durable_sessions": False,
+            "state_nodes": 2,
+        }
         config = _serve_config(args, port)
-        server = subprocess.Popen([sys.executable, "-m", "finsec_client.cli", "serve", str(config), "--address",
-                                   cluster.address], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "finsec_client.cli", "serve", str(config), "--address", cluster.address],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         settings = Settings(**args)
         app = app_actors(settings)
         # A replica creates the limiter first, then waits for the state nodes before it creates any shard.
@@ -411,26 +500,38 @@ def node_loss(seconds: float = 12.0) -> dict:
         nodes = _actor_nodes(app)
         head = cluster.head_node.node_id
         shard_nodes = [node for n, node in nodes.items() if n.startswith("shard-")]
-        placement = {"on_head": sorted(n for n, node in nodes.items() if node == head),
-                     "state_nodes": sorted({node for node in nodes.values()} - {head}),
-                     "shards_before_the_second_node": shards_before,
-                     "shards_per_state_node": sorted(shard_nodes.count(node.node_id) for node in state),
-                     "proxies_per_state_node": sorted(_replica_nodes("StateNodeProxy").count(node.node_id)
-                                                      for node in state)}
+        placement = {
+            "on_head": sorted(n for n, node in nodes.items() if node == head),
+            "state_nodes": sorted({node for node in nodes.values()} - {head}),
+            "shards_before_the_second_node": shards_before,
+            "shards_per_state_node": sorted(shard_nodes.count(node.node_id) for node in state),
+            "proxies_per_state_node": sorted(_replica_nodes("StateNodeProxy").count(node.node_id) for node in state),
+        }
         shards = {n: node for n, node in nodes.items() if n.startswith("shard-")}
         victim = max(state, key=lambda node: sum(v == node.node_id for v in shards.values()))
         lost = {int(n.split("-")[1]) for n, node in shards.items() if node == victim.node_id}
 
-        doomed = [ray.get(ray.get_actor(n, namespace=app.namespace).pid.remote(), timeout=30)
-                  for n, node in shards.items() if node == victim.node_id]
+        doomed = [
+            ray.get(ray.get_actor(n, namespace=app.namespace).pid.remote(), timeout=30)
+            for n, node in shards.items()
+            if node == victim.node_id
+        ]
 
         def remove_victim() -> None:  # over once the shards' processes are gone, not only the node's raylet
             cluster.remove_node(victim)
             wait_gone(doomed)
 
         closed = _closed_ids(url, 8)
-        episodes, fault = asyncio.run(rollouts(url, 8, seconds, remove_victim, fault_after=2.0,
-                                               exposed=lambda sid: shard_index(sid, settings.num_shards) in lost))
+        episodes, fault = asyncio.run(
+            rollouts(
+                url,
+                8,
+                seconds,
+                remove_victim,
+                fault_after=2.0,
+                exposed=lambda sid: shard_index(sid, settings.num_shards) in lost,
+            )
+        )
         fault = Fault(fault.began, fault.ended, frozenset(lost))
 
         def shard_of(e: Episode) -> int:
@@ -442,9 +543,16 @@ def node_loss(seconds: float = 12.0) -> dict:
         summary = summarize(episodes, fault, exposed, shard_of)
         with httpx.Client(base_url=url, timeout=60) as late:
             summary["closed_ids_still_fenced"] = all(
-                late.post("/seed_session", json=_seed(sid)).status_code == 409 for sid in closed)
-        summary.update({"placement": placement, "shards_lost": sorted(lost), "expected_share": len(lost) / 4,
-                        "exposed_episodes_not_clean": sum(1 for e in episodes if exposed(e) and not e.clean)})
+                late.post("/seed_session", json=_seed(sid)).status_code == 409 for sid in closed
+            )
+        summary.update(
+            {
+                "placement": placement,
+                "shards_lost": sorted(lost),
+                "expected_share": len(lost) / 4,
+                "exposed_episodes_not_clean": sum(1 for e in episodes if exposed(e) and not e.clean),
+            }
+        )
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=120)
         summary["actors_left_after_stop"] = len(_actor_nodes(app))
@@ -489,12 +597,25 @@ def _serve_config(args: dict, port: int) -> Path:
 
     import yaml
 
-    config = {"proxy_location": "HeadOnly", "http_options": {"host": "127.0.0.1", "port": port},
-              "applications": [{"name": args["app_name"], "route_prefix": "/",
-                                "import_path": "deployments.builder:build_app", "args": args,
-                                "deployments": [{"name": "FinsecIngress", "num_replicas": 2,
-                                                 "ray_actor_options": {"num_cpus": 0,
-                                                                       "resources": {"finsec_ingress": 0.01}}}]}]}
+    config = {
+        "proxy_location": "HeadOnly",
+        "http_options": {"host": "127.0.0.1", "port": port},
+        "applications": [
+            {
+                "name": args["app_name"],
+                "route_prefix": "/",
+                "import_path": "deployments.builder:build_app",
+                "args": args,
+                "deployments": [
+                    {
+                        "name": "FinsecIngress",
+                        "num_replicas": 2,
+                        "ray_actor_options": {"num_cpus": 0, "resources": {"finsec_ingress": 0.01}},
+                    }
+                ],
+            }
+        ],
+    }
     path = Path(tempfile.mkdtemp(prefix="node-loss-")) / "serve.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -514,8 +635,10 @@ def _wait_for_actor(app, prefix: str, timeout: float = 180.0) -> None:
     import ray
 
     deadline = time.monotonic() + timeout
-    while not any(a["namespace"] == app.namespace and a["name"].startswith(prefix)
-                  for a in ray.util.list_named_actors(all_namespaces=True)):
+    while not any(
+        a["namespace"] == app.namespace and a["name"].startswith(prefix)
+        for a in ray.util.list_named_actors(all_namespaces=True)
+    ):
         if time.monotonic() > deadline:
             raise RuntimeError(f"no actor {prefix}* after {timeout:.0f} s")
         time.sleep(0.5)
@@ -525,8 +648,11 @@ def _replica_nodes(deployment: str) -> list[str]:
     """The node of each live replica of this Serve deployment."""
     from ray.util.state import list_actors
 
-    return [a.node_id for a in list_actors(filters=[("state", "=", "ALIVE")], limit=10_000)
-            if a.class_name.endswith(f":{deployment}")]
+    return [
+        a.node_id
+        for a in list_actors(filters=[("state", "=", "ALIVE")], limit=10_000)
+        if a.class_name.endswith(f":{deployment}")
+    ]
 
 
 def _actor_nodes(app) -> dict[str, str]:
@@ -563,8 +689,12 @@ def wait_gone(pids: list[int], timeout: float = 30.0) -> None:
 
 
 def _seed(sid: str) -> dict:
-    return {"resources_session_id": sid, "episode_id": {"rollout_id": "closed", "attempt": 0},
-            "task_id": {"taskset": "faults", "task_id": sid}, "task_data": {}}
+    return {
+        "resources_session_id": sid,
+        "episode_id": {"rollout_id": "closed", "attempt": 0},
+        "task_id": {"taskset": "faults", "task_id": sid},
+        "task_data": {},
+    }
 
 
 def _closed_ids(url: str, n: int) -> list[str]:
@@ -572,8 +702,10 @@ def _closed_ids(url: str, n: int) -> list[str]:
     with httpx.Client(base_url=url, timeout=60) as client:
         for sid in ids:
             client.post("/seed_session", json=_seed(sid))
-            client.post("/close_session", json={"resources_session_id": sid,
-                                                "episode_id": {"rollout_id": "closed", "attempt": 0}})
+            client.post(
+                "/close_session",
+                json={"resources_session_id": sid, "episode_id": {"rollout_id": "closed", "attempt": 0}},
+            )
     return ids
 
 

@@ -29,8 +29,9 @@ class RedisServer:
 
 
 @contextmanager
-def running_redis(*, persist: bool = True, port: int | None = None, folder: Path | None = None,
-                  options: tuple[str, ...] = ()) -> Iterator[RedisServer]:
+def running_redis(
+    *, persist: bool = True, port: int | None = None, folder: Path | None = None, options: tuple[str, ...] = ()
+) -> Iterator[RedisServer]:
     """A private redis-server. `persist`: an append-only file fsynced every second, as the app requires of a
     Redis that keeps its marks (without it, a restart forgets them). `port` and `folder`: a restart of an earlier
     one. `options`: more redis-server arguments ("--maxmemory", "2mb")."""
@@ -40,9 +41,26 @@ def running_redis(*, persist: bool = True, port: int | None = None, folder: Path
     owned = folder is None
     folder = Path(tempfile.mkdtemp(prefix="finsec-redis-")) if folder is None else folder
     port = free_port() if port is None else port
-    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder), "--save", "",
-            "--appendonly", "yes" if persist else "no", "--appendfsync", "everysec", "--daemonize", "no",
-            "--loglevel", "warning", *options]
+    args = [
+        binary,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--dir",
+        str(folder),
+        "--save",
+        "",
+        "--appendonly",
+        "yes" if persist else "no",
+        "--appendfsync",
+        "everysec",
+        "--daemonize",
+        "no",
+        "--loglevel",
+        "warning",
+        *options,
+    ]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 10

@@ -55,5 +55,12 @@ def stalling_edgar() -> Iterator[StallingEdgar]:
 
 def settings_for(edgar: StallingEdgar) -> dict:
     """The settings that send every filing fetch to `edgar`."""
-    return {"num_shards": 1, "edgar_source": "live", "edgar_search_mode": None, "sec_www_base_url": edgar.url,
-            "sec_data_base_url": edgar.url, "fetch_trusted_networks": ["127.0.0.1/32"], "request_timeout": 120}
+    return {
+        "num_shards": 1,
+        "edgar_source": "live",
+        "edgar_search_mode": None,
+        "sec_www_base_url": edgar.url,
+        "sec_data_base_url": edgar.url,
+        "fetch_trusted_networks": ["127.0.0.1/32"],
+        "request_timeout": 120,
+    }

@@ -49,8 +49,12 @@ async def two_owners(urls: list[str], workers: int = 8, seconds: float = 10.0, s
 async def _episode(client: httpx.AsyncClient, urls: list[str], rng: random.Random, counts: Counter[str]) -> None:
     sid = f"resources-session-{uuid.uuid4().hex}"
     episode = {"rollout_id": sid[-12:], "attempt": 0}
-    seed = {"resources_session_id": sid, "episode_id": episode, "task_id": {"taskset": "owners", "task_id": sid},
-            "task_data": {}}
+    seed = {
+        "resources_session_id": sid,
+        "episode_id": episode,
+        "task_id": {"taskset": "owners", "task_id": sid},
+        "task_data": {},
+    }
 
     async def post(path: str, body: dict) -> httpx.Response:
         """As a rollout driver sends it: every route is safe to repeat, so a 5xx or a dropped connection (a
@@ -101,7 +105,15 @@ def _ingress_page(response: httpx.Response) -> bool:
 
 
 def _verify() -> dict:
-    answer = {"type": "function_call", "name": "submit_final_result", "call_id": "c",
-              "arguments": json.dumps({"final_result": TASK["expected_answer"]})}
-    return {"responses_create_params": {"input": [{"role": "user", "content": TASK["question"]}]},
-            "response": {"output": [answer]}, "question": TASK["question"], "expected_answer": TASK["expected_answer"]}
+    answer = {
+        "type": "function_call",
+        "name": "submit_final_result",
+        "call_id": "c",
+        "arguments": json.dumps({"final_result": TASK["expected_answer"]}),
+    }
+    return {
+        "responses_create_params": {"input": [{"role": "user", "content": TASK["question"]}]},
+        "response": {"output": [answer]},
+        "question": TASK["question"],
+        "expected_answer": TASK["expected_answer"],
+    }

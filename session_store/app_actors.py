@@ -36,6 +36,8 @@ from .errors import DocumentRefused, SessionConflict, SessionLost, StoreUnavaila
 from .gcs_kv import gcs_kv
 from .marks.base import app_namespace
 
+__all__ = ["ACTOR_OPTIONS", "AppActors", "call", "on_node", "RAY_ERRORS"]
+
 log = logging.getLogger(__name__)
 
 RAY_ERRORS = (RayError, TimeoutError)  # every way an actor call can fail that is not the actor's own answer
@@ -47,8 +49,13 @@ _OWN_ERRORS = (SessionConflict, SessionLost, DocumentRefused, StoreUnavailable)
 # (best effort) over the nodes that may hold them, so losing one node loses only a share of the sessions. No task
 # events, as Serve does for its own actors: every shard call would otherwise report itself to the GCS.
 ACTOR_OPTIONS: dict[str, Any] = {
-    "lifetime": "detached", "get_if_exists": True, "max_restarts": -1, "max_task_retries": 0, "num_cpus": 0,
-    "scheduling_strategy": "SPREAD", "enable_task_events": False,
+    "lifetime": "detached",
+    "get_if_exists": True,
+    "max_restarts": -1,
+    "max_task_retries": 0,
+    "num_cpus": 0,
+    "scheduling_strategy": "SPREAD",
+    "enable_task_events": False,
 }
 _ACTIVE_KEY = b"active-actors"
 
@@ -69,7 +76,8 @@ async def call(ref: Awaitable[Any], *, timeout: float, what: str) -> Any:
 def _unavailable(what: str, error: BaseException) -> StoreUnavailable:
     return StoreUnavailable(
         f"{what} did not answer ({type(error).__name__}); it may be restarting. Retry the request shortly.",
-        "actor_unreachable")
+        "actor_unreachable",
+    )
 
 
 @dataclass(frozen=True)
@@ -92,7 +100,8 @@ class AppActors:
     def create(self, kind: str, actor_class: Any, args: tuple, *, code: str, **options: Any) -> Any:
         """Get or create the actor of this kind for these arguments and this code; race-safe across replicas."""
         handle = actor_class.options(
-            name=self.name(kind, args, code), namespace=self.namespace,
+            name=self.name(kind, args, code),
+            namespace=self.namespace,
             **{**ACTOR_OPTIONS, **({"resources": self.resources} if self.resources else {}), **options},
         ).remote(*args)
         _register_for_shutdown(handle)
@@ -107,22 +116,33 @@ class AppActors:
         while len(nodes := self._offering()) < count:
             if time.monotonic() - said >= say_every:
                 said = time.monotonic()
-                log.warning("%s: %d of the %d nodes offering %s have joined after %.0f s; its shards wait for all",
-                            self.app_name, len(nodes), count, self.resources, said - began)
+                log.warning(
+                    "%s: %d of the %d nodes offering %s have joined after %.0f s; its shards wait for all",
+                    self.app_name,
+                    len(nodes),
+                    count,
+                    self.resources,
+                    said - began,
+                )
             time.sleep(poll_seconds)
         return nodes[:count]
 
     def _offering(self) -> list[str]:
-        return sorted(node["NodeID"] for node in ray.nodes() if node["Alive"] and all(
-            node["Resources"].get(name, 0) >= amount for name, amount in self.resources.items()))
+        return sorted(
+            node["NodeID"]
+            for node in ray.nodes()
+            if node["Alive"]
+            and all(node["Resources"].get(name, 0) >= amount for name, amount in self.resources.items())
+        )
 
     # ----- retirement and cleanup -----
 
     async def declare_active(self, names: list[str]) -> None:
         """Called by each new ingress replica: the actors the deployment now uses (the newest replica wins)."""
         client = gcs_kv()
-        await client.async_internal_kv_put(_ACTIVE_KEY, "\n".join(sorted(names)).encode(), True,
-                                           self.kv_namespace, timeout=5)
+        await client.async_internal_kv_put(
+            _ACTIVE_KEY, "\n".join(sorted(names)).encode(), True, self.kv_namespace, timeout=5
+        )
 
     async def retire_stale(self, names: list[str], serve_app: str | None) -> int | None:
         """Kill the namespace's actors that are not `names`, once `names` are the active set and the Serve app
@@ -133,8 +153,11 @@ class AppActors:
             return None
         if serve_app is not None and not await asyncio.to_thread(_serve_app_running, serve_app):
             return None
-        stale = [a["name"] for a in await asyncio.to_thread(ray.util.list_named_actors, True)
-                 if a["namespace"] == self.namespace and a["name"] not in names]
+        stale = [
+            a["name"]
+            for a in await asyncio.to_thread(ray.util.list_named_actors, True)
+            if a["namespace"] == self.namespace and a["name"] not in names
+        ]
         for name in stale:
             _kill(name, self.namespace)
         if stale:
@@ -144,8 +167,11 @@ class AppActors:
     def destroy(self) -> int:
         """The explicit cleanup path (detached actors outlive `serve delete`): kill every named actor of the
         app; its durable records stay. Returns how many actors were killed."""
-        return sum(_kill(a["name"], self.namespace) for a in ray.util.list_named_actors(all_namespaces=True)
-                   if a["namespace"] == self.namespace)
+        return sum(
+            _kill(a["name"], self.namespace)
+            for a in ray.util.list_named_actors(all_namespaces=True)
+            if a["namespace"] == self.namespace
+        )
 
 
 def _kill(name: str, namespace: str) -> bool:

@@ -18,6 +18,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
+__all__ = ["Coalescer", "R", "T"]
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -51,7 +53,7 @@ class Coalescer(Generic[T, R]):
                     if isinstance(error, asyncio.CancelledError):
                         raise
                     continue
-                for (_, future), result in zip(batch, results):
+                for (_, future), result in zip(batch, results, strict=False):
                     if not future.done():  # the request may have been cancelled (its client went away)
                         future.set_result(result)
         finally:

@@ -62,6 +62,39 @@ from typing import Any, Literal
 from .clock import SessionClock
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreFull
 
+__all__ = [
+    "Cached",
+    "canonical_digest",
+    "Changes",
+    "Claims",
+    "Clock",
+    "document_part",
+    "DocumentRef",
+    "DocumentsView",
+    "EpisodeSeed",
+    "EvictionReport",
+    "FenceCause",
+    "GradeNow",
+    "HEAD",
+    "JsonDict",
+    "Limits",
+    "Mark",
+    "Masked",
+    "merge_parts",
+    "NO_CLAIMS",
+    "Pending",
+    "Scored",
+    "Seeded",
+    "SeedKind",
+    "Session",
+    "SessionCore",
+    "StoredDocument",
+    "Verdict",
+    "verdict_part",
+    "VerifyOutcome",
+    "VerifyPlan",
+]
+
 Clock = Callable[[], float]
 JsonDict = dict[str, Any]
 SeedKind = Literal["episode", "agent_run"]
@@ -253,11 +286,17 @@ class EvictionReport:
         return EvictionReport(self.sessions + other.sessions, self.marks + other.marks)
 
 
-_FENCE_WHY = {
+# Keyed by Mark.cause. Every fence this core sets names a cause; one read back from a store without a known cause
+# still fences (`_why`), never a 500.
+_FENCE_WHY: dict[FenceCause | None, str] = {
     "closed": "it was closed",
     "evicted": "it outlived session_ttl_seconds and was evicted",
     "lost": "the shard holding it restarted (or the app was redeployed) and its state is gone",
 }
+
+
+def _why(cause: FenceCause | None) -> str:
+    return _FENCE_WHY.get(cause, "it was fenced")
 
 
 class SessionCore:
@@ -356,7 +395,7 @@ class SessionCore:
         if fence is not None:
             self._conflict("fenced")
             raise SessionConflict(
-                f"Resources session {sid!r} cannot be seeded: {_FENCE_WHY[fence.cause]}, and its ID stays fenced "
+                f"Resources session {sid!r} cannot be seeded: {_why(fence.cause)}, and its ID stays fenced "
                 "for fence_ttl_seconds. Seed a new resources_session_id."
             )
         if session is not None:
@@ -397,7 +436,7 @@ class SessionCore:
         if fence is not None:
             self._conflict("fenced")
             raise SessionConflict(
-                f"Session {sid!r} cannot be seeded: {_FENCE_WHY[fence.cause]}. Start again without the old cookie."
+                f"Session {sid!r} cannot be seeded: {_why(fence.cause)}. Start again without the old cookie."
             )
         if session is None:
             self._check_capacity()
@@ -425,7 +464,7 @@ class SessionCore:
             self._conflict("close_names_another_episode")
             raise SessionConflict(
                 f"Resources session {sid!r} belongs to episode {_show(fence.episode_id)} and is not open: "
-                f"{_FENCE_WHY[fence.cause]}. This close names episode {_show(episode_id)}. Repeat the close with "
+                f"{_why(fence.cause)}. This close names episode {_show(episode_id)}. Repeat the close with "
                 f"episode_id {_show(fence.episode_id)}, or use a new resources_session_id for this episode."
             )
         if fence is None and session is None and sid not in self._marks and len(self._marks) >= self.limits.marks:
@@ -434,8 +473,9 @@ class SessionCore:
         self.counters["closes"] += 1
         if fence is None:  # a repeated close keeps the first fence and does not extend it (Decision 2)
             held = self._marks.get(sid, Mark())
-            self._set_mark(sid, replace(held, fence_until=self.clock() + self.fence_ttl, cause="closed",
-                                        episode_id=episode_id))
+            self._set_mark(
+                sid, replace(held, fence_until=self.clock() + self.fence_ttl, cause="closed", episode_id=episode_id)
+            )
 
     def retire(self, sid: str) -> None:
         """Release everything the session holds; idempotent; no fence (Decision 8)."""
@@ -459,13 +499,21 @@ class SessionCore:
         release it and fence it as lost, so its verify is masked and no late seed revives it."""
         self._release(sid)
         if self._fence(sid) is None:
-            self._set_mark(sid, replace(self._marks.get(sid, Mark()), fence_until=self.clock() + self.fence_ttl,
-                                        cause="lost", episode_id=None))
+            self._set_mark(
+                sid,
+                replace(
+                    self._marks.get(sid, Mark()),
+                    fence_until=self.clock() + self.fence_ttl,
+                    cause="lost",
+                    episode_id=None,
+                ),
+            )
 
     # ----- verify (§C.5, Decisions 6, 7) -----
 
-    def plan_verify(self, sid: str, body_digest: str, claims: Claims = NO_CLAIMS,
-                    lease_seconds: float = 120.0) -> VerifyPlan:
+    def plan_verify(
+        self, sid: str, body_digest: str, claims: Claims = NO_CLAIMS, lease_seconds: float = 120.0
+    ) -> VerifyPlan:
         """For a costly or stochastic grader: what to do before grading. An identical verify in flight holds a
         lease, so its twins wait for its verdict instead of judging again (Decision 7 with a stochastic judge)."""
         masked = self._masked(sid, claims)
@@ -619,9 +667,15 @@ class SessionCore:
         """What the shard holds, from totals kept as they change (O(1): the counters route asks every shard).
         A fence or expired mark counts until the eviction pass drops its record, at most a batch or tick late."""
         held = self._held
-        return {"sessions": len(self._sessions), "documents": held["documents"],
-                "document_chars": held["document_chars"], "digests": len(self._refs), "fences": held["fences"],
-                "expired_marks": held["expired_marks"], "verdicts": held["verdicts"]}
+        return {
+            "sessions": len(self._sessions),
+            "documents": held["documents"],
+            "document_chars": held["document_chars"],
+            "digests": len(self._refs),
+            "fences": held["fences"],
+            "expired_marks": held["expired_marks"],
+            "verdicts": held["verdicts"],
+        }
 
     # ----- internals -----
 
@@ -658,8 +712,13 @@ class SessionCore:
         if session is not None:
             for ref in session.documents.values():
                 self._unref(ref.digest)
-            self._held.subtract(documents=len(session.documents), verdicts=len(session.verdicts),
-                                document_chars=sum(d.chars for d in session.documents.values()))
+            self._held.subtract(  # a mapping: typeshed's subtract takes no keywords (the runtime does)
+                {
+                    "documents": len(session.documents),
+                    "verdicts": len(session.verdicts),
+                    "document_chars": sum(d.chars for d in session.documents.values()),
+                }
+            )
 
     def _change(self, sid: str, mark: Mark | None, parts: frozenset[str] | None = None) -> None:
         """List a change of the ID's durable record (`parts`: the only parts it changed; None: the whole record),
@@ -702,7 +761,7 @@ class SessionCore:
         return mark is not None and mark.expired(self.clock())
 
     def _clear_expired_mark(self, sid: str) -> None:
-        """"A new agent-run seed for the ID clears the mark" (§C.3); so does a new episode seed of an unfenced ID."""
+        """ "A new agent-run seed for the ID clears the mark" (§C.3); so does a new episode seed of an unfenced ID."""
         mark = self._marks.get(sid)
         if mark is not None:
             self._set_mark(sid, replace(mark, expired_until=None) if mark.fenced(self.clock()) else None)
@@ -710,21 +769,29 @@ class SessionCore:
     def _note_if_lost(self, sid: str, claims: Claims) -> None:
         """A cookie from another life of this shard names a session that life held: fence it as lost."""
         if claims.incarnation and claims.incarnation != self.incarnation and self._fence(sid) is None:
-            self._set_mark(sid, replace(self._marks.get(sid, Mark()), fence_until=self.clock() + self.fence_ttl,
-                                        cause="lost", episode_id=None))
+            self._set_mark(
+                sid,
+                replace(
+                    self._marks.get(sid, Mark()),
+                    fence_until=self.clock() + self.fence_ttl,
+                    cause="lost",
+                    episode_id=None,
+                ),
+            )
 
     def _masked(self, sid: str, claims: Claims) -> Masked | None:
         session = self._open(sid)
         if self._is_marked_expired(sid):
             self.counters["verifies.masked.session_expired"] += 1
-            return Masked("session_expired", f"Session {sid!r} outlived session_ttl_seconds and was evicted "
-                          "before verify.")
+            return Masked(
+                "session_expired", f"Session {sid!r} outlived session_ttl_seconds and was evicted before verify."
+            )
         if session is None:
             self._note_if_lost(sid, claims)
         fence = self._fence(sid)
         if fence is not None:
             self.counters["verifies.masked.session_lost"] += 1
-            return Masked("session_lost", f"Session {sid!r} is not open: {_FENCE_WHY[fence.cause]}.")
+            return Masked("session_lost", f"Session {sid!r} is not open: {_why(fence.cause)}.")
         return None
 
     def _cached(self, sid: str, session: Session, body_digest: str) -> Cached | None:
@@ -753,10 +820,16 @@ class SessionCore:
         that changed (`HEAD`, a document's, a verdict's; none: the owner is checked, nothing written); None: all."""
         if session.episode is None and not self.durable_sessions:
             return
-        self._change(sid, Mark(
-            fence_until=session.started_at + self.session_ttl + self.fence_ttl,
-            episode_id=session.episode.episode_id if session.episode else None, open_in=self.incarnation,
-            session=_record(session) if self.durable_sessions else None), parts)
+        self._change(
+            sid,
+            Mark(
+                fence_until=session.started_at + self.session_ttl + self.fence_ttl,
+                episode_id=session.episode.episode_id if session.episode else None,
+                open_in=self.incarnation,
+                session=_record(session) if self.durable_sessions else None,
+            ),
+            parts,
+        )
 
     def _restore(self, sid: str, record: JsonDict) -> None:
         """An open session of an earlier life, as its record has it; this life holds it from now on."""
@@ -765,8 +838,11 @@ class SessionCore:
         self._sessions[sid] = session
         for ref in session.documents.values():
             self._refs[ref.digest] += 1
-        self._held.update(documents=len(session.documents), verdicts=len(session.verdicts),
-                          document_chars=sum(d.chars for d in session.documents.values()))
+        self._held.update(
+            documents=len(session.documents),
+            verdicts=len(session.verdicts),
+            document_chars=sum(d.chars for d in session.documents.values()),
+        )
         self.counters["restored"] += 1
         if self._past_ttl(session, self.clock()):
             self._evict(sid, session)
@@ -786,12 +862,14 @@ class SessionCore:
             raise SessionLost(sid, _FENCE_WHY["evicted"])
         self._note_if_lost(sid, claims)
         fence = self._fence(sid)
-        raise SessionLost(sid, _FENCE_WHY[fence.cause] if fence else "never seeded, or already released by verify")
+        raise SessionLost(sid, _why(fence.cause) if fence else "never seeded, or already released by verify")
 
     def _check_capacity(self, to: str = "seed it") -> None:
         if len(self._sessions) >= self.limits.sessions:
-            raise StoreFull(f"This shard holds as many sessions as it may (max_sessions_per_shard), too many to {to} "
-                            "now; retry shortly.")
+            raise StoreFull(
+                f"This shard holds as many sessions as it may (max_sessions_per_shard), too many to {to} "
+                "now; retry shortly."
+            )
 
     def _conflict(self, reason: str) -> None:
         self.counters[f"conflicts.{reason}"] += 1
@@ -804,8 +882,9 @@ def _record(session: Session) -> JsonDict:
         "started_at": session.started_at,
         "episode": None if episode is None else [episode.episode_id, episode.task_id, episode.task_data_digest],
         "documents": {key: [ref.digest, ref.chars, ref.url] for key, ref in session.documents.items()},
-        "verdicts": [[digest, v.reward, v.judge_rating, v.judge_text, v.failure_kind]
-                     for digest, v in session.verdicts.items()],
+        "verdicts": [
+            [digest, v.reward, v.judge_rating, v.judge_text, v.failure_kind] for digest, v in session.verdicts.items()
+        ],
     }
 
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 from .errors import StoreFull
 
+__all__ = ["DocumentStore", "DocumentStoreService", "SweepReport"]
+
 
 @dataclass
 class _Entry:
@@ -119,8 +121,13 @@ class DocumentStore:
         return SweepReport(dropped, len(self._entries), self.bytes)
 
     def stats(self) -> dict[str, int]:
-        return {"texts": len(self._entries), "bytes": self.bytes, "hits": self.hits, "misses": self.misses,
-                "referenced": sum(e.referenced for e in self._entries.values())}
+        return {
+            "texts": len(self._entries),
+            "bytes": self.bytes,
+            "hits": self.hits,
+            "misses": self.misses,
+            "referenced": sum(e.referenced for e in self._entries.values()),
+        }
 
     def _make_room(self, size: int) -> None:
         cutoff = min(self._clock(), self._swept_at) - self.grace_seconds

@@ -1,5 +1,7 @@
 """The session errors the contract names; the ingress maps each to one HTTP status (design: errors are types)."""
 
+__all__ = ["DocumentRefused", "SessionConflict", "SessionLost", "StoreFull", "StoreUnavailable"]
+
 
 class SessionConflict(Exception):
     """A seed or close that contradicts the ID's recorded episode, or an ID that is fenced (contract §C.2-C.4): 409."""
@@ -12,8 +14,7 @@ class SessionLost(Exception):
         self.session_id = session_id
         self.why = why
         super().__init__(
-            f"Resources session {session_id!r} is not open ({why}). "
-            "Start a new session with /seed_session."
+            f"Resources session {session_id!r} is not open ({why}). Start a new session with /seed_session."
         )
 
     def __reduce__(self):  # keep both fields when Ray pickles the error across processes

@@ -7,6 +7,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
+__all__ = ["BoundedLru", "K", "V"]
+
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 

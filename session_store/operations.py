@@ -9,7 +9,26 @@ from typing import Any, Literal
 
 from .core import SessionCore
 
-__all__ = ["OPERATIONS", "Operation"]
+__all__ = [
+    "CHECK_OPEN",
+    "CLOSE",
+    "DESCRIBE",
+    "DOCUMENT_REFS",
+    "FINISH_VERIFY",
+    "MARK_LOST",
+    "NOW",
+    "Operation",
+    "OPERATIONS",
+    "PLAN_VERIFY",
+    "PUT_DOCUMENT",
+    "READ_DOCUMENTS",
+    "RECORD_VERDICT",
+    "RETIRE",
+    "RETIRE_IF_IDLE",
+    "SEED_AGENT_RUN",
+    "SEED_EPISODE",
+    "STARTED_AT",
+]
 
 
 @dataclass(frozen=True)
@@ -43,6 +62,24 @@ READ_DOCUMENTS = Operation(SessionCore.read_documents, needs_marks=True)
 DESCRIBE = Operation(SessionCore.describe, needs_marks=True)
 DOCUMENT_REFS = Operation(SessionCore.document_refs, needs_marks=True)
 
-OPERATIONS: dict[str, Operation] = {op.name: op for op in (
-    SEED_EPISODE, SEED_AGENT_RUN, CLOSE, RETIRE, RETIRE_IF_IDLE, MARK_LOST, PLAN_VERIFY, RECORD_VERDICT,
-    FINISH_VERIFY, CHECK_OPEN, STARTED_AT, NOW, PUT_DOCUMENT, READ_DOCUMENTS, DESCRIBE, DOCUMENT_REFS)}
+OPERATIONS: dict[str, Operation] = {
+    op.name: op
+    for op in (
+        SEED_EPISODE,
+        SEED_AGENT_RUN,
+        CLOSE,
+        RETIRE,
+        RETIRE_IF_IDLE,
+        MARK_LOST,
+        PLAN_VERIFY,
+        RECORD_VERDICT,
+        FINISH_VERIFY,
+        CHECK_OPEN,
+        STARTED_AT,
+        NOW,
+        PUT_DOCUMENT,
+        READ_DOCUMENTS,
+        DESCRIBE,
+        DOCUMENT_REFS,
+    )
+}

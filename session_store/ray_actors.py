@@ -77,20 +77,36 @@ class ActorClient:
 class ReaperActor(ActorProcess):
     """Ticks every `interval_seconds`. A restarted reaper (max_restarts=-1) starts its loop again the same way."""
 
-    def __init__(self, app: AppActors, shard_names: list[str], document_store: str, interval_seconds: float,
-                 other_actors: list[str], serve_app: str | None, mark_store_url: str | None,
-                 check_durability: bool = True, timeout_seconds: float = 30.0):
-        shards = [ActorClient(ray.get_actor(n, namespace=app.namespace), f"shard {n}", timeout_seconds)
-                  for n in shard_names]
-        documents = ActorClient(ray.get_actor(document_store, namespace=app.namespace), "document store",
-                                timeout_seconds)
+    def __init__(
+        self,
+        app: AppActors,
+        shard_names: list[str],
+        document_store: str,
+        interval_seconds: float,
+        other_actors: list[str],
+        serve_app: str | None,
+        mark_store_url: str | None,
+        check_durability: bool = True,
+        timeout_seconds: float = 30.0,
+    ):
+        shards = [
+            ActorClient(ray.get_actor(n, namespace=app.namespace), f"shard {n}", timeout_seconds) for n in shard_names
+        ]
+        documents = ActorClient(
+            ray.get_actor(document_store, namespace=app.namespace), "document store", timeout_seconds
+        )
         # The hourly sweep of lapsed marks runs here, never on a serving shard.
-        self._reaper = Reaper(shards, documents, marks=open_mark_store(mark_store_url, app.namespace),
-                              sweep_marks_every=max(1, int(3600 / interval_seconds)),
-                              check_durability=check_durability)
+        self._reaper = Reaper(
+            shards,
+            documents,
+            marks=open_mark_store(mark_store_url, app.namespace),
+            sweep_marks_every=max(1, int(3600 / interval_seconds)),
+            check_durability=check_durability,
+        )
         self._app = app
         self._serve_app = serve_app
         me = ray.get_runtime_context().get_actor_name()
+        assert me is not None  # AppActors.create names every actor of the app
         self._active = [*shard_names, document_store, *other_actors, me]
         self._interval = interval_seconds
         tags = {"app": app.app_name}
@@ -108,10 +124,18 @@ class ReaperActor(ActorProcess):
 
     async def status(self) -> dict[str, Any]:
         status = self._reaper.status
-        return {"ticks": status.ticks, "evicted": status.evicted, "held": status.held,
-                "counters": dict(status.counters), "documents": status.documents,
-                "shards_unreachable": status.shards_unreachable, "durable_marks_swept": status.durable_marks_swept,
-                "store": status.store, "clock_step": status.clock_step, "interval_seconds": self._interval}
+        return {
+            "ticks": status.ticks,
+            "evicted": status.evicted,
+            "held": status.held,
+            "counters": dict(status.counters),
+            "documents": status.documents,
+            "shards_unreachable": status.shards_unreachable,
+            "durable_marks_swept": status.durable_marks_swept,
+            "store": status.store,
+            "clock_step": status.clock_step,
+            "interval_seconds": self._interval,
+        }
 
 
 class _SessionMetrics:
@@ -120,27 +144,43 @@ class _SessionMetrics:
     def __init__(self, tags: dict[str, str]):
         self._tags = tags
         keys = ("app", "event")
-        self._events = Counter("finsec_session_events", "Session events decided by the shards: seeds by kind, "
-                               "retried seeds, 409s by reason, closes, verifies scored or masked by failure_kind, "
-                               "404 session_lost, evictions", tag_keys=keys)
-        self._held = {name: Gauge(f"finsec_{name}_held", f"{name} held by all shards", tag_keys=("app",))
-                      for name in ("sessions", "marks", "digests")}
-        self._documents = Gauge("finsec_document_store_bytes", "Bytes of text in the document store",
-                                tag_keys=("app",))
-        self._clock_step = Gauge("finsec_clock_step_seconds", "The largest gap between a node's wall clock and the "
-                                 "session clock of its shard (a step being absorbed at 1%); over 1 s is alarmed",
-                                 tag_keys=("app",))
-        self._unreachable = Gauge("finsec_shards_unreachable", "Session shards that did not answer the reaper's "
-                                  "last tick", tag_keys=("app",))
-        self._store_ok = Gauge("finsec_mark_store_ok", "1 while the durable mark store holds its marker and cannot "
-                               "forget (noeviction, append-only file); 0 while new sessions are refused for it",
-                               tag_keys=("app",))
+        self._events = Counter(
+            "finsec_session_events",
+            "Session events decided by the shards: seeds by kind, "
+            "retried seeds, 409s by reason, closes, verifies scored or masked by failure_kind, "
+            "404 session_lost, evictions",
+            tag_keys=keys,
+        )
+        self._held = {
+            name: Gauge(f"finsec_{name}_held", f"{name} held by all shards", tag_keys=("app",))
+            for name in ("sessions", "marks", "digests")
+        }
+        self._documents = Gauge("finsec_document_store_bytes", "Bytes of text in the document store", tag_keys=("app",))
+        self._clock_step = Gauge(
+            "finsec_clock_step_seconds",
+            "The largest gap between a node's wall clock and the "
+            "session clock of its shard (a step being absorbed at 1%); over 1 s is alarmed",
+            tag_keys=("app",),
+        )
+        self._unreachable = Gauge(
+            "finsec_shards_unreachable", "Session shards that did not answer the reaper's last tick", tag_keys=("app",)
+        )
+        self._store_ok = Gauge(
+            "finsec_mark_store_ok",
+            "1 while the durable mark store holds its marker and cannot "
+            "forget (noeviction, append-only file); 0 while new sessions are refused for it",
+            tag_keys=("app",),
+        )
         # The shards' own time (session_store/timings.py): a rate of the seconds over a rate of the count is the
         # mean latency of a shard batch, or of a durable mark read or write (the mark store's health).
-        self._shard_seconds = Counter("finsec_shard_seconds", "Seconds the shards spent, by phase: batch, "
-                                      "mark_read, mark_write", tag_keys=("app", "phase"))
-        self._shard_calls = Counter("finsec_shard_calls", "Shard batches and durable mark reads and writes, by phase",
-                                    tag_keys=("app", "phase"))
+        self._shard_seconds = Counter(
+            "finsec_shard_seconds",
+            "Seconds the shards spent, by phase: batch, mark_read, mark_write",
+            tag_keys=("app", "phase"),
+        )
+        self._shard_calls = Counter(
+            "finsec_shard_calls", "Shard batches and durable mark reads and writes, by phase", tag_keys=("app", "phase")
+        )
 
     def publish(self, status, increments, timings) -> None:
         for event, n in increments.items():

@@ -17,6 +17,8 @@ from .shard import Op, Outcome, ShardConfig
 from .store import SessionStore
 from .versions import code_version
 
+__all__ = ["RaySessionStore", "SessionActors", "SessionActorsSpec"]
+
 
 @dataclass(frozen=True)
 class SessionActorsSpec:
@@ -38,14 +40,16 @@ class SessionActors:
     def __init__(self, app: AppActors, spec: SessionActorsSpec):
         self._app, self._spec = app, spec
         self._code = code = code_version(session_store)
-        shard_args = [(spec.shard, app.namespace, (k, spec.num_shards), spec.mark_store_url)
-                      for k in range(spec.num_shards)]
+        shard_args = [
+            (spec.shard, app.namespace, (k, spec.num_shards), spec.mark_store_url) for k in range(spec.num_shards)
+        ]
         kinds = [f"shard-{k}-of-{spec.num_shards}" for k in range(spec.num_shards)]
-        self.shard_names = [app.name(kind, args, code) for kind, args in zip(kinds, shard_args)]
+        self.shard_names = [app.name(kind, args, code) for kind, args in zip(kinds, shard_args, strict=False)]
         nodes = app.wait_for_nodes(spec.state_nodes) if spec.state_nodes else []
-        self.shards = [app.create(kind, SessionShardActor, args, code=code,
-                                  **(on_node(nodes[k % len(nodes)]) if nodes else {}))
-                       for k, (kind, args) in enumerate(zip(kinds, shard_args))]
+        self.shards = [
+            app.create(kind, SessionShardActor, args, code=code, **(on_node(nodes[k % len(nodes)]) if nodes else {}))
+            for k, (kind, args) in enumerate(zip(kinds, shard_args, strict=False))
+        ]
         doc_args = (spec.document_store_bytes, spec.document_grace_seconds)
         self.document_store_name = app.name("documents", doc_args, code)
         self.document_store = app.create("documents", DocumentStoreActor, doc_args, code=code)
@@ -53,11 +57,18 @@ class SessionActors:
 
     def start_reaper(self, other_actors: list[str], serve_app: str | None) -> list[str]:
         """Get or create the reaper; returns the names of every actor the deployment uses (the active set)."""
-        args = (self._app, self.shard_names, self.document_store_name, self._spec.reaper_interval_seconds,
-                sorted(other_actors), serve_app, self._spec.mark_store_url, self._spec.check_durability)
+        args = (
+            self._app,
+            self.shard_names,
+            self.document_store_name,
+            self._spec.reaper_interval_seconds,
+            sorted(other_actors),
+            serve_app,
+            self._spec.mark_store_url,
+            self._spec.check_durability,
+        )
         self.reaper = self._app.create("reaper", ReaperActor, args, code=self._code)
-        return [*self.shard_names, self.document_store_name, self._app.name("reaper", args, self._code),
-                *other_actors]
+        return [*self.shard_names, self.document_store_name, self._app.name("reaper", args, self._code), *other_actors]
 
 
 class RaySessionStore(SessionStore):
@@ -69,8 +80,14 @@ class RaySessionStore(SessionStore):
         self._shards = actors.shards
         self._timeout = actors.timeout
         super().__init__(len(actors.shards))
-        self._channels = [ShardChannel(partial(self._endpoint, k), timeout=self._timeout, what=self._what(k))
-                          for k in range(len(actors.shards))] if transport == "direct" else None
+        self._channels = (
+            [
+                ShardChannel(partial(self._endpoint, k), timeout=self._timeout, what=self._what(k))
+                for k in range(len(actors.shards))
+            ]
+            if transport == "direct"
+            else None
+        )
 
     @staticmethod
     def _what(shard: int) -> str:
@@ -85,6 +102,9 @@ class RaySessionStore(SessionStore):
         return await call(self._shards[shard].run.remote(ops), timeout=self._timeout, what=self._what(shard))
 
     async def _each_shard(self, method: str) -> list[Any]:
-        return await asyncio.gather(*(
-            call(getattr(s, method).remote(), timeout=self._timeout, what=self._what(k))
-            for k, s in enumerate(self._shards)))
+        return await asyncio.gather(
+            *(
+                call(getattr(s, method).remote(), timeout=self._timeout, what=self._what(k))
+                for k, s in enumerate(self._shards)
+            )
+        )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -20,6 +20,8 @@ from .core import EvictionReport
 from .documents import SweepReport
 from .marks import MarkStore, StoreHealth
 from .shard import TickReport
+
+__all__ = ["CLOCK_STEP_ALARM_SECONDS", "DocumentSweeps", "Reaper", "ReaperStatus", "run_every", "ShardTicks"]
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +52,16 @@ class ReaperStatus:
 
 
 class Reaper:
-    def __init__(self, shards: list[ShardTicks], documents: DocumentSweeps | None = None, *,
-                 marks: MarkStore | None = None, sweep_marks_every: int = 120, clock=None,
-                 check_durability: bool = True):
+    def __init__(
+        self,
+        shards: Sequence[ShardTicks],
+        documents: DocumentSweeps | None = None,
+        *,
+        marks: MarkStore | None = None,
+        sweep_marks_every: int = 120,
+        clock=None,
+        check_durability: bool = True,
+    ):
         self._shards = shards
         self._documents = documents
         self._marks, self._clock = marks, clock or SessionClock()
@@ -79,17 +88,19 @@ class Reaper:
         timings: Counter[str] = Counter()
         for k, report in answered.items():
             before = self._last.get(k)
-            same_life = before is not None and before.incarnation == report.incarnation
-            increments.update(_since(before.counters if same_life else {}, report.counters))
-            timings.update(_since(before.timings if same_life else {}, report.timings))
+            if before is not None and before.incarnation != report.incarnation:
+                before = None  # another life's report: this one's counts start from zero
+            increments.update(_since(before.counters if before is not None else {}, report.counters))
+            timings.update(_since(before.timings if before is not None else {}, report.timings))
             self._last[k] = report
         status = self.status
         status.ticks += 1
         status.evicted = status.evicted + evicted
         status.counters.update(increments)
         status.shards_unreachable = len(self._shards) - len(answered)
-        status.held = {name: sum(r.counts.get(name, 0) for r in answered.values())
-                       for name in ("sessions", "marks", "digests")}
+        status.held = {
+            name: sum(r.counts.get(name, 0) for r in answered.values()) for name in ("sessions", "marks", "digests")
+        }
         self._note_clock_steps({k: r.clock_step for k, r in answered.items()})
         # A shard that did not answer may name texts nobody else does: sweep only on a full view.
         if self._documents is not None and len(answered) == len(self._shards):
@@ -114,9 +125,13 @@ class Reaper:
         alarming = abs(worst) > CLOCK_STEP_ALARM_SECONDS
         if alarming and abs(worst - self.status.clock_step) > CLOCK_STEP_ALARM_SECONDS:
             where = {k: f"{v:+.1f} s" for k, v in steps.items() if abs(v) > CLOCK_STEP_ALARM_SECONDS}
-            log.error("reaper: a wall clock stepped (shards %s, reaper %+.1f s). Sessions and fences keep their "
-                      "times: each shard's session clock absorbs the step at %.0f%% of real time", where or "none",
-                      own, 100 * SLEW)
+            log.error(
+                "reaper: a wall clock stepped (shards %s, reaper %+.1f s). Sessions and fences keep their "
+                "times: each shard's session clock absorbs the step at %.0f%% of real time",
+                where or "none",
+                own,
+                100 * SLEW,
+            )
         self.status.clock_step = worst
 
     def _stepped(self) -> bool:
@@ -135,9 +150,12 @@ class Reaper:
             return None
         health = StoreHealth(forgot=not present, durability_problem=problem)
         if health != self.status.store and (health.forgot or problem):
-            log.error("reaper: the mark store %s; new sessions are refused until this is resolved",
-                      "lost its marker (it forgot records): acknowledge with `finsec store acknowledge-loss`"
-                      if health.forgot else f"may forget marks: {problem}")
+            log.error(
+                "reaper: the mark store %s; new sessions are refused until this is resolved",
+                "lost its marker (it forgot records): acknowledge with `finsec store acknowledge-loss`"
+                if health.forgot
+                else f"may forget marks: {problem}",
+            )
         self.status.store = health
         return health
 

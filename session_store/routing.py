@@ -7,6 +7,8 @@ the partitions it owns (`owned_partitions`), never the whole application's marks
 
 import hashlib
 
+__all__ = ["hex_prefixes", "owned_partitions", "partition", "PARTITIONS", "shard_index", "shard_of_partition"]
+
 PARTITIONS = 4096  # 3 hex digits; the most shards an application may have
 
 

@@ -41,10 +41,12 @@ from typing import Any
 from .clock import SessionClock
 from .core import EvictionReport, Limits, Masked, SessionCore, merge_parts
 from .errors import DocumentRefused, SessionConflict, SessionLost, StoreFull, StoreUnavailable
-from .marks import MarkStore, MemoryMarkStore, StoreForgot, StoreHealth, Written
+from .marks import MarkStore, MemoryMarkStore, Owners, StoreForgot, StoreHealth, Written
 from .operations import OPERATIONS, Operation
 from .routing import owned_partitions
 from .timings import ShardTimings
+
+__all__ = ["FORGOT", "Op", "Outcome", "ShardConfig", "ShardService", "TickReport"]
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +54,11 @@ Op = tuple[str, tuple]  # a core method and its arguments; the session ID always
 Outcome = tuple[bool, Any]  # (True, result) or (False, the session error to raise at the caller)
 
 _SESSION_ERRORS = (SessionConflict, SessionLost, DocumentRefused, StoreFull)
-FORGOT = ("The mark store lost records (its marker is gone: a restart without persistence, an eviction, a failover "
-          "to an empty replica or a flush), so IDs it fenced can no longer be proven fenced. No new session is seeded "
-          "until an operator acknowledges the loss (`finsec store acknowledge-loss`).")
+FORGOT = (
+    "The mark store lost records (its marker is gone: a restart without persistence, an eviction, a failover "
+    "to an empty replica or a flush), so IDs it fenced can no longer be proven fenced. No new session is seeded "
+    "until an operator acknowledges the loss (`finsec store acknowledge-loss`)."
+)
 _RUN = 5_000  # marks sorted at once while settling
 _WRITE_CHUNK = 1_000  # changes a write takes beyond those it was asked for
 _LEARN = 250  # marks learned (sessions restored) between yields to the loop while settling
@@ -101,12 +105,17 @@ class TickReport:
 
 
 class ShardService:
-    def __init__(self, config: ShardConfig, marks: MarkStore | None = None, clock=None,
-                 place: tuple[int, int] = (0, 1)):
+    def __init__(
+        self, config: ShardConfig, marks: MarkStore | None = None, clock=None, place: tuple[int, int] = (0, 1)
+    ):
         self._clock = clock or SessionClock()
-        self._core = SessionCore(session_ttl_seconds=config.session_ttl_seconds,
-                                 fence_ttl_seconds=config.fence_ttl_seconds, limits=config.limits, clock=self._clock,
-                                 durable_sessions=config.durable_sessions)
+        self._core = SessionCore(
+            session_ttl_seconds=config.session_ttl_seconds,
+            fence_ttl_seconds=config.fence_ttl_seconds,
+            limits=config.limits,
+            clock=self._clock,
+            durable_sessions=config.durable_sessions,
+        )
         self._marks = marks if marks is not None else MemoryMarkStore()
         self._pending: dict[str, Any] = {}  # mark changes not yet known durable (None deletes), by ID
         self._expected: dict[str, str | None] = {}  # per pending ID: the owner its stored record has
@@ -133,7 +142,7 @@ class ShardService:
             outcomes = await self._run(ops)
             again = [i for i, outcome in enumerate(outcomes) if outcome is _SUPERSEDED]
             if again:  # once more, from the records as they are now
-                for i, outcome in zip(again, await self._run([ops[i] for i in again])):
+                for i, outcome in zip(again, await self._run([ops[i] for i in again]), strict=False):
                     outcomes[i] = _taken_over(ops[i]) if outcome is _SUPERSEDED else outcome
             return outcomes
 
@@ -143,8 +152,10 @@ class ShardService:
         self._running[began] += 1
         try:
             outcomes = await self._run_once(ops)
-            return [_SUPERSEDED if args and self._superseded.get(args[0], -1) >= began else outcome
-                    for (_, args), outcome in zip(ops, outcomes)]
+            return [
+                _SUPERSEDED if args and self._superseded.get(args[0], -1) >= began else outcome
+                for (_, args), outcome in zip(ops, outcomes, strict=False)
+            ]
         finally:
             self._running[began] -= 1
             if not self._running[began]:
@@ -164,9 +175,15 @@ class ShardService:
             if op is None:
                 outcomes.append((False, StoreUnavailable(f"unknown session-store operation {name!r}", "internal")))
             elif op.needs_marks and sid in unreadable:
-                outcomes.append((False, StoreUnavailable(
-                    "The session store could not read its fence records; retry the request shortly.",
-                    "marks_unreadable")))
+                outcomes.append(
+                    (
+                        False,
+                        StoreUnavailable(
+                            "The session store could not read its fence records; retry the request shortly.",
+                            "marks_unreadable",
+                        ),
+                    )
+                )
             elif op.needs_marks and sid in full:
                 outcomes.append((False, full[sid]))
             elif sid in unproven and op.unproven:
@@ -178,8 +195,12 @@ class ShardService:
         failed = await self._make_durable(set().union(*depends))
         for i, ids in enumerate(depends):
             if ids & failed:
-                outcomes[i] = (False, StoreUnavailable(
-                    "The session store could not record this durably; retry the request shortly.", "not_durable"))
+                outcomes[i] = (
+                    False,
+                    StoreUnavailable(
+                        "The session store could not record this durably; retry the request shortly.", "not_durable"
+                    ),
+                )
         return outcomes
 
     def _take_changes(self) -> set[str]:
@@ -199,22 +220,28 @@ class ShardService:
             return False, error
         except Exception as error:  # a bug must not take the batch, or the request, down with a 500
             log.exception("session-store operation %s failed", op.name)
-            return False, StoreUnavailable(f"The session store failed on {op.name} ({type(error).__name__}).",
-                                           "internal")
+            return False, StoreUnavailable(
+                f"The session store failed on {op.name} ({type(error).__name__}).", "internal"
+            )
 
     def _unproven(self, op: Operation) -> Outcome:
+        problem = self.store_problem()
+        # _learn_marks finds IDs unproven only with a problem, and nothing awaits between it and here
+        assert problem is not None
         if op.unproven == "mask":
             self._core.counters["verifies.masked.unproven"] += 1
-            return True, Masked("session_lost", "The session cannot be proven intact: " + self.store_problem())
-        return False, StoreUnavailable(self.store_problem(), "store_forgot" if self._health.forgot else "store_unsafe")
+            return True, Masked("session_lost", "The session cannot be proven intact: " + problem)
+        return False, StoreUnavailable(problem, "store_forgot" if self._health.forgot else "store_unsafe")
 
     def store_problem(self) -> str | None:
         """Why this shard decides nothing from the absence of a mark, or None."""
         if self._health.forgot:
             return FORGOT
         if self._health.durability_problem:
-            return (f"The mark store may forget fences ({self._health.durability_problem}), so no new session is "
-                    "seeded until it is configured not to.")
+            return (
+                f"The mark store may forget fences ({self._health.durability_problem}), so no new session is "
+                "seeded until it is configured not to."
+            )
         return None
 
     def _saw_marker(self, present: bool) -> None:
@@ -228,8 +255,13 @@ class ShardService:
         restore (503 until it has)."""
         if self._complete:
             return set(), set(), {}
-        wanted = sorted({args[0] for name, args in ops
-                         if (op := OPERATIONS.get(name)) and op.needs_marks and self._core.wants_mark(args[0])})
+        wanted = sorted(
+            {
+                args[0]
+                for name, args in ops
+                if (op := OPERATIONS.get(name)) and op.needs_marks and self._core.wants_mark(args[0])
+            }
+        )
         if not wanted:
             return set(), set(), {}
         try:
@@ -265,7 +297,7 @@ class ShardService:
             writes = {sid: self._pending[sid] for sid in wanted}
             for sid in islice(self._pending.keys() - wanted, max(0, _WRITE_CHUNK - len(wanted))):
                 writes[sid] = self._pending[sid]
-            owners = {sid: (self._expected.get(sid), self.incarnation) for sid in writes}
+            owners: dict[str, Owners] = {sid: (self._expected.get(sid), self.incarnation) for sid in writes}
             try:
                 with self._timings.timed("mark_write_us", "mark_writes"):
                     written = await self._marks.write(writes, owners, {sid: self._parts.get(sid) for sid in writes})
@@ -313,9 +345,15 @@ class ShardService:
             if not chunk or await self._make_durable(chunk):
                 break  # nothing left, or the store fails: the next tick tries again
             await asyncio.sleep(0)  # requests' batches go between the chunks
-        return TickReport(evicted, self._core.counts(), self._core.referenced_digests(), dict(self._core.counters),
-                          self._core.incarnation, {"batches": self._batches, **self._timings.as_dict()},
-                          self._clock_step())
+        return TickReport(
+            evicted,
+            self._core.counts(),
+            self._core.referenced_digests(),
+            dict(self._core.counters),
+            self._core.incarnation,
+            {"batches": self._batches, **self._timings.as_dict()},
+            self._clock_step(),
+        )
 
     def _clock_step(self) -> float:
         return round(self._clock.step(), 3) if isinstance(self._clock, SessionClock) else 0.0
@@ -357,9 +395,15 @@ class ShardService:
         return len(mine)
 
     async def stats(self) -> dict[str, Any]:
-        return {**self._core.stats(), "batches": self._batches, "operations": self._operations,
-                **self._timings.as_dict(),
-                "settled": int(self._complete), "reads_marks_per_id": int(not self._marks.lists_marks),
-                "store_problem": self.store_problem(), "clock_step": self._clock_step(),
-                "incarnation": self._core.incarnation, "counters": dict(self._core.counters)}
-
+        return {
+            **self._core.stats(),
+            "batches": self._batches,
+            "operations": self._operations,
+            **self._timings.as_dict(),
+            "settled": int(self._complete),
+            "reads_marks_per_id": int(not self._marks.lists_marks),
+            "store_problem": self.store_problem(),
+            "clock_step": self._clock_step(),
+            "incarnation": self._core.incarnation,
+            "counters": dict(self._core.counters),
+        }

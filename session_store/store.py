@@ -32,6 +32,8 @@ from .operations import Operation
 from .routing import shard_index
 from .shard import Op, Outcome, ShardService, TickReport
 
+__all__ = ["CLOCK_READ_EVERY_SECONDS", "LocalSessionStore", "SessionStore"]
+
 CLOCK_READ_EVERY_SECONDS = 30.0  # how long a shard's clock is read through one offset: it slews at most 1%
 
 
@@ -124,8 +126,11 @@ class SessionStore(ABC):
     async def stats(self) -> dict[str, Any]:
         """Totals over every shard (counters summed), plus each shard's own row."""
         rows = await self._each_shard("stats")
-        totals = {k: sum(row[k] for row in rows) for k in rows[0]
-                  if k not in ("incarnation", "counters", "store_problem", "clock_step")}
+        totals = {
+            k: sum(row[k] for row in rows)
+            for k in rows[0]
+            if k not in ("incarnation", "counters", "store_problem", "clock_step")
+        }
         counters: dict[str, int] = {}
         for row in rows:
             for name, n in row["counters"].items():

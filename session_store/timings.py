@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 
+__all__ = ["PHASES", "ShardTimings", "TIMING_FIELDS"]
+
 
 @dataclass
 class ShardTimings:
@@ -35,5 +37,8 @@ class ShardTimings:
 
 TIMING_FIELDS = tuple(field.name for field in fields(ShardTimings))
 # (phase, its count, its microseconds); a shard's stats count its batches as `batches`, beside the timings
-PHASES = (("batch", "batches", "batch_us"), ("mark_read", "mark_reads", "mark_read_us"),
-          ("mark_write", "mark_writes", "mark_write_us"))
+PHASES = (
+    ("batch", "batches", "batch_us"),
+    ("mark_read", "mark_reads", "mark_read_us"),
+    ("mark_write", "mark_writes", "mark_write_us"),
+)

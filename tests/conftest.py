@@ -44,7 +44,8 @@ def serve_url() -> Iterator[str]:
     from deployments.local import start_ray_and_serve, stop_ray_and_serve  # Ray only for the tests that use it
 
     # Metrics reach the export port every second (Ray's default: 10 s), so a scrape test need not wait long.
-    base_url = start_ray_and_serve(_metrics_export_port=METRICS_PORT,
-                                   _system_config={"metrics_report_interval_ms": 1000})
+    base_url = start_ray_and_serve(
+        _metrics_export_port=METRICS_PORT, _system_config={"metrics_report_interval_ms": 1000}
+    )
     yield base_url
     stop_ray_and_serve()

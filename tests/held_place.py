@@ -15,8 +15,12 @@ from harness.stalling_edgar import FILING, StallingEdgar, settings_for
 def admission_settings(edgar: StallingEdgar) -> dict:
     """An app that works on one request at a time and lets the others wait 5 s for the place, its filings from
     `edgar`."""
-    return {**settings_for(edgar), "admission_running": 1, "admission_wait_seconds": 5,
-            "admission_retry_after_seconds": 3}
+    return {
+        **settings_for(edgar),
+        "admission_running": 1,
+        "admission_wait_seconds": 5,
+        "admission_retry_after_seconds": 3,
+    }
 
 
 async def hold_the_place(client: httpx.AsyncClient, edgar: StallingEdgar) -> asyncio.Task[httpx.Response]:
@@ -46,8 +50,9 @@ def assert_waits_then_refuses(app_url: str, edgar: StallingEdgar) -> httpx.Respo
             # Past the bound: turned away, unstarted, with the config's Retry-After.
             late = await asyncio.gather(*(client.post("sec_filing_search", json=search) for _ in range(3)))
             assert [r.status_code for r in late] == [503] * 3, [r.text for r in late]
-            assert all(r.headers.get("retry-after") == "3" and "admission_wait_seconds" in r.json()["detail"]
-                       for r in late)
+            assert all(
+                r.headers.get("retry-after") == "3" and "admission_wait_seconds" in r.json()["detail"] for r in late
+            )
             # Within it: they wait, however many, and are served once the place is free (on a server that
             # refused by count, all but one or two would be 503 now).
             waiting = [asyncio.create_task(client.post("parse_html_page", json=parse))]

@@ -29,8 +29,9 @@ class InProcess:
     """`with InProcess(max_rollout_time_seconds=60) as app:` then `app.post(...)` with a cookie-keeping client."""
 
     def __init__(self, **settings: Any):
-        options = dict(app_name="in-process", num_shards=2, corpus_dir=embedded_corpus_dir(),
-                       cookie_secret=IN_PROCESS_SECRET)
+        options = dict(
+            app_name="in-process", num_shards=2, corpus_dir=embedded_corpus_dir(), cookie_secret=IN_PROCESS_SECRET
+        )
         self.settings = Settings(**{**options, **settings})
         self.clock = Clock()
         self.app: InProcessApp = in_process_app(self.settings, clock=self.clock)

@@ -65,13 +65,23 @@ def chat_reply(text: str | None, finish_reason: str = "stop") -> dict[str, Any]:
 
 def tool_calls_reply(*calls: tuple[str, dict[str, Any]], text: str | None = None) -> dict[str, Any]:
     """A chat completion whose assistant message calls these tools: (name, arguments) pairs."""
-    tool_calls = [{"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
-                   "function": {"name": name, "arguments": json.dumps(arguments)}}
-                  for i, (name, arguments) in enumerate(calls)]
+    tool_calls = [
+        {
+            "id": f"call_{uuid.uuid4().hex[:12]}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
+        for i, (name, arguments) in enumerate(calls)
+    ]
     return {
         "object": "chat.completion",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "tool_calls": tool_calls},
-                     "finish_reason": "tool_calls"}],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "tool_calls": tool_calls},
+                "finish_reason": "tool_calls",
+            }
+        ],
         "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
     }
 
@@ -80,11 +90,16 @@ def _chunks(reply: dict[str, Any], request: dict[str, Any]) -> Iterator[str]:
     """A chat completion as the server-sent events of a streamed one (`stream: true`): one delta with the whole
     message, the finish reason, the usage when `stream_options.include_usage` asks for it, then [DONE]."""
     choice = reply["choices"][0]
-    message = {**choice["message"], "tool_calls": [{**call, "index": i} for i, call in
-                                                   enumerate(choice["message"].get("tool_calls") or [])] or None}
+    message = {
+        **choice["message"],
+        "tool_calls": [{**call, "index": i} for i, call in enumerate(choice["message"].get("tool_calls") or [])]
+        or None,
+    }
     base = {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 0, "model": "stub"}
-    events = [{**base, "choices": [{"index": 0, "delta": message, "finish_reason": None}]},
-              {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]}]
+    events = [
+        {**base, "choices": [{"index": 0, "delta": message, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+    ]
     if (request.get("stream_options") or {}).get("include_usage"):
         events.append({**base, "choices": [], "usage": reply["usage"]})
     for event in events:

@@ -20,8 +20,9 @@ SETTINGS = {"admission_running": RUNNING, "admission_wait_seconds": WAIT_SECONDS
 
 async def _seeds(url: str, count: int) -> list[int]:
     async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-        replies = await asyncio.gather(*(client.post("/seed_session", json=episode_seed(new_session_id()))
-                                         for _ in range(count)))
+        replies = await asyncio.gather(
+            *(client.post("/seed_session", json=episode_seed(new_session_id())) for _ in range(count))
+        )
     return [reply.status_code for reply in replies]
 
 
@@ -46,8 +47,11 @@ def assert_streams_hold_no_place(url: str, streams: int = 40, seeds: int = 32) -
 
         async def session() -> None:
             http = httpx2.AsyncClient(timeout=60, event_hooks={"response": [on_response]})
-            async with http, streamable_http_client(url + "/mcp", http_client=http) as (read, write), \
-                    ClientSession(read, write) as mcp:
+            async with (
+                http,
+                streamable_http_client(url + "/mcp", http_client=http) as (read, write),
+                ClientSession(read, write) as mcp,
+            ):
                 await mcp.initialize()
                 await release.wait()
 
@@ -69,8 +73,10 @@ def assert_slow_body_holds_no_place(url: str) -> None:
     answered 200, and the slow ones get 408 once the bound passes."""
     parts = urlsplit(url)
     body = b'{"resources_session_id": "slow"}'
-    head = (f"POST {parts.path}/seed_session HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    head = (
+        f"POST {parts.path}/seed_session HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
     slow = [socket.create_connection((parts.hostname, parts.port), timeout=60) for _ in range(RUNNING)]
     try:
         for connection in slow:

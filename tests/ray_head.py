@@ -25,8 +25,9 @@ class RayHead:
         self.folder = tempfile.mkdtemp(prefix="finsec-head-")
         self.gcs_port, self.client_port = free_port(), free_port()
         # Not the test session's cluster settings: its address, nor its HAProxy and that HAProxy's ports.
-        inherited = {k: v for k, v in os.environ.items()
-                     if k != "RAY_ADDRESS" and "HAPROXY" not in k and "HA_PROXY" not in k}
+        inherited = {
+            k: v for k, v in os.environ.items() if k != "RAY_ADDRESS" and "HAPROXY" not in k and "HA_PROXY" not in k
+        }
         self.env = {**inherited, **LOCAL_RAY_ENV, **(env or {})}
         self.server: subprocess.Popen | None = None
 
@@ -35,18 +36,35 @@ class RayHead:
         return f"127.0.0.1:{self.gcs_port}"
 
     def start(self) -> None:
-        subprocess.run([str(BIN / "ray"), "start", "--head", f"--port={self.gcs_port}", "--node-ip-address=127.0.0.1",
-                        f"--temp-dir={self.folder}", f"--ray-client-server-port={self.client_port}", "--num-cpus=2",
-                        "--include-dashboard=false", "--disable-usage-stats"],
-                       env=self.env, check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [
+                str(BIN / "ray"),
+                "start",
+                "--head",
+                f"--port={self.gcs_port}",
+                "--node-ip-address=127.0.0.1",
+                f"--temp-dir={self.folder}",
+                f"--ray-client-server-port={self.client_port}",
+                "--num-cpus=2",
+                "--include-dashboard=false",
+                "--disable-usage-stats",
+            ],
+            env=self.env,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
 
     def serve(self, config: Path, url: str, timeout: float = 180) -> None:
         """`finsec serve CONFIG --address` this cluster, as an operator runs it; returns once `url` answers."""
         log = Path(self.folder) / "finsec-serve.log"
         with log.open("ab") as out:
-            self.server = subprocess.Popen([str(BIN / "finsec"), "serve", str(config), "--address", self.address],
-                                           env={**self.env, "PYTHONUNBUFFERED": "1"}, stdout=out,
-                                           stderr=subprocess.STDOUT)
+            self.server = subprocess.Popen(
+                [str(BIN / "finsec"), "serve", str(config), "--address", self.address],
+                env={**self.env, "PYTHONUNBUFFERED": "1"},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         deadline = time.monotonic() + timeout
         while True:
             try:

@@ -30,9 +30,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # Everything the tests may read (READMEs, configs, the bench scripts), not the environment or the history.
 NOT_COPIED = {".venv", ".git", "runs", "finsec_serve.egg-info", "__pycache__", ".hypothesis", ".pytest_cache"}
-FIRST = ("tests/unit/test_core.py", "tests/unit/test_contract_rules_extra.py", "tests/unit/test_shard_durability.py",
-         "tests/unit/test_redis_marks.py", "tests/unit/test_verify_leases.py",
-         "tests/unit/test_contract_in_process.py")
+FIRST = (
+    "tests/unit/test_core.py",
+    "tests/unit/test_contract_rules_extra.py",
+    "tests/unit/test_shard_durability.py",
+    "tests/unit/test_redis_marks.py",
+    "tests/unit/test_verify_leases.py",
+    "tests/unit/test_contract_in_process.py",
+)
 SUITE_TIMEOUT = 1800
 
 
@@ -45,54 +50,121 @@ class Mutation:
 
 
 MUTATIONS = (
-    Mutation("close drops its fence", "§C.4: a close fences the ID against late seeds", "session_store/core.py",
-             (("        if fence is None:  # a repeated close keeps the first fence",
-               "        if False:  # a repeated close keeps the first fence"),)),
-    Mutation("a repeated close extends the fence", "Decision 2: a repeated close keeps the first fence",
-             "session_store/core.py",
-             (("        if fence is None:  # a repeated close keeps the first fence",
-               "        if True:  # a repeated close keeps the first fence"),)),
-    Mutation("an agent-run seed takes over an episode", "§C.3 step 2: 409, the episode's documents survive",
-             "session_store/core.py",
-             (("        if session is not None and session.episode is not None:\n"
-               "            self._conflict(\"agent_run_seed_on_episode\")",
-               "        if False:\n"
-               "            self._conflict(\"agent_run_seed_on_episode\")"),)),
-    Mutation("a lost session's verify is scored unmasked", "§C.5, §D.5: verify of a lost session is masked",
-             "finsec/verify.py",
-             (("            if isinstance(outcome, Masked):\n",
-               "            if isinstance(outcome, Masked) and outcome.failure_kind != \"session_lost\":\n"),
-              ("partial(verdict_row, body, outcome.verdict",
-               "partial(verdict_row, body, getattr(outcome, \"verdict\", verdict)"))),
-    Mutation("the durable seed is never written", "durable seeds: a session open in a dead shard life is lost",
-             "session_store/shard.py",
-             (("                    written = await self._marks.write(writes, owners, {sid: self._parts.get(sid) "
-               "for sid in writes})\n",
-               "                    written = await self._marks.write({k: v for k, v in writes.items() if v is None or "
-               "v.open_in is None}, owners)\n"),)),
-    Mutation("a session past its TTL is served", "§C.9: never served past session_ttl_seconds",
-             "session_store/core.py",
-             (("        if session is not None and self._past_ttl(session, self.clock()):\n"
-               "            self._evict(sid, session)",
-               "        if False:\n"
-               "            self._evict(sid, session)"),)),
-    Mutation("a conflicting episode seed is taken as a retry", "§C.2 step 3, Decision 4: 409 on another episode, "
-             "task or task_data", "session_store/core.py",
-             (("            if session.episode != seed:\n", "            if False:\n"),)),
-    Mutation("a learned mark overrides an open session", "durable marks: what the shard holds is newer",
-             "session_store/core.py",
-             (("        if not self.wants_mark(sid) or mark.drop_at <= self.clock():\n",
-               "        if mark.drop_at <= self.clock():\n"),)),
-    Mutation("a verdict is served across grading settings", "Decision 7: the cache is per body and grader",
-             "finsec/verify.py",
-             (("        return canonical_digest([self._grading_key, body])\n",
-               "        return canonical_digest([\"\", body])\n"),)),
-    Mutation("retire releases nothing", "§C.8, Decision 8: retire releases everything, idempotently",
-             "session_store/core.py",
-             (("        \"\"\"Release everything the session holds; idempotent; no fence (Decision 8).\"\"\"\n"
-               "        self._release(sid)\n",
-               "        \"\"\"Release everything the session holds; idempotent; no fence (Decision 8).\"\"\"\n"
-               "        pass\n"),)),
+    Mutation(
+        "close drops its fence",
+        "§C.4: a close fences the ID against late seeds",
+        "session_store/core.py",
+        (
+            (
+                "        if fence is None:  # a repeated close keeps the first fence",
+                "        if False:  # a repeated close keeps the first fence",
+            ),
+        ),
+    ),
+    Mutation(
+        "a repeated close extends the fence",
+        "Decision 2: a repeated close keeps the first fence",
+        "session_store/core.py",
+        (
+            (
+                "        if fence is None:  # a repeated close keeps the first fence",
+                "        if True:  # a repeated close keeps the first fence",
+            ),
+        ),
+    ),
+    Mutation(
+        "an agent-run seed takes over an episode",
+        "§C.3 step 2: 409, the episode's documents survive",
+        "session_store/core.py",
+        (
+            (
+                "        if session is not None and session.episode is not None:\n"
+                '            self._conflict("agent_run_seed_on_episode")',
+                '        if False:\n            self._conflict("agent_run_seed_on_episode")',
+            ),
+        ),
+    ),
+    Mutation(
+        "a lost session's verify is scored unmasked",
+        "§C.5, §D.5: verify of a lost session is masked",
+        "finsec/verify.py",
+        (
+            (
+                "            if isinstance(outcome, Masked):\n",
+                '            if isinstance(outcome, Masked) and outcome.failure_kind != "session_lost":\n',
+            ),
+            (
+                "partial(verdict_row, body, outcome.verdict",
+                'partial(verdict_row, body, getattr(outcome, "verdict", verdict)',
+            ),
+        ),
+    ),
+    Mutation(
+        "the durable seed is never written",
+        "durable seeds: a session open in a dead shard life is lost",
+        "session_store/shard.py",
+        (
+            (
+                "                    written = await self._marks.write(writes, owners, {sid: self._parts.get(sid) "
+                "for sid in writes})\n",
+                "                    written = await self._marks.write({k: v for k, v in writes.items() if v is None or "
+                "v.open_in is None}, owners)\n",
+            ),
+        ),
+    ),
+    Mutation(
+        "a session past its TTL is served",
+        "§C.9: never served past session_ttl_seconds",
+        "session_store/core.py",
+        (
+            (
+                "        if session is not None and self._past_ttl(session, self.clock()):\n"
+                "            self._evict(sid, session)",
+                "        if False:\n            self._evict(sid, session)",
+            ),
+        ),
+    ),
+    Mutation(
+        "a conflicting episode seed is taken as a retry",
+        "§C.2 step 3, Decision 4: 409 on another episode, task or task_data",
+        "session_store/core.py",
+        (("            if session.episode != seed:\n", "            if False:\n"),),
+    ),
+    Mutation(
+        "a learned mark overrides an open session",
+        "durable marks: what the shard holds is newer",
+        "session_store/core.py",
+        (
+            (
+                "        if not self.wants_mark(sid):\n            return\n        if mark.drop_at <= self.clock():\n",
+                "        if mark.drop_at <= self.clock():\n",
+            ),
+        ),
+    ),
+    Mutation(
+        "a verdict is served across grading settings",
+        "Decision 7: the cache is per body and grader",
+        "finsec/verify.py",
+        (
+            (
+                "        return canonical_digest([self._grading_key, body])\n",
+                '        return canonical_digest(["", body])\n',
+            ),
+        ),
+    ),
+    Mutation(
+        "retire releases nothing",
+        "§C.8, Decision 8: retire releases everything, idempotently",
+        "session_store/core.py",
+        (
+            (
+                '        """Release everything the session holds; idempotent; no fence (Decision 8)."""\n'
+                "        self._release(sid)\n",
+                '        """Release everything the session holds; idempotent; no fence (Decision 8)."""\n'
+                "        pass\n",
+            ),
+        ),
+    ),
 )
 
 
@@ -116,8 +188,7 @@ def copy_project(dest: Path) -> Path:
         if source.name in NOT_COPIED:
             continue
         if source.is_dir():
-            shutil.copytree(source, root / source.name, symlinks=True,
-                            ignore=shutil.ignore_patterns(*NOT_COPIED))
+            shutil.copytree(source, root / source.name, symlinks=True, ignore=shutil.ignore_patterns(*NOT_COPIED))
         else:
             shutil.copy2(source, root / source.name)
     shared = ROOT.parent / "shared"  # the real filings some tests read (they skip without them)
@@ -132,8 +203,10 @@ def apply(root: Path, mutation: Mutation) -> None:
     for old, new in mutation.edits:
         count = text.count(old)
         if count != 1:
-            raise RuntimeError(f"{mutation.name}: expected the original text once in {mutation.path}, found it "
-                               f"{count} times; update the mutation to the code")
+            raise RuntimeError(
+                f"{mutation.name}: expected the original text once in {mutation.path}, found it "
+                f"{count} times; update the mutation to the code"
+            )
         text = text.replace(old, new)
     path.write_text(text)
     compile(text, str(path), "exec")  # a mutant that does not compile would be "caught" for nothing
@@ -147,17 +220,33 @@ def _env(root: Path) -> dict[str, str]:
 
 def check_imports(root: Path) -> None:
     """The editable install points at the project; the copy's packages must win in the copy."""
-    probe = subprocess.run([sys.executable, "-c", "import deployments, session_store, tests; "
-                            "print(deployments.__file__); print(session_store.__file__); print(tests.__file__)"],
-                           cwd=root, env=_env(root), capture_output=True, text=True, timeout=120)
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import deployments, session_store, tests; "
+            "print(deployments.__file__); print(session_store.__file__); print(tests.__file__)",
+        ],
+        cwd=root,
+        env=_env(root),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     files = probe.stdout.split()
     if probe.returncode != 0 or len(files) != 3 or not all(Path(f).is_relative_to(root) for f in files):
         raise RuntimeError(f"the copy at {root} imports another project's packages: {probe.stdout}{probe.stderr}")
 
 
 def run_pytest(root: Path, *args: str) -> tuple[int, str]:
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", *args],
-                         cwd=root, env=_env(root), capture_output=True, text=True, timeout=SUITE_TIMEOUT)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", *args],
+        cwd=root,
+        env=_env(root),
+        capture_output=True,
+        text=True,
+        timeout=SUITE_TIMEOUT,
+    )
     return run.returncode, run.stdout + run.stderr
 
 
@@ -215,33 +304,48 @@ def still_pass(results: list[Result], clean: Baseline) -> tuple[bool, str]:
 
 def render(results: list[Result], clean: Baseline, killers_pass: bool) -> str:
     caught = sum(r.caught for r in results)
-    left_out = (f" The unmutated copy failed {len(clean.broken)} test(s) of its own, left out of every run: "
-                + ", ".join(f"`{n}`" for n in clean.broken) + "." if clean.broken else
-                " The unmutated copy passes all of `tests/unit`.")
-    out = ["# Mutation check of the fast suite", "",
-           f"Produced by `tests/test_mutations.py`: each mutant is applied to a plain copy of the project and "
-           f"`tests/unit` (Ray-free) runs against it (the session-rule files first, then all of it), stopping at "
-           f"the first failure. **{caught} of {len(results)} caught.**{left_out} The tests that caught the "
-           f"mutants pass on the unmutated copy: {'yes' if killers_pass else 'NO'}.", "",
-           "| # | mutant | rule it breaks | file | caught | first failing test | seconds |",
-           "|---|---|---|---|---|---|---|"]
+    left_out = (
+        f" The unmutated copy failed {len(clean.broken)} test(s) of its own, left out of every run: "
+        + ", ".join(f"`{n}`" for n in clean.broken)
+        + "."
+        if clean.broken
+        else " The unmutated copy passes all of `tests/unit`."
+    )
+    out = [
+        "# Mutation check of the fast suite",
+        "",
+        f"Produced by `tests/test_mutations.py`: each mutant is applied to a plain copy of the project and "
+        f"`tests/unit` (Ray-free) runs against it (the session-rule files first, then all of it), stopping at "
+        f"the first failure. **{caught} of {len(results)} caught.**{left_out} The tests that caught the "
+        f"mutants pass on the unmutated copy: {'yes' if killers_pass else 'NO'}.",
+        "",
+        "| # | mutant | rule it breaks | file | caught | first failing test | seconds |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for n, r in enumerate(results, 1):
         verdict = "yes" if r.caught else ("no (survived)" if r.returncode == 0 else f"no (exit {r.returncode})")
-        out.append(f"| {n} | {r.mutation.name} | {r.mutation.rule} | `{r.mutation.path}` | {verdict} | "
-                   f"`{r.caught_by or '-'}` | {r.seconds:.0f} |")
+        out.append(
+            f"| {n} | {r.mutation.name} | {r.mutation.rule} | `{r.mutation.path}` | {verdict} | "
+            f"`{r.caught_by or '-'}` | {r.seconds:.0f} |"
+        )
     return "\n".join(out) + "\n"
 
 
 def main() -> int:
     clean = baseline()
-    print(f"unmutated copy: {len(clean.broken)} failing test(s) left out {list(clean.broken)} "
-          f"({clean.seconds:.0f} s)", flush=True)
+    print(
+        f"unmutated copy: {len(clean.broken)} failing test(s) left out {list(clean.broken)} ({clean.seconds:.0f} s)",
+        flush=True,
+    )
     results = []
     for mutation in MUTATIONS:
         result = run_mutant(mutation, clean)
         results.append(result)
-        print(f"{'caught  ' if result.caught else 'SURVIVED'} {mutation.name}: {result.caught_by} "
-              f"({result.seconds:.0f} s)", flush=True)
+        print(
+            f"{'caught  ' if result.caught else 'SURVIVED'} {mutation.name}: {result.caught_by} "
+            f"({result.seconds:.0f} s)",
+            flush=True,
+        )
         if not result.caught:
             print(result.output, flush=True)
     killers_pass, output = still_pass(results, clean)
@@ -261,6 +365,7 @@ except ImportError:  # run as a script without pytest: fine
     _pytest = None
 
 if _pytest is not None:
+
     @_pytest.fixture(scope="module")
     def unmutated() -> Baseline:
         return baseline()

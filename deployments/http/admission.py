@@ -38,7 +38,7 @@ from finsec.metrics import NO_METRICS, Metrics
 if TYPE_CHECKING:
     from deployments.settings import Settings
 
-__all__ = ["ADMITTED", "Admission", "AdmissionMiddleware", "AdmissionState", "Places"]
+__all__ = ["Admission", "AdmissionMiddleware", "AdmissionState", "ADMITTED", "Places", "REQUEST_OVERHEAD_BYTES"]
 
 ADMITTED = "finsec.admitted"  # a scope key: set on requests made from inside an admitted request
 # What a waiting request holds besides its body (its connection's buffers, its task, its scope): a round figure above
@@ -56,8 +56,13 @@ class Admission:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Admission:
-        return cls(settings.admission_running, settings.admission_wait_seconds, settings.admission_waiting_bytes,
-                   settings.admission_retry_after_seconds, settings.max_request_bytes)
+        return cls(
+            settings.admission_running,
+            settings.admission_wait_seconds,
+            settings.admission_waiting_bytes,
+            settings.admission_retry_after_seconds,
+            settings.max_request_bytes,
+        )
 
     def most_held(self) -> int:
         """The most requests one replica may hold, running and waiting: what Serve must hand it at once."""
@@ -142,8 +147,13 @@ class AdmissionState:
         self.places = Places(self.admission.running)
 
     def report(self) -> dict:
-        return {"running": self.places.running, "waiting": self.places.waiting, "places": self.places.size,
-                "waiting_bytes": self.held_bytes, "refused": dict(self.refused)}
+        return {
+            "running": self.places.running,
+            "waiting": self.places.waiting,
+            "places": self.places.size,
+            "waiting_bytes": self.held_bytes,
+            "refused": dict(self.refused),
+        }
 
 
 class AdmissionMiddleware:
@@ -189,8 +199,12 @@ class AdmissionMiddleware:
                         more = message.get("more_body", False)
             except TimeoutError:
                 state.refused["slow_body"] += 1
-                await _reply(send, 408, f"The request body did not arrive within {admission.wait_seconds:g} s "
-                             "(admission_wait_seconds).", [(b"connection", b"close")])
+                await _reply(
+                    send,
+                    408,
+                    f"The request body did not arrive within {admission.wait_seconds:g} s (admission_wait_seconds).",
+                    [(b"connection", b"close")],
+                )
                 return
             if not await self._enter(deadline):
                 await self._refuse(send, "waited")
@@ -220,11 +234,15 @@ class AdmissionMiddleware:
         self.state.metrics.unavailable(f"admission_{why}")
         admission = self.state.admission
         if why == "waited":
-            detail = (f"The server is busy: this request waited {admission.wait_seconds:g} s for a place "
-                      "(admission_wait_seconds) and was not started.")
+            detail = (
+                f"The server is busy: this request waited {admission.wait_seconds:g} s for a place "
+                "(admission_wait_seconds) and was not started."
+            )
         else:
-            detail = ("The server is busy: the requests waiting for a place hold all the memory they are given "
-                      "(admission_waiting_bytes), so this one was not started.")
+            detail = (
+                "The server is busy: the requests waiting for a place hold all the memory they are given "
+                "(admission_waiting_bytes), so this one was not started."
+            )
         seconds = str(admission.retry_after_seconds)
         await _reply(send, 503, f"{detail} Send it again after {seconds} s.", [(b"retry-after", seconds.encode())])
 
@@ -234,7 +252,11 @@ class AdmissionMiddleware:
 
 async def _reply(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]]) -> None:
     body = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *headers]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

@@ -18,6 +18,8 @@ from fastapi.responses import JSONResponse
 
 from session_store import SessionConflict, SessionLost, StoreUnavailable
 
+__all__ = ["install_error_handlers", "RETRY_AFTER_SECONDS"]
+
 RETRY_AFTER_SECONDS = "2"
 _ECHO_CHARS = 200
 
@@ -42,11 +44,16 @@ async def _invalid(request: Request, error: RequestValidationError) -> JSONRespo
 
 
 def _short_error(error: dict[str, Any]) -> dict[str, Any]:
-    out = {"type": error.get("type"), "loc": [str(p) if not isinstance(p, int) else p for p in error.get("loc", ())],
-           "msg": str(error.get("msg", ""))[:_ECHO_CHARS * 2], "input": _excerpt(error.get("input"))}
+    out = {
+        "type": error.get("type"),
+        "loc": [str(p) if not isinstance(p, int) else p for p in error.get("loc", ())],
+        "msg": str(error.get("msg", ""))[: _ECHO_CHARS * 2],
+        "input": _excerpt(error.get("input")),
+    }
     if isinstance(error.get("ctx"), dict):
-        out["ctx"] = {str(k): _excerpt(v if isinstance(v, (str, int, float, bool)) else str(v))
-                      for k, v in error["ctx"].items()}
+        out["ctx"] = {
+            str(k): _excerpt(v if isinstance(v, (str, int, float, bool)) else str(v)) for k, v in error["ctx"].items()
+        }
     return out
 
 
@@ -70,7 +77,8 @@ def _excerpt(value: Any) -> Any:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(SessionConflict, _conflict)
-    app.add_exception_handler(SessionLost, _lost)
-    app.add_exception_handler(StoreUnavailable, _unavailable)
-    app.add_exception_handler(RequestValidationError, _invalid)
+    # The ignores: Starlette types every handler as taking any Exception, though it calls each with its own class.
+    app.add_exception_handler(SessionConflict, _conflict)  # type: ignore[arg-type]
+    app.add_exception_handler(SessionLost, _lost)  # type: ignore[arg-type]
+    app.add_exception_handler(StoreUnavailable, _unavailable)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]

@@ -24,6 +24,20 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from deployments.http.prefixes import mount_path
 from session_store import Claims, Seeded
 
+__all__ = [
+    "bind",
+    "claims",
+    "cookie_unreadable",
+    "INCARNATION",
+    "released",
+    "SEED_KIND",
+    "SESSION_ID",
+    "session_id",
+    "SessionIdentityMiddleware",
+    "STARTED_AT",
+    "started_at",
+]
+
 SESSION_ID = "session_id"
 INCARNATION = "shard_incarnation"
 SEED_KIND = "seed_kind"
@@ -37,7 +51,7 @@ class SessionIdentityMiddleware:
 
     def __init__(self, app: ASGIApp, *, cookie_name: str, secret: str, max_age: int):
         self._inner = _AssignSessionId(app, cookie_name)
-        self._cookie = dict(secret_key=secret, session_cookie=cookie_name, max_age=max_age)
+        self._secret, self._cookie_name, self._max_age = secret, cookie_name, max_age
         # One per mount: mounts come from the server's root_path, never from the client, so there are few.
         self._by_mount: dict[str, ASGIApp] = {}
 
@@ -46,7 +60,13 @@ class SessionIdentityMiddleware:
         if not _COOKIE_PATH.fullmatch(mount):
             mount = "/"
         if mount not in self._by_mount:
-            self._by_mount[mount] = SessionMiddleware(self._inner, path=mount, **self._cookie)
+            self._by_mount[mount] = SessionMiddleware(
+                self._inner,
+                path=mount,
+                secret_key=self._secret,
+                session_cookie=self._cookie_name,
+                max_age=self._max_age,
+            )
         await self._by_mount[mount](scope, receive, send)
 
 
@@ -80,8 +100,9 @@ def session_id(request: Request) -> str:
 
 def claims(request: Request) -> Claims:
     incarnation, kind = request.session.get(INCARNATION), request.session.get(SEED_KIND)
-    return Claims(incarnation if isinstance(incarnation, str) else None,
-                  kind if kind in ("episode", "agent_run") else None)
+    return Claims(
+        incarnation if isinstance(incarnation, str) else None, kind if kind in ("episode", "agent_run") else None
+    )
 
 
 def started_at(request: Request) -> float | None:
@@ -91,8 +112,9 @@ def started_at(request: Request) -> float | None:
 
 def bind(request: Request, sid: str, seeded: Seeded, kind: str) -> None:
     """Point the cookie at `sid`. Call only once the seed's checks passed (§C.2 step 5)."""
-    request.session.update({SESSION_ID: sid, INCARNATION: seeded.incarnation, SEED_KIND: kind,
-                            STARTED_AT: seeded.started_at})
+    request.session.update(
+        {SESSION_ID: sid, INCARNATION: seeded.incarnation, SEED_KIND: kind, STARTED_AT: seeded.started_at}
+    )
 
 
 def released(request: Request, sid: str) -> None:

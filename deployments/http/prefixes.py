@@ -17,6 +17,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from finsec.contract import ROLLOUT_ID
 
+__all__ = ["mount_path", "RolloutPrefixMiddleware", "route_path", "with_route_path"]
+
 
 def route_path(scope: Scope) -> str:
     """`scope["path"]` without the root path, exactly as Starlette's router strips it (a path outside the root
@@ -24,7 +26,7 @@ def route_path(scope: Scope) -> str:
     path: str = scope["path"]
     root: str = scope.get("root_path", "")
     if root and path.startswith(root) and (len(path) == len(root) or path[len(root)] == "/"):
-        return path[len(root):]
+        return path[len(root) :]
     return path
 
 

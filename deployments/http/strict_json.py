@@ -31,6 +31,8 @@ from deployments.http.bodies import declared_over, replay, too_large
 from deployments.http.prefixes import route_path
 from finsec import offload
 
+__all__ = ["BadJson", "MAX_CONTAINERS", "parse_strict", "PARSED", "StrictJsonMiddleware", "StrictJsonRoute"]
+
 PARSED = "finsec.json"  # the scope key that carries the parsed body
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _MAX_INT_DIGITS = 400
@@ -63,8 +65,10 @@ def _no_constant(name: str) -> Any:
 
 def parse_strict(body: bytes, max_depth: int, repair: bool = False) -> Any:
     if (opened := _containers(body)) > MAX_CONTAINERS:
-        raise BadJson(f"the body opens {opened:,} arrays and objects; at most {MAX_CONTAINERS:,} are accepted "
-                      "(send fewer, larger items)")
+        raise BadJson(
+            f"the body opens {opened:,} arrays and objects; at most {MAX_CONTAINERS:,} are accepted "
+            "(send fewer, larger items)"
+        )
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -125,8 +129,15 @@ def _check_tree(value: Any, max_depth: int, repair: bool) -> None:
 
 
 class StrictJsonMiddleware:
-    def __init__(self, app: ASGIApp, *, max_bytes: int, max_depth: int, checks: Callable[[str], bool],
-                 repairs: Callable[[str], bool] = lambda path: False):
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_bytes: int,
+        max_depth: int,
+        checks: Callable[[str], bool],
+        repairs: Callable[[str], bool] = lambda path: False,
+    ):
         self.app = app
         self.max_bytes = max_bytes
         self.max_depth = max_depth
@@ -158,17 +169,17 @@ class StrictJsonMiddleware:
             try:
                 parsed = await offload.run(len(body), parse_strict, body, self.max_depth, repair)
             except BadJson as error:
-                response = JSONResponse({"detail": [{"type": "json_invalid", "loc": ["body"], "msg": str(error),
-                                                     "input": None}]}, status_code=422)
+                response = JSONResponse(
+                    {"detail": [{"type": "json_invalid", "loc": ["body"], "msg": str(error), "input": None}]},
+                    status_code=422,
+                )
                 await response(scope, receive, send)
                 return
             scope = {**scope, PARSED: parsed}
         await self.app(scope, replay(body, receive), send)
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = JSONResponse(
-            {"detail": too_large(self.max_bytes)},
-            status_code=413, headers={"Connection": "close"})
+        response = JSONResponse({"detail": too_large(self.max_bytes)}, status_code=413, headers={"Connection": "close"})
         await response(scope, receive, send)
 
 

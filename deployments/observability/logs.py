@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 
+__all__ = ["APP_LOGGERS", "into_serve_logs"]
+
 APP_LOGGERS = ("deployments", "finsec", "session_store")
 
 

@@ -6,6 +6,8 @@ from typing import Any
 
 from finsec.metrics import DEFINITIONS, REWARDS, SECONDS
 
+__all__ = ["ray_metrics"]
+
 _BOUNDARIES = {"finsec_verify_reward": REWARDS}
 
 
@@ -23,6 +25,9 @@ def ray_metrics() -> dict[str, Any]:
     made: dict[str, Any] = {}
     for name, (kind, description, labels) in DEFINITIONS.items():
         keys = ("app", *labels)
-        made[name] = (RayCounter(name, description, tag_keys=keys) if kind == "counter"
-                      else Histogram(name, description, boundaries=_BOUNDARIES.get(name, SECONDS), tag_keys=keys))
+        made[name] = (
+            RayCounter(name, description, tag_keys=keys)
+            if kind == "counter"
+            else Histogram(name, description, boundaries=_BOUNDARIES.get(name, SECONDS), tag_keys=keys)
+        )
     return made

@@ -18,6 +18,8 @@ from deployments.services import services
 from finsec.contract import RetireRequest
 from session_store.timings import TIMING_FIELDS
 
+__all__ = ["retire_router", "retire_session_state", "router", "session_counters", "status"]
+
 router = APIRouter(route_class=StrictJsonRoute)
 retire_router = APIRouter(route_class=StrictJsonRoute)
 
@@ -46,21 +48,28 @@ async def status(request: Request) -> dict:
     app = services(request)
     stats = await app.store.stats()
     version = await asyncio.to_thread(about.version)  # hashes the sources once per process: off the loop
-    return {"app": app.settings.app_name, "version": version, "settings": about.shape(app.settings, app.marks_kept_in),
-            "held": {k: stats[k] for k in ("sessions", "documents", "fences", "expired_marks")},
-            # ok unless a shard decides nothing from absent marks: the store forgot records, or may forget them
-            "mark_store": {"ok": stats["store_problem"] is None, "problem": stats["store_problem"]},
-            "admission": request.app.state.admission.report(),  # this replica's places
-            "shards": [{"shard": k, **{f: row.get(f) for f in _SHARD_FIELDS}}
-                       for k, row in enumerate(stats.get("shards", []))],
-            "actors": await asyncio.to_thread(about.actors, app.settings)}
+    return {
+        "app": app.settings.app_name,
+        "version": version,
+        "settings": about.shape(app.settings, app.marks_kept_in),
+        "held": {k: stats[k] for k in ("sessions", "documents", "fences", "expired_marks")},
+        # ok unless a shard decides nothing from absent marks: the store forgot records, or may forget them
+        "mark_store": {"ok": stats["store_problem"] is None, "problem": stats["store_problem"]},
+        "admission": request.app.state.admission.report(),  # this replica's places
+        "shards": [
+            {"shard": k, **{f: row.get(f) for f in _SHARD_FIELDS}} for k, row in enumerate(stats.get("shards", []))
+        ],
+        "actors": await asyncio.to_thread(about.actors, app.settings),
+    }
 
 
 @router.get("/session_counters")
 async def session_counters(request: Request) -> dict:
     """What the shards decided since they started, summed over shards: seeds, 409s, closes, verifies, losses."""
     stats = await services(request).store.stats()
-    return {"counters": stats["counters"],
-            "held": {k: stats[k] for k in ("sessions", "documents", "document_chars", "fences", "expired_marks")},
-            # Operations per call say how well calls coalesce; the times, where a request's shard time goes.
-            "shard_calls": {k: stats[k] for k in ("batches", "operations", *TIMING_FIELDS)}}
+    return {
+        "counters": stats["counters"],
+        "held": {k: stats[k] for k in ("sessions", "documents", "document_chars", "fences", "expired_marks")},
+        # Operations per call say how well calls coalesce; the times, where a request's shard time goes.
+        "shard_calls": {k: stats[k] for k in ("batches", "operations", *TIMING_FIELDS)},
+    }

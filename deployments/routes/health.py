@@ -4,6 +4,8 @@ from fastapi import APIRouter
 
 from deployments.http.strict_json import StrictJsonRoute
 
+__all__ = ["health", "HEALTH_PATHS", "router"]
+
 router = APIRouter(route_class=StrictJsonRoute)
 
 HEALTH_PATHS = frozenset({"/", "/health", "/healthz", "/livez", "/readyz"})

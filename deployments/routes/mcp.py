@@ -50,6 +50,8 @@ from deployments.settings import Settings
 from finsec.tools.catalog import DEFAULT_TOOLS, TOOLS, parameters
 from session_store import SessionLost, StoreUnavailable
 
+__all__ = ["McpEndpoint"]
+
 log = logging.getLogger(__name__)
 _BINDING = "finsec.binding"  # the connection state's key
 # Why a release may not happen now: the shard is unavailable, or another life of it holds the session (its TTL,
@@ -66,8 +68,12 @@ class McpEndpoint:
         self._managers: tuple[StreamableHTTPSessionManager, StreamableHTTPSessionManager] | None = None
         names = TOOL_NAMES if settings.tavily_api_key is not None else DEFAULT_TOOLS
         self._tools = {name: parameters(name) for name in names}
-        self._server = Server("finsec-serve", on_list_tools=self._list_tools, on_call_tool=self._call_tool,
-                              get_tool_input_schema=self._tools.get)
+        self._server = Server(
+            "finsec-serve",
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            get_tool_input_schema=self._tools.get,
+        )
         self._server.middleware.append(self._opening)
         self._ended_by_client: set[str] = set()  # MCP sessions of this replica whose client sent DELETE
         self._idling: set[asyncio.Task] = set()  # ended MCP sessions' agent-run sessions, retired once idle
@@ -117,8 +123,11 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._managers is None:
-            await JSONResponse({"detail": "The MCP endpoint is not running (the app is starting or stopping)."},
-                               status_code=503, headers={"Retry-After": "2"})(scope, receive, send)
+            await JSONResponse(
+                {"detail": "The MCP endpoint is not running (the app is starting or stopping)."},
+                status_code=503,
+                headers={"Retry-After": "2"},
+            )(scope, receive, send)
             return
         sessions, stateless = self._managers
         held = sessions._server_instances  # private in mcp 2.3 (pinned): the MCP sessions this replica holds
@@ -132,8 +141,11 @@ class McpEndpoint:
                 return
             if scope["method"] != "POST":
                 status = 405 if scope["method"] == "GET" else 404
-                await JSONResponse({"detail": "This replica does not hold that MCP session."}, status_code=status,
-                                   headers={"Allow": "POST, DELETE"} if status == 405 else None)(scope, receive, send)
+                await JSONResponse(
+                    {"detail": "This replica does not hold that MCP session."},
+                    status_code=status,
+                    headers={"Allow": "POST, DELETE"} if status == 405 else None,
+                )(scope, receive, send)
                 return
             scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"mcp-session-id"]}
             await stateless.handle_request(scope, receive, send)
@@ -145,8 +157,12 @@ class McpEndpoint:
     # --- the MCP handlers ---
 
     async def _list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[types.Tool(name=name, description=TOOLS[name][1], input_schema=schema)
-                                            for name, schema in self._tools.items()])
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=name, description=TOOLS[name][1], input_schema=schema)
+                for name, schema in self._tools.items()
+            ]
+        )
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         request: Request = ctx.request
@@ -154,7 +170,6 @@ class McpEndpoint:
             return _text(unknown_tool_result(params.name, list(self._tools)))
         binding = _connection(ctx).state.get(_BINDING)
         if binding is None or request.session.get(identity.SEED_KIND) == "episode":  # rules 1 and 3
-
             try:
                 binding = await self._cookie_binding(request)
             except _Refused as refused:
@@ -276,12 +291,25 @@ async def _post(request: Request, route: str, body: bytes, cookie: str | None) -
     headers += [(k, v) for k, v in outer["headers"] if k == b"host"]
     if cookie:
         headers.append((b"cookie", cookie.encode("latin-1")))
-    scope = {"type": "http", "asgi": outer.get("asgi", {"version": "3.0"}), "http_version": "1.1",
-             "method": "POST", "scheme": outer.get("scheme", "http"), "path": path, "raw_path": path.encode(),
-             "root_path": outer.get("root_path", ""), "query_string": b"", "headers": headers,
-             "client": outer.get("client"), "server": outer.get("server"), "state": dict(outer.get("state", {})),
-             ADMITTED: True}  # inside the /mcp request's place
-    status, set_cookies, chunks, done, sent = 500, [], [], asyncio.Event(), False
+    scope = {
+        "type": "http",
+        "asgi": outer.get("asgi", {"version": "3.0"}),
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": outer.get("scheme", "http"),
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": outer.get("root_path", ""),
+        "query_string": b"",
+        "headers": headers,
+        "client": outer.get("client"),
+        "server": outer.get("server"),
+        "state": dict(outer.get("state", {})),
+        ADMITTED: True,
+    }  # inside the /mcp request's place
+    set_cookies: list[str] = []
+    chunks: list[bytes] = []
+    status, done, sent = 500, asyncio.Event(), False
 
     async def receive() -> Message:
         nonlocal sent
@@ -338,5 +366,6 @@ def _result(reply: _Reply) -> types.CallToolResult:
     if reply.status == 200 and isinstance(parsed, dict) and isinstance(parsed.get("results"), str):
         return _text(parsed["results"])
     structured = {"status_code": reply.status, **(parsed if isinstance(parsed, dict) else {})}
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=structured,
-                                is_error=True)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=structured, is_error=True
+    )

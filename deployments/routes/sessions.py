@@ -26,10 +26,23 @@ from finsec.contract import (
 from finsec.verify import masked_row
 from session_store import NO_CLAIMS, EpisodeSeed, canonical_digest
 
+__all__ = [
+    "aggregate",
+    "close_session",
+    "json_response",
+    "reverify_mode",
+    "router",
+    "seed_session",
+    "UNREADABLE_COOKIE",
+    "verify",
+]
+
 router = APIRouter(route_class=StrictJsonRoute)
-UNREADABLE_COOKIE = ("The session cookie could not be read: it was signed with another secret (the app was "
-                     "redeployed with a new cookie_secret), altered, or is older than cookie_max_age_seconds. "
-                     "Its session cannot be known, so this verify is not scored.")
+UNREADABLE_COOKIE = (
+    "The session cookie could not be read: it was signed with another secret (the app was "
+    "redeployed with a new cookie_secret), altered, or is older than cookie_max_age_seconds. "
+    "Its session cannot be known, so this verify is not scored."
+)
 
 
 async def _episode_seed(seed: EpisodeSeedRequest, size: int) -> EpisodeSeed:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable
+from typing import overload
 
 from fastapi import APIRouter, Request
 
@@ -33,6 +34,20 @@ from finsec.tools.limits import MAX_FINAL_RESULT_CHARS, MAX_PROMPT_CHARS, MAX_QU
 from finsec.tools.web_search import web_search as run_web_search
 from session_store import SessionConflict, SessionLost, StoreUnavailable
 
+__all__ = [
+    "edgar_search",
+    "parse_html_page",
+    "retrieve_information",
+    "router",
+    "sec_filing_search",
+    "submit_final_result",
+    "TOOL_NAMES",
+    "unknown_tool",
+    "unknown_tool_result",
+    "unknown_tool_router",
+    "web_search",
+]
+
 log = logging.getLogger(__name__)
 router = APIRouter(route_class=StrictJsonRoute)
 # HTTP statuses by design (deployments/http/error_handlers.py)
@@ -53,12 +68,21 @@ async def _budget_spent(request: Request) -> str | None:
     try:
         if budget_exhausted(await svc.store.shard_now(sid) - started, budget) is None:
             return None
-        started = await svc.store.started_at(sid)
-        return None if started is None else budget_exhausted(await svc.store.shard_now(sid) - started, budget)
+        shard_started = await svc.store.started_at(sid)
+        if shard_started is None:
+            return None
+        started = shard_started  # the except below then uses the shard's start, not the cookie's (as before)
+        return budget_exhausted(await svc.store.shard_now(sid) - started, budget)
     except StoreUnavailable:  # the shard cannot say: the cookie and this node's clock decide
         return budget_exhausted(svc.clock() - started, budget)
 
 
+@overload
+def _json_error(message: str) -> str: ...
+@overload
+def _json_error(message: None) -> None: ...
+@overload
+def _json_error(message: str | None) -> str | None: ...
 def _json_error(message: str | None) -> str | None:
     return None if message is None else json.dumps({"error": message.removeprefix("ERROR: ")})
 
@@ -74,8 +98,10 @@ async def _answer(tool: str, work: Awaitable[str], *, json_errors: bool) -> Tool
         message = str(error)
     except Exception as error:
         log.exception("%s failed", tool)
-        message = (f"ERROR: {tool} failed because of a fault in this server ({type(error).__name__}), not "
-                   "because of its arguments. Try again, or go on with another tool.")
+        message = (
+            f"ERROR: {tool} failed because of a fault in this server ({type(error).__name__}), not "
+            "because of its arguments. Try again, or go on with another tool."
+        )
     return ToolResult(results=_json_error(message) if json_errors else message)
 
 
@@ -86,10 +112,19 @@ async def sec_filing_search(request: Request, body: SecFilingSearchRequest) -> T
     if problem := _json_error(too_long("ticker", body.ticker, 32)):
         return ToolResult(results=problem)
     settings = services(request).settings
-    return await _answer("sec_filing_search", run_filing_search(
-        services(request).companies, body.ticker, body.form_types, body.start_date, body.end_date,
-        max_results=settings.max_filing_results, max_end_date=settings.max_end_date,
-    ), json_errors=True)
+    return await _answer(
+        "sec_filing_search",
+        run_filing_search(
+            services(request).companies,
+            body.ticker,
+            body.form_types,
+            body.start_date,
+            body.end_date,
+            max_results=settings.max_filing_results,
+            max_end_date=settings.max_end_date,
+        ),
+        json_errors=True,
+    )
 
 
 @router.post("/edgar_search")
@@ -99,8 +134,9 @@ async def edgar_search(request: Request, body: EdgarSearchRequest) -> ToolResult
     if problem := _json_error(too_long("search_query", body.search_query, MAX_QUERY_CHARS)):
         return ToolResult(results=problem)
     svc = services(request)
-    return await _answer("edgar_search", run_edgar_search(svc.full_text, body.model_dump(), svc.settings.max_end_date),
-                         json_errors=True)
+    return await _answer(
+        "edgar_search", run_edgar_search(svc.full_text, body.model_dump(), svc.settings.max_end_date), json_errors=True
+    )
 
 
 @router.post("/web_search")
@@ -110,9 +146,18 @@ async def web_search(request: Request, body: WebSearchRequest) -> ToolResult:
     if problem := _json_error(too_long("search_query", body.search_query, MAX_QUERY_CHARS)):
         return ToolResult(results=problem)
     svc = services(request)
-    return await _answer("web_search", run_web_search(
-        svc.web, body.search_query, body.start_date, body.end_date, body.number_of_results, svc.settings.max_end_date
-    ), json_errors=True)
+    return await _answer(
+        "web_search",
+        run_web_search(
+            svc.web,
+            body.search_query,
+            body.start_date,
+            body.end_date,
+            body.number_of_results,
+            svc.settings.max_end_date,
+        ),
+        json_errors=True,
+    )
 
 
 @router.post("/parse_html_page")
@@ -122,8 +167,11 @@ async def parse_html_page(request: Request, body: ParseHtmlPageRequest) -> ToolR
     parser = services(request).parser
     if problem := parser.argument_error(body.url, body.key):
         return ToolResult(results=problem)
-    return await _answer("parse_html_page", parser.parse(
-        identity.session_id(request), identity.claims(request), body.url, body.key), json_errors=False)
+    return await _answer(
+        "parse_html_page",
+        parser.parse(identity.session_id(request), identity.claims(request), body.url, body.key),
+        json_errors=False,
+    )
 
 
 @router.post("/retrieve_information")
@@ -133,9 +181,13 @@ async def retrieve_information(request: Request, body: RetrieveInformationReques
     if problem := too_long("prompt", body.prompt, MAX_PROMPT_CHARS):
         return ToolResult(results=problem)
     # The embedded backend is always configured, so §E.1 step 2 ("model not configured") never fires.
-    return await _answer("retrieve_information", services(request).retriever.retrieve(
-        identity.session_id(request), identity.claims(request), body.prompt, body.input_character_ranges),
-        json_errors=False)
+    return await _answer(
+        "retrieve_information",
+        services(request).retriever.retrieve(
+            identity.session_id(request), identity.claims(request), body.prompt, body.input_character_ranges
+        ),
+        json_errors=False,
+    )
 
 
 @router.post("/submit_final_result")

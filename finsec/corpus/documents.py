@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from finsec.corpus.issuers import Filing, previous_annual
 
+__all__ = ["current_report", "money", "periodic_report", "render"]
+
 _STATEMENT_ROWS = (
     ("ProductRevenues", "Product revenues"),  # the top line split, then stated as its total
     ("ServiceRevenues", "Service revenues"),
@@ -29,8 +31,10 @@ def money(value: int) -> str:
 
 def _fact(name: str, value: int, context: str) -> str:
     sign = ' sign="-"' if value < 0 else ""
-    return (f'<ix:nonFraction name="us-gaap:{name}" contextRef="{context}" unitRef="usd" decimals="-3" scale="3"'
-            f'{sign} format="ixt:num-dot-decimal">{money(value)}</ix:nonFraction>')
+    return (
+        f'<ix:nonFraction name="us-gaap:{name}" contextRef="{context}" unitRef="usd" decimals="-3" scale="3"'
+        f'{sign} format="ixt:num-dot-decimal">{money(value)}</ix:nonFraction>'
+    )
 
 
 def _cells(value_html: str, negative: bool) -> str:
@@ -78,9 +82,9 @@ def periodic_report(filing: Filing) -> str:
     prior_filing = previous_annual(filing) if annual else None
     prior = prior_filing.facts if prior_filing else None
     period = "fiscal year" if annual else "quarterly period"
-    heading = f"<td><span style=\"font-weight:700\">{filing.period_end[:4]}</span></td><td></td><td></td>"
-    if prior:
-        heading += f"<td><span style=\"font-weight:700\">{prior_filing.fiscal_year}</span></td><td></td><td></td>"
+    heading = f'<td><span style="font-weight:700">{filing.period_end[:4]}</span></td><td></td><td></td>'
+    if prior_filing is not None and prior:  # prior holds facts only with a prior filing
+        heading += f'<td><span style="font-weight:700">{prior_filing.fiscal_year}</span></td><td></td><td></td>'
 
     def row(name: str, label: str) -> str:
         negative = f[name] < 0 or name in _OUTFLOWS
@@ -90,19 +94,27 @@ def periodic_report(filing: Filing) -> str:
         return f'<tr><td><div><span style="font-family:Times">{label}</span></div></td>{cells}</tr>'
 
     growth = ""
-    if prior:
+    if prior_filing is not None and prior:
         change = (f["Revenues"] - prior["Revenues"]) / prior["Revenues"] * 100
-        growth = (f", compared with ${money(prior['Revenues'])} thousand in {prior_filing.fiscal_year}, "
-                  f"{'an increase' if change >= 0 else 'a decrease'} of {abs(change):.1f}%")
+        growth = (
+            f", compared with ${money(prior['Revenues'])} thousand in {prior_filing.fiscal_year}, "
+            f"{'an increase' if change >= 0 else 'a decrease'} of {abs(change):.1f}%"
+        )
     result = "net income" if f["NetIncomeLoss"] >= 0 else "a net loss"
-    people = (f"<p><span>As of {filing.period_end}, we had approximately {f['Employees']:,} full-time employees."
-              "</span></p>" if annual else "")
-    return _header(filing, f"For the {period} ended {filing.period_end}", context) + f"""
+    people = (
+        f"<p><span>As of {filing.period_end}, we had approximately {f['Employees']:,} full-time employees.</span></p>"
+        if annual
+        else ""
+    )
+    return (
+        _header(filing, f"For the {period} ended {filing.period_end}", context)
+        + f"""
 <p><span style="font-weight:700">Item 7. Management's Discussion and Analysis of Financial Condition</span></p>
 <p><span>{issuer.name} operates in {issuer.business}. Total net revenues for the {period} ended
 {filing.period_end} were ${money(f["Revenues"])} thousand{growth}. We reported {result} of
-${money(f["NetIncomeLoss"])} thousand. Net cash {"provided by" if f["NetCashProvidedByUsedInOperatingActivities"] >= 0
-else "used in"} operating activities was ${money(f["NetCashProvidedByUsedInOperatingActivities"])} thousand, and
+${money(f["NetIncomeLoss"])} thousand. Net cash {
+            "provided by" if f["NetCashProvidedByUsedInOperatingActivities"] >= 0 else "used in"
+        } operating activities was ${money(f["NetCashProvidedByUsedInOperatingActivities"])} thousand, and
 capital expenditures were ${money(f["PaymentsToAcquirePropertyPlantAndEquipment"])} thousand.</span></p>
 {people}
 <p><span style="font-weight:700">Consolidated Statements of Operations</span><br/><span>(in thousands)</span></p>
@@ -115,15 +127,20 @@ capital expenditures were ${money(f["PaymentsToAcquirePropertyPlantAndEquipment"
 <tr><td></td>{heading}</tr>
 {"".join(row(name, label) for name, label in _CASH_ROWS)}
 </table>
-""" + _FOOTER
+"""
+        + _FOOTER
+    )
 
 
 def current_report(filing: Filing) -> str:
     """An 8-K under Item 2.02 announcing the fiscal year's results."""
     f, issuer = filing.facts, filing.issuer
     context = f"D{filing.period_end.replace('-', '')}"
-    return _header(filing, "CURRENT REPORT Pursuant to Section 13 or 15(d) of the Securities Exchange Act of 1934",
-                   context) + f"""
+    return (
+        _header(
+            filing, "CURRENT REPORT Pursuant to Section 13 or 15(d) of the Securities Exchange Act of 1934", context
+        )
+        + f"""
 <p><span>Date of Report (Date of earliest event reported): {filing.period_end}</span></p>
 <p><span style="font-weight:700">Item 2.02 Results of Operations and Financial Condition.</span></p>
 <p><span>On {filing.period_end}, {issuer.name} issued a press release announcing its results for the fourth quarter
@@ -132,7 +149,9 @@ $<span>{_fact("Revenues", f["FourthQuarterRevenues"], context)}</span> thousand 
 ${money(f["Revenues"])} thousand.</span></p>
 <p><span style="font-weight:700">Item 9.01 Financial Statements and Exhibits.</span></p>
 <table><tr><td><span>Exhibit 99.1</span></td><td><span>Press release dated {filing.period_end}</span></td></tr></table>
-""" + _FOOTER
+"""
+        + _FOOTER
+    )
 
 
 def render(filing: Filing) -> str:

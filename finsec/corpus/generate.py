@@ -20,43 +20,98 @@ from finsec.corpus.documents import money, render
 from finsec.corpus.issuers import CORPUS_VERSION, ISSUERS, Filing, Issuer, filings, previous_annual
 from finsec.text.html_to_text import html_to_text
 
-__all__ = ["CORPUS_VERSION", "ISSUERS", "Filing", "Issuer", "filings", "questions", "write_corpus",
-           "embedded_corpus_dir"]
+__all__ = [
+    "CORPUS_VERSION",
+    "ISSUERS",
+    "Filing",
+    "Issuer",
+    "filings",
+    "questions",
+    "write_corpus",
+    "embedded_corpus_dir",
+]
 
 
 def _question(filing: Filing, question: str, expected: str, evidence: str) -> dict[str, str]:
     """`evidence` is the exact string the parsed filing must contain for the question to be answerable."""
-    return {"question": question, "expected_answer": expected, "url": filing.url, "evidence": evidence,
-            "ticker": filing.issuer.ticker, "form": filing.form}
+    return {
+        "question": question,
+        "expected_answer": expected,
+        "url": filing.url,
+        "evidence": evidence,
+        "ticker": filing.issuer.ticker,
+        "form": filing.form,
+    }
 
 
 def _questions_for(filing: Filing) -> list[dict[str, str]]:
     who, f = filing.issuer, filing.facts
     name = f"{who.name} ({who.ticker})"
     if filing.form == "8-K":
-        return [_question(filing, f"What fourth-quarter {filing.fiscal_year} revenues did {name} announce in its "
-                          f"8-K results release?", f"${money(f['FourthQuarterRevenues'])} thousand",
-                          money(f["FourthQuarterRevenues"]))]
+        return [
+            _question(
+                filing,
+                f"What fourth-quarter {filing.fiscal_year} revenues did {name} announce in its 8-K results release?",
+                f"${money(f['FourthQuarterRevenues'])} thousand",
+                money(f["FourthQuarterRevenues"]),
+            )
+        ]
     if filing.form == "10-Q":
-        return [_question(filing, f"What were {name}'s total net revenues for the quarter ended {filing.period_end}?",
-                          f"${money(f['Revenues'])} thousand", money(f["Revenues"]))]
+        return [
+            _question(
+                filing,
+                f"What were {name}'s total net revenues for the quarter ended {filing.period_end}?",
+                f"${money(f['Revenues'])} thousand",
+                money(f["Revenues"]),
+            )
+        ]
     year, out = filing.fiscal_year, []
-    out.append(_question(filing, f"What were {name}'s total net revenues for fiscal year {year}?",
-                         f"${money(f['Revenues'])} thousand", money(f["Revenues"])))
+    out.append(
+        _question(
+            filing,
+            f"What were {name}'s total net revenues for fiscal year {year}?",
+            f"${money(f['Revenues'])} thousand",
+            money(f["Revenues"]),
+        )
+    )
     cash = f["NetCashProvidedByUsedInOperatingActivities"]
-    out.append(_question(filing, f"How much net cash did {name} {'provide from' if cash >= 0 else 'use in'} "
-                         f"operating activities in {year}?", f"${money(cash)} thousand", money(cash)))
+    out.append(
+        _question(
+            filing,
+            f"How much net cash did {name} {'provide from' if cash >= 0 else 'use in'} operating activities in {year}?",
+            f"${money(cash)} thousand",
+            money(cash),
+        )
+    )
     loss = f["NetIncomeLoss"] < 0
-    out.append(_question(filing, f"What was {name}'s net {'loss' if loss else 'income'} for fiscal {year}?",
-                         f"{'a net loss of ' if loss else ''}${money(f['NetIncomeLoss'])} thousand",
-                         money(f["NetIncomeLoss"])))
-    out.append(_question(filing, f"How many full-time employees did {name} report at the end of {year}?",
-                         f"{f['Employees']:,}", f"{f['Employees']:,}"))
+    out.append(
+        _question(
+            filing,
+            f"What was {name}'s net {'loss' if loss else 'income'} for fiscal {year}?",
+            f"{'a net loss of ' if loss else ''}${money(f['NetIncomeLoss'])} thousand",
+            money(f["NetIncomeLoss"]),
+        )
+    )
+    out.append(
+        _question(
+            filing,
+            f"How many full-time employees did {name} report at the end of {year}?",
+            f"{f['Employees']:,}",
+            f"{f['Employees']:,}",
+        )
+    )
     prior = previous_annual(filing)
     if prior:
         change = (f["Revenues"] - prior.facts["Revenues"]) / prior.facts["Revenues"] * 100
-        out.append(_question(filing, f"By what percentage did {name}'s total net revenues change in fiscal {year} "
-                             f"compared with {prior.fiscal_year}?", f"{change:.1f}%", f"{abs(change):.1f}%"))
+        out.append(
+            _question(
+                filing,
+                f"By what percentage did {name}'s total net revenues change in fiscal {year} "
+                f"compared with {prior.fiscal_year}?",
+                f"{change:.1f}%",
+                f"{abs(change):.1f}%",
+            )
+        )
     return out
 
 
@@ -68,11 +123,23 @@ def _reworded_questions_for(filing: Filing) -> list[dict[str, str]]:
     who, f = filing.issuer, filing.facts
     name = f"{who.name} ({who.ticker})"
     period = f"fiscal year {filing.fiscal_year}" if filing.form == "10-K" else f"the quarter ended {filing.period_end}"
-    out = [_question(filing, f"What were {name}'s net sales for {period}?", f"${money(f['Revenues'])} thousand",
-                     money(f["Revenues"]))]
+    out = [
+        _question(
+            filing,
+            f"What were {name}'s net sales for {period}?",
+            f"${money(f['Revenues'])} thousand",
+            money(f["Revenues"]),
+        )
+    ]
     if filing.form == "10-K":
-        out.append(_question(filing, f"What was {name}'s headcount at the end of {filing.fiscal_year}?",
-                             f"{f['Employees']:,}", f"{f['Employees']:,}"))
+        out.append(
+            _question(
+                filing,
+                f"What was {name}'s headcount at the end of {filing.fiscal_year}?",
+                f"{f['Employees']:,}",
+                f"{f['Employees']:,}",
+            )
+        )
     return out
 
 
@@ -81,17 +148,26 @@ def questions() -> list[dict[str, str]]:
     rollout tests play those) stay the same."""
     order = {"10-K": 0, "10-Q": 1, "8-K": 2}
     ordered = sorted(filings(), key=lambda f: order[f.form])
-    return ([q for filing in ordered for q in _questions_for(filing)]
-            + [q for filing in ordered for q in _reworded_questions_for(filing)])
+    return [q for filing in ordered for q in _questions_for(filing)] + [
+        q for filing in ordered for q in _reworded_questions_for(filing)
+    ]
 
 
 def _submissions(issuer: Issuer, own: list[Filing]) -> dict:
     own = sorted(own, key=lambda f: f.filing_date, reverse=True)
-    columns = {"accessionNumber": [f.accession for f in own], "form": [f.form for f in own],
-               "filingDate": [f.filing_date for f in own], "reportDate": [f.period_end for f in own],
-               "primaryDocument": [f.document for f in own]}
-    return {"cik": str(issuer.cik), "name": issuer.name, "tickers": [issuer.ticker],
-            "filings": {"recent": columns, "files": []}}
+    columns = {
+        "accessionNumber": [f.accession for f in own],
+        "form": [f.form for f in own],
+        "filingDate": [f.filing_date for f in own],
+        "reportDate": [f.period_end for f in own],
+        "primaryDocument": [f.document for f in own],
+    }
+    return {
+        "cik": str(issuer.cik),
+        "name": issuer.name,
+        "tickers": [issuer.ticker],
+        "filings": {"recent": columns, "files": []},
+    }
 
 
 def _check_answerable(root: Path, asked: list[dict[str, str]]) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+__all__ = ["CORPUS_VERSION", "Filing", "filings", "FISCAL_YEARS", "Issuer", "ISSUERS", "previous_annual"]
+
 CORPUS_VERSION = "3"  # names the cached folder: bump it whenever a document's text changes
 _FACTS_SEED = "2"  # seeds the figures: kept when only the layout changes, so every figure stays the same
 
@@ -90,24 +92,54 @@ def filings() -> list[Filing]:
         rng = random.Random(f"{_FACTS_SEED}:{issuer.ticker}")
         for n, year in enumerate(FISCAL_YEARS):
             facts = _split_revenues(_facts(rng, issuer.loss_making))
-            out.append(Filing(
-                issuer, "8-K", year, f"{year + 1}-01-{28 + n:02d}", f"{year + 1}-01-{29 + n:02d}",
-                _accession(rng, issuer, year + 1), f"{issuer.ticker.lower()}-8k-{year + 1}01{28 + n:02d}.htm", facts,
-            ))
-            out.append(Filing(
-                issuer, "10-K", year, f"{year}-12-31", f"{year + 1}-02-{10 + n:02d}",
-                _accession(rng, issuer, year + 1), f"{issuer.ticker.lower()}-{year}1231.htm", facts,
-            ))
+            out.append(
+                Filing(
+                    issuer,
+                    "8-K",
+                    year,
+                    f"{year + 1}-01-{28 + n:02d}",
+                    f"{year + 1}-01-{29 + n:02d}",
+                    _accession(rng, issuer, year + 1),
+                    f"{issuer.ticker.lower()}-8k-{year + 1}01{28 + n:02d}.htm",
+                    facts,
+                )
+            )
+            out.append(
+                Filing(
+                    issuer,
+                    "10-K",
+                    year,
+                    f"{year}-12-31",
+                    f"{year + 1}-02-{10 + n:02d}",
+                    _accession(rng, issuer, year + 1),
+                    f"{issuer.ticker.lower()}-{year}1231.htm",
+                    facts,
+                )
+            )
         year = FISCAL_YEARS[-1] + 1
         quarter = _split_revenues({k: v // 4 for k, v in _facts(rng, issuer.loss_making).items()})
-        out.append(Filing(
-            issuer, "10-Q", year, f"{year}-03-31", f"{year}-05-02", _accession(rng, issuer, year),
-            f"{issuer.ticker.lower()}-{year}0331.htm", quarter,
-        ))
+        out.append(
+            Filing(
+                issuer,
+                "10-Q",
+                year,
+                f"{year}-03-31",
+                f"{year}-05-02",
+                _accession(rng, issuer, year),
+                f"{issuer.ticker.lower()}-{year}0331.htm",
+                quarter,
+            )
+        )
     return out
 
 
 def previous_annual(filing: Filing) -> Filing | None:
     """The issuer's 10-K for the year before, for a 10-K's comparative column."""
-    return next((f for f in filings() if f.issuer == filing.issuer and f.form == "10-K"
-                 and f.fiscal_year == filing.fiscal_year - 1), None)
+    return next(
+        (
+            f
+            for f in filings()
+            if f.issuer == filing.issuer and f.form == "10-K" and f.fiscal_year == filing.fiscal_year - 1
+        ),
+        None,
+    )

@@ -28,6 +28,8 @@ from typing import Any
 from finsec.edgar.source import parse_json
 from finsec.edgar.urls import FilingDocumentUrl
 
+__all__ = ["DiskCache", "MAX_NAME_CHARS", "safe_name"]
+
 log = logging.getLogger(__name__)
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -44,7 +46,7 @@ def safe_name(text: str) -> str:
         name = "_" + name
     if len(name) > MAX_NAME_CHARS:
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_CHARS]
-        name = f"{name[:MAX_NAME_CHARS - _DIGEST_CHARS - 1]}-{digest}"
+        name = f"{name[: MAX_NAME_CHARS - _DIGEST_CHARS - 1]}-{digest}"
     return name
 
 
@@ -56,8 +58,9 @@ class DiskCache:
             for folder in ("filings_metadata", "filings"):
                 (self.root / folder).mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            log.warning("disk cache %s: cannot create its folders (%s); nothing is cached until they can be",
-                        self.root, error)
+            log.warning(
+                "disk cache %s: cannot create its folders (%s); nothing is cached until they can be", self.root, error
+            )
 
     @property
     def tickers_file(self) -> Path:
@@ -78,8 +81,9 @@ class DiskCache:
         raw = await self._read(path)
         text = None if raw is None else await asyncio.to_thread(_unsealed, raw)  # megabytes to digest: off the loop
         if raw is not None and text is None:
-            log.warning("disk cache: %s is truncated, corrupt or not sealed (an older version's); fetching instead",
-                        path)
+            log.warning(
+                "disk cache: %s is truncated, corrupt or not sealed (an older version's); fetching instead", path
+            )
         return text
 
     async def write_json(self, path: Path, value: Any) -> None:
@@ -103,8 +107,12 @@ class DiskCache:
         try:
             await asyncio.to_thread(lambda: _atomic_write(path, encoded()))
         except OSError as error:
-            log.log(logging.DEBUG if self._writes_failing else logging.WARNING,
-                    "disk cache: cannot write %s (%s); serving the result uncached", path, error)
+            log.log(
+                logging.DEBUG if self._writes_failing else logging.WARNING,
+                "disk cache: cannot write %s (%s); serving the result uncached",
+                path,
+                error,
+            )
             self._writes_failing = True
             return
         if self._writes_failing:

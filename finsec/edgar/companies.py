@@ -20,6 +20,8 @@ from finsec.edgar.urls import InvalidFilingUrl, dashed_accession, is_edgar_path,
 from finsec.net.retry import RetryPolicy, TryAgain, with_retries
 from finsec.single_flight import SingleFlight
 
+__all__ = ["Company", "CompanyDirectory", "Filing", "filing_url", "FilingsUnavailable", "parse_tickers"]
+
 log = logging.getLogger(__name__)
 
 
@@ -105,20 +107,23 @@ def _build_filings(company: Company, pages: list[Any]) -> list[Filing]:
         if not _usable_url(url):
             skipped += 1
             continue
-        filings.append(Filing(
-            ticker=company.ticker,
-            cik=company.cik,
-            company_name=company.name,
-            form=row["form"],
-            filing_date=row["filingDate"],
-            report_date=row["reportDate"],
-            accession_number=dashed_accession(row["accessionNumber"]),
-            primary_document=row["primaryDocument"],
-            filing_url=url,
-        ))
+        filings.append(
+            Filing(
+                ticker=company.ticker,
+                cik=company.cik,
+                company_name=company.name,
+                form=row["form"],
+                filing_date=row["filingDate"],
+                report_date=row["reportDate"],
+                accession_number=dashed_accession(row["accessionNumber"]),
+                primary_document=row["primaryDocument"],
+                filing_url=url,
+            )
+        )
     if skipped:
-        log.warning("skipped %d submissions rows with an unusable accession or document for CIK %s", skipped,
-                    company.cik)
+        log.warning(
+            "skipped %d submissions rows with an unusable accession or document for CIK %s", skipped, company.cik
+        )
     return filings
 
 
@@ -154,8 +159,7 @@ def _usable_url(url: str) -> bool:
 
 
 class CompanyDirectory:
-    def __init__(self, source: EdgarSource, cache: DiskCache | None = None,
-                 supplementary_tickers: Path | None = None):
+    def __init__(self, source: EdgarSource, cache: DiskCache | None = None, supplementary_tickers: Path | None = None):
         self._source = source
         self._cache = cache
         self._supplementary = supplementary_tickers
@@ -178,10 +182,12 @@ class CompanyDirectory:
         if table is None:
             retries = RetryPolicy(attempts=attempts, first_wait=backoff_seconds, jitter=backoff_seconds / 2)
             try:
-                raw, table = await with_retries(retries, "sec", download)
+                raw, downloaded = await with_retries(retries, "sec", download)
             except TryAgain:
-                raise RuntimeError("Failed to load SEC ticker data after retries. Server cannot start without "
-                                   "company_tickers.json.") from None
+                raise RuntimeError(
+                    "Failed to load SEC ticker data after retries. Server cannot start without company_tickers.json."
+                ) from None
+            table = downloaded
         self._companies = table
         if self._cache and raw is not cached:
             await self._cache.write_json(self._cache.tickers_file, raw)
@@ -195,7 +201,9 @@ class CompanyDirectory:
         try:
             return parse_tickers(json.loads(path.read_text()))
         except (ValueError, KeyError, TypeError) as error:
-            raise RuntimeError(f"supplementary_tickers_fpath {path} is not a company_tickers.json object: {error}")
+            raise RuntimeError(
+                f"supplementary_tickers_fpath {path} is not a company_tickers.json object: {error}"
+            ) from error
 
     def tickers(self) -> list[str]:
         return sorted(self._companies)

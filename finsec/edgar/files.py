@@ -7,6 +7,8 @@ import logging
 import os
 from pathlib import Path
 
+__all__ = ["read_inside"]
+
 log = logging.getLogger(__name__)
 
 

@@ -27,6 +27,17 @@ from finsec.text.plain_text import looks_like_html, plain_text
 from finsec.text.size import text_problem
 from finsec.tool_error import ToolError
 
+__all__ = [
+    "DocumentUnavailable",
+    "filing_of",
+    "FilingTexts",
+    "Page",
+    "PageFetcher",
+    "parse_page",
+    "ParsedText",
+    "text_digest",
+]
+
 log = logging.getLogger(__name__)
 
 # A page's body, its media type and charset; raises DocumentUnavailable with a message the agent can read.
@@ -105,7 +116,8 @@ class FilingTexts:
             html, where = await self._source.read_archive(filing.archive_path), "source"
         if html is None:
             raise DocumentUnavailable(
-                f"Failed to download filing from {url}. The SEC server may be temporarily unavailable.")
+                f"Failed to download filing from {url}. The SEC server may be temporarily unavailable."
+            )
         parsed = await _to_text(Page(html))
         if not parsed.text.strip():
             raise DocumentUnavailable("Filing content was empty after parsing.")
@@ -124,8 +136,12 @@ class FilingTexts:
         if filing is None or filing.primary_document.lower() != url.document.lower() or not filing.report_date:
             return None
         path = (
-            self._dump / filing.ticker / filing.form.replace("/", "_") / filing.report_date[:4]
-            / filing.accession_number / "primary-document.html"
+            self._dump
+            / filing.ticker
+            / filing.form.replace("/", "_")
+            / filing.report_date[:4]
+            / filing.accession_number
+            / "primary-document.html"
         )
         return await asyncio.to_thread(read_inside, path, (self._dump,), self._dump_max_bytes)
 

@@ -11,6 +11,8 @@ import asyncio
 import time
 from collections.abc import Callable
 
+__all__ = ["LocalRateLimiter", "PacedSchedule", "Sharers"]
+
 
 class PacedSchedule:
     """`limit` starts per `window_seconds`, evenly spaced: each start is at least window/limit after the one

@@ -54,8 +54,12 @@ class LiveSource:
         self._data = data_base_url.rstrip("/")
         self._limiter = limiter
         # §F.2: 2^attempt x backoff between attempts (jittered); a Retry-After is honoured up to the longest of them
-        self._retries = RetryPolicy(attempts=max_attempts, first_wait=backoff_seconds, jitter=backoff_seconds / 2,
-                                    longest_wait=backoff_seconds * 2 ** max(0, max_attempts - 2))
+        self._retries = RetryPolicy(
+            attempts=max_attempts,
+            first_wait=backoff_seconds,
+            jitter=backoff_seconds / 2,
+            longest_wait=backoff_seconds * 2 ** max(0, max_attempts - 2),
+        )
         self._metrics = metrics
         # The guarded fetcher opens a connection per request (no pool), so cap concurrent requests per
         # base URL here, as the shared pool did (§F.2 max_connections_per_host).

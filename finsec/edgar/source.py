@@ -18,6 +18,17 @@ from finsec.edgar.files import read_inside
 from finsec.edgar.urls import is_edgar_path
 from finsec.metrics import NO_METRICS, Metrics
 
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "EdgarSource",
+    "JSON_OFF_LOOP_BYTES",
+    "json_or_none",
+    "MirrorSource",
+    "parse_json",
+    "submissions_path",
+    "TICKERS_PATH",
+]
+
 log = logging.getLogger(__name__)
 
 TICKERS_PATH = "files/company_tickers.json"

@@ -15,6 +15,16 @@ from urllib.parse import unquote_to_bytes
 from finsec.net.hosts import MAX_URL_CHARS
 from finsec.tool_error import ToolError, shown
 
+__all__ = [
+    "dashed_accession",
+    "document_problem",
+    "FilingDocumentUrl",
+    "InvalidFilingUrl",
+    "is_edgar_path",
+    "MAX_SEGMENT_CHARS",
+    "parse_filing_url",
+]
+
 MAX_SEGMENT_CHARS = 255  # a file name on every file system we run on
 # Contract §F.1's pattern, widened to catch near misses (a port, a trailing dot, a look-alike host) so they
 # get the rules' message rather than the generic fetch: "sec.gov", then anything but a path, then the archive.
@@ -92,8 +102,10 @@ def document_problem(document: str) -> str | None:
         if len(segment) > MAX_SEGMENT_CHARS:
             return f"a document path segment is {len(segment)} characters long; the limit is {MAX_SEGMENT_CHARS}"
         if not _SAFE_SEGMENT.match(segment):
-            return (f"document path segment {shown(segment)!r} is not allowed: segments use letters, digits, "
-                    "'.', '_' and '-', and start with a letter or digit")
+            return (
+                f"document path segment {shown(segment)!r} is not allowed: segments use letters, digits, "
+                "'.', '_' and '-', and start with a letter or digit"
+            )
     return None
 
 
@@ -128,8 +140,9 @@ def _check_authority(url: str, authority: str) -> None:
         raise _invalid(url, f"the host must be sec.gov or one of its subdomains, not {shown(host)!r}")
     for label in host.split("."):
         if not _HOST_LABEL.match(label):
-            raise _invalid(url, f"host label {shown(label)!r} is not a valid DNS label (1-63 letters, digits, "
-                                "inner hyphens)")
+            raise _invalid(
+                url, f"host label {shown(label)!r} is not a valid DNS label (1-63 letters, digits, inner hyphens)"
+            )
 
 
 def _decoded(url: str, path: str) -> str:
@@ -146,7 +159,7 @@ def _decoded(url: str, path: str) -> str:
 def _split_archive_path(url: str, path: str) -> tuple[str, str, str]:
     if not path.lower().startswith(_ARCHIVES_PREFIX):
         raise _invalid(url, "the path must start with /Archives/edgar/data/")
-    parts = path[len(_ARCHIVES_PREFIX):].split("/", 2)
+    parts = path[len(_ARCHIVES_PREFIX) :].split("/", 2)
     cik = parts[0]
     if not _CIK.match(cik):
         raise _invalid(url, f"the CIK must be 1 to 10 digits, not {shown(cik)!r}")

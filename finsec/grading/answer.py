@@ -8,6 +8,8 @@ from typing import Any
 
 from finsec.grading.grader import Grade
 
+__all__ = ["hard_gate", "HARD_GATE_TEXT", "question_of", "SUBMIT_TOOL", "submitted_answer"]
+
 SUBMIT_TOOL = "submit_final_result"
 HARD_GATE_TEXT = (
     "Hard gate: submit_final_result tool call missing or empty. "

@@ -24,6 +24,19 @@ from __future__ import annotations
 import bisect
 import re
 
+__all__ = [
+    "ALTERNATIVE_WORDS",
+    "asked",
+    "ASKED_REACH",
+    "designations",
+    "hedge_cue",
+    "negation",
+    "offered_as_possible",
+    "REACH_WORDS",
+    "UNIT_WORDS",
+    "WINDOW",
+]
+
 REACH_WORDS = 5  # words allowed between a negator (or a hedge cue) and the span: "rather than a net loss of $X"
 UNIT_WORDS = 2  # words allowed between a span and a verdict on it: "14,840,390,000 shares is incorrect"
 WINDOW = 80  # characters looked at before a span; a clause break usually comes much sooner
@@ -31,7 +44,8 @@ WINDOW = 80  # characters looked at before a span; a clause break usually comes 
 ALTERNATIVE_WORDS = frozenset({"or", "either", "nor", "alternatively", "otherwise"})  # "A or B" offers both
 
 _CLAUSE_BREAK = re.compile(
-    r"[,;:!?\n()\[\]—–]|\.(?!\d)|\b(?:but|however|yet|though|although|whereas|while|and|so)\b", re.I)
+    r"[,;:!?\n()\[\]—–]|\.(?!\d)|\b(?:but|however|yet|though|although|whereas|while|and|so)\b", re.I
+)
 _NEGATOR = re.compile(
     r"(?:\b(?:not|never|neither|nor)\b|n[’']t\b|\brather\s+than\b|\binstead\s+of\b|\bother\s+than\b)"
     r"(?!\s+(?:only|just|more|less|fewer|greater|higher|lower|over|under|exceeding|below|above)\b)"
@@ -75,7 +89,7 @@ def _clause_before(text: str, start: int) -> str:
     """The text of `start`'s clause before it (at most WINDOW characters)."""
     window = text[max(0, start - WINDOW) : start]
     last = None
-    for last in _CLAUSE_BREAK.finditer(window):
+    for last in _CLAUSE_BREAK.finditer(window):  # noqa: B007 (the last match is the one wanted)
         pass
     return window[last.end() :] if last else window
 

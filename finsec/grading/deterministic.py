@@ -87,6 +87,8 @@ from finsec.grading.rivals import MAX_RIVALS_PER_EXPECTED, NEAR_FACTOR, hedged  
 from finsec.grading.signs import Polarity
 from finsec.grading.text import compare_text
 
+__all__ = ["ANSWER_TOO_LONG", "compare", "DeterministicGrader", "MAX_ANSWER_CHARS", "MAX_COMPARISONS", "MAX_QUANTITIES"]
+
 MAX_ANSWER_CHARS = 4_000  # an answer, not a report; longer ones get 0 (answer_too_long)
 MAX_QUANTITIES = 2_000  # per side; more is not an answer to a question, and would only cost time
 MAX_COMPARISONS = 200_000  # value comparisons within tolerance windows, for one grade
@@ -112,8 +114,10 @@ def _compare(expected_answer: str, answer: str) -> tuple[bool, str]:
         return compare_text(expected_answer, answer)
     offered = find_quantities(answer, limit=MAX_QUANTITIES)
     if len(offered) > MAX_QUANTITIES:
-        return False, (f"the answer states more than {MAX_QUANTITIES:,} quantities; an answer is graded on at most "
-                       f"{MAX_QUANTITIES:,}")
+        return False, (
+            f"the answer states more than {MAX_QUANTITIES:,} quantities; an answer is graded on at most "
+            f"{MAX_QUANTITIES:,}"
+        )
     text = normalize(answer)
     index = Offered(offered)
     expected_signs, answer_signs = Polarity(normalize(expected_answer), stated), Polarity(text, offered)
@@ -128,8 +132,14 @@ def _compare(expected_answer: str, answer: str) -> tuple[bool, str]:
     notes = []
     memo: dict[tuple, list[int]] = {}
     for e, expected in enumerate(wanted):
-        key = (expected.value, expected.kind, expected.precision, expected.currency, expected.sign_in_words,
-               expected.stated_sign)
+        key = (
+            expected.value,
+            expected.kind,
+            expected.precision,
+            expected.currency,
+            expected.sign_in_words,
+            expected.stated_sign,
+        )
         if key not in memo:
             memo[key] = index.agreeing(expected)
             if index.comparisons > MAX_COMPARISONS:
@@ -146,22 +156,25 @@ def _compare(expected_answer: str, answer: str) -> tuple[bool, str]:
                 return False, f"the answer negates the expected value {expected.text} ('{negated(i)}')"
             agreements[i].append(e)
         notes.append(f"{expected.text} ~ {offered[hits[0]].text}")
-    problem = (_labels(expected_answer, stated, wanted, answer, offered, agreements)
-               or hedged(text, wanted, offered, agreements, negated)
-               or _designated(text, wanted, offered, agreements, negated))
+    problem = (
+        _labels(expected_answer, stated, wanted, answer, offered, agreements)
+        or hedged(text, wanted, offered, agreements, negated)
+        or _designated(text, wanted, offered, agreements, negated)
+    )
     if problem:
         return False, problem
     return True, "matched " + "; ".join(notes)
 
 
 def _is_identifier(expected_answer: str) -> bool:
-    """"001-36743" is a file number, not two amounts; "2024-12-31" stays a date."""
+    """ "001-36743" is a file number, not two amounts; "2024-12-31" stays a date."""
     text = normalize(expected_answer).strip()
     return IDENTIFIER.fullmatch(text) is not None and re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", text) is None
 
 
-def _signed(hits: list[int], expected: Quantity, offered: list[Quantity], expected_signs: Polarity,
-            answer_signs: Polarity) -> tuple[list[int], list[int]]:
+def _signed(
+    hits: list[int], expected: Quantity, offered: list[Quantity], expected_signs: Polarity, answer_signs: Polarity
+) -> tuple[list[int], list[int]]:
     """The hits whose sign words do not contradict the expected's, and those that do."""
     way = expected_signs.of(expected)
     if not way:
@@ -171,25 +184,40 @@ def _signed(hits: list[int], expected: Quantity, offered: list[Quantity], expect
     return [i for i in hits if i not in against], opposed
 
 
-def _no_match(expected: Quantity, offered: list[Quantity], index: Offered, opposed: list[int],
-              expected_signs: Polarity, answer_signs: Polarity) -> str:
+def _no_match(
+    expected: Quantity,
+    offered: list[Quantity],
+    index: Offered,
+    opposed: list[int],
+    expected_signs: Polarity,
+    answer_signs: Polarity,
+) -> str:
     if opposed:
         got = offered[opposed[0]]
         way, why = expected_signs.explained(expected)
-        return (f"sign mismatch: the answer states {got.text} as {_WAY[-way]} ('{answer_signs.explained(got)[1]}'), "
-                f"the expected {expected.text} is {_WAY[way]} ('{why}')")
+        return (
+            f"sign mismatch: the answer states {got.text} as {_WAY[-way]} ('{answer_signs.explained(got)[1]}'), "
+            f"the expected {expected.text} is {_WAY[way]} ('{why}')"
+        )
     candidates = index.candidates(expected)
     if not candidates:
         return f"no {family(expected)} in the answer for {expected.text}"
     flipped = [q for q in candidates if q.value and agrees(expected, replace(q, value=-q.value))]
     if flipped and expected.value:
-        return (f"sign mismatch: the answer states {flipped[0].text} as {_WAY[1 if flipped[0].value > 0 else -1]}, "
-                f"the expected {expected.text} is {_WAY[1 if expected.value > 0 else -1]}")
+        return (
+            f"sign mismatch: the answer states {flipped[0].text} as {_WAY[1 if flipped[0].value > 0 else -1]}, "
+            f"the expected {expected.text} is {_WAY[1 if expected.value > 0 else -1]}"
+        )
     return f"no match for {expected.text}; answer has {listing(candidates)}"
 
 
-def _designated(text: str, wanted: list[Quantity], offered: list[Quantity], agreements: dict[int, list[int]],
-                negated: Callable[[int], str | None]) -> str | None:
+def _designated(
+    text: str,
+    wanted: list[Quantity],
+    offered: list[Quantity],
+    agreements: dict[int, list[int]],
+    negated: Callable[[int], str | None],
+) -> str | None:
     """A sentence that names the answer ("My answer: $120 billion") and states another value of the kind."""
     spans = designations(text)
     if not spans:
@@ -208,8 +236,14 @@ def _designated(text: str, wanted: list[Quantity], offered: list[Quantity], agre
     return None
 
 
-def _labels(expected_answer: str, stated: list[Quantity], wanted: list[Quantity], answer: str,
-            offered: list[Quantity], agreements: dict[int, list[int]]) -> str | None:
+def _labels(
+    expected_answer: str,
+    stated: list[Quantity],
+    wanted: list[Quantity],
+    answer: str,
+    offered: list[Quantity],
+    agreements: dict[int, list[int]],
+) -> str | None:
     """Why the answer does not pair the expected labels with their values, or None (rules in the docstring)."""
     text = normalize(expected_answer)
     for kind in ("amount", "percent"):
@@ -222,18 +256,24 @@ def _labels(expected_answer: str, stated: list[Quantity], wanted: list[Quantity]
         values = [i for i, q in enumerate(offered) if family(q) == kind]
         bound = bind(normalize(answer), offered, [offered[i] for i in values], parts)
         stated_for: dict[int, list[int]] = defaultdict(list)  # part -> answer values bound to it
-        for i, b in zip(values, bound):
+        for i, b in zip(values, bound, strict=False):
             if b is not None:
                 stated_for[b].append(i)
         member_set = set(members)
         for p, e in enumerate(members):
             label = " ".join(sorted(w.lstrip("@") for w in parts[p]))
             given = stated_for[p]
-            crossed = [i for i in given if e not in agreements.get(i, ()) and any(
-                other != e and other in member_set for other in agreements.get(i, ()))]
+            crossed = [
+                i
+                for i in given
+                if e not in agreements.get(i, ())
+                and any(other != e and other in member_set for other in agreements.get(i, ()))
+            ]
             if crossed:
-                return (f"label mismatch: {listing([offered[i] for i in crossed])} is stated for '{label}', "
-                        f"which expects {wanted[e].text}")
+                return (
+                    f"label mismatch: {listing([offered[i] for i in crossed])} is stated for '{label}', "
+                    f"which expects {wanted[e].text}"
+                )
             if not any(e in agreements.get(i, ()) for i in given):
                 told = f"; it is given {listing([offered[i] for i in given])}" if given else ""
                 return f"no value stated for the label '{label}' matches {wanted[e].text}{told}"
@@ -259,9 +299,15 @@ class DeterministicGrader:
 
     def grade_sync(self, question: str, expected_answer: str, answer: str) -> Grade:
         if len(answer) > self.max_answer_chars:
-            return Grade(reward=0.0, judge_rating=0, failure_kind=ANSWER_TOO_LONG, judge_text=(
-                f"{ANSWER_TOO_LONG}: the answer is {len(answer):,} characters, over the {self.max_answer_chars:,} "
-                "an answer may have; it is not graded (state the answer in a sentence or two)"))
+            return Grade(
+                reward=0.0,
+                judge_rating=0,
+                failure_kind=ANSWER_TOO_LONG,
+                judge_text=(
+                    f"{ANSWER_TOO_LONG}: the answer is {len(answer):,} characters, over the {self.max_answer_chars:,} "
+                    "an answer may have; it is not graded (state the answer in a sentence or two)"
+                ),
+            )
         passed, explanation = compare(expected_answer, answer)
         return Grade(reward=1.0 if passed else 0.0, judge_rating=2 if passed else 0, judge_text=explanation)
 

@@ -9,6 +9,17 @@ reasons, such as `answer_too_long`) are namespaced `finance_sec_search:<kind>`. 
 
 from __future__ import annotations
 
+__all__ = [
+    "gym_failure_kind",
+    "GYM_KINDS",
+    "JUDGE_FAILED",
+    "JUDGE_UNPARSEABLE",
+    "SERVER",
+    "SESSION_EXPIRED",
+    "SESSION_LOST",
+    "VERIFIER_ERROR",
+]
+
 SERVER = "finance_sec_search"
 
 # The names of Gym's vocabulary that verify rows here use.

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+__all__ = ["Grade", "Grader", "GradingFailed", "SyncGrader"]
+
 
 @dataclass(frozen=True)
 class Grade:
@@ -20,3 +22,12 @@ class GradingFailed(Exception):
 
 class Grader(Protocol):
     async def grade(self, question: str, expected_answer: str, answer: str) -> Grade: ...
+
+
+class SyncGrader(Grader, Protocol):
+    """A grader with `deterministic = True`: it also grades without waiting, so /verify grades before the shard
+    settles the verify."""
+
+    deterministic: bool
+
+    def grade_sync(self, question: str, expected_answer: str, answer: str) -> Grade: ...

@@ -38,6 +38,18 @@ import numpy as np
 
 from finsec.grading.numbers import Quantity, find_quantities
 
+__all__ = [
+    "answer_figures",
+    "FigureIndex",
+    "ground",
+    "Grounding",
+    "MAX_FIGURE_CHARS",
+    "MAX_FIGURES",
+    "MAX_LISTED",
+    "NOT_CHECKED",
+    "UNGROUNDED",
+]
+
 UNGROUNDED = "ungrounded"  # the failure_kind of an answer require_grounded_answer refuses (failure_kinds.py names
 # it finance_sec_search:ungrounded)
 MAX_FIGURES = 2_000  # as the grader's MAX_QUANTITIES: more is not an answer
@@ -63,8 +75,10 @@ class Grounding:
     def explanation(self) -> str:
         if not self.ungrounded_figures:
             return f"ungrounded: the answer states more than {MAX_FIGURES:,} figures, too many to check"
-        return (f"ungrounded: no document this session stored states {', '.join(self.ungrounded_figures)} (parse "
-                "the filing and take the figure from it)")
+        return (
+            f"ungrounded: no document this session stored states {', '.join(self.ungrounded_figures)} (parse "
+            "the filing and take the figure from it)"
+        )
 
 
 NOT_CHECKED = Grounding()
@@ -117,5 +131,7 @@ def ground(figures: list[Quantity], indexes: list[FigureIndex]) -> Grounding:
     found = np.zeros(len(figures), dtype=bool)
     for index in indexes:
         found |= index.stated(figures)
-    missing = dict.fromkeys(f.text[:MAX_FIGURE_CHARS] for f, ok in zip(figures, found) if not ok)  # reading order
+    missing = dict.fromkeys(
+        f.text[:MAX_FIGURE_CHARS] for f, ok in zip(figures, found, strict=False) if not ok
+    )  # reading order
     return Grounding(not missing, list(missing)[:MAX_LISTED])

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 import string
 
+__all__ = ["addressed_to_grader"]
+
 _ADDRESSED = re.compile(
     r"""\b(?:ignore|disregard|forget|override)\s+(?:(?:all|any|the|my|your|these|those|every)\s+)*
           (?:previous|prior|above|earlier|preceding|former|other|grading|system)?\s*
@@ -40,9 +42,11 @@ _ADDRESSED = re.compile(
 
 # Every phrase above holds one of these; the full pattern runs only in a window around them.
 # Matched in an ASCII-lowercased copy (same length, so positions hold), without re.I: several times faster.
-_KEYWORDS = re.compile(r"\b(?:ignore|disregard|forget|override|prompt|mark|score|point|credit|reward|rating|grade"
-                       r"|award|give|grant|assign|correct|right|accurate|rubric|judge|answer|truth|verdict|passed"
-                       r"|grader|evaluator|is_correct|system|assistant|inst)|\[\[|<\|")
+_KEYWORDS = re.compile(
+    r"\b(?:ignore|disregard|forget|override|prompt|mark|score|point|credit|reward|rating|grade"
+    r"|award|give|grant|assign|correct|right|accurate|rubric|judge|answer|truth|verdict|passed"
+    r"|grader|evaluator|is_correct|system|assistant|inst)|\[\[|<\|"
+)
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _REACH = 100  # characters either side of a keyword that a phrase can span
 

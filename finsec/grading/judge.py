@@ -20,6 +20,18 @@ from finsec.llm.templates import STOCK_DIR, load_prompt
 from finsec.metrics import NO_METRICS, Metrics
 from finsec.net.retry import RetryPolicy, TryAgain, with_retries
 
+__all__ = [
+    "judge_prompt",
+    "judge_text",
+    "JudgeError",
+    "LlmJudge",
+    "neutralized",
+    "parse_rating",
+    "reward_for",
+    "RewardMode",
+    "STOCK_TEMPLATE",
+]
+
 RewardMode = Literal["binary", "scaled"]
 
 STOCK_TEMPLATE = STOCK_DIR / "judge.yaml"
@@ -97,9 +109,12 @@ class LlmJudge:
         self.metrics = metrics
         self.client = ModelClient(endpoint)
         self._identity = {
-            "name": "llm_judge", "version": GRADING_VERSION,
+            "name": "llm_judge",
+            "version": GRADING_VERSION,
             "model": self.create_params.get("model") or endpoint.model,  # the create-params' name wins (§D.4)
-            "prompt": digest_of(self.template), "params": digest_of(self.create_params), "reward_mode": reward_mode,
+            "prompt": digest_of(self.template),
+            "params": digest_of(self.create_params),
+            "reward_mode": reward_mode,
         }
 
     def identity(self) -> dict[str, Any]:
@@ -114,7 +129,7 @@ class LlmJudge:
     async def grade(self, question: str, expected_answer: str, answer: str) -> Grade:
         body = self.request(question, expected_answer, answer)
         errors: list[str] = []
-        replies: list[str] = []
+        replies: list[str | None] = []  # None: a reply with no message text
 
         async def attempt() -> Grade:
             try:

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 from finsec.grading.numbers import Quantity
 
+__all__ = ["bind", "BREAK_COST", "distinctive", "expected_labels", "MAX_GAP", "year_label"]
+
 MAX_GAP = 160  # characters between a label word and its value, beyond which they do not bind
 
 _ALIASES = [  # different spellings of one label, rewritten to one word before tokenizing (same length kept)
@@ -74,7 +76,7 @@ def _prepare(text: str, quantities: list[Quantity]) -> _Text:
         chars[q.start : q.end] = " " * (q.end - q.start)
     masked = "".join(chars)
     for pattern, word in _ALIASES:
-        masked = pattern.sub(lambda m: word.ljust(len(m.group())), masked)
+        masked = pattern.sub(lambda m: word.ljust(len(m.group())), masked)  # noqa: B023 (sub calls it at once)
     masked = _ABBREVIATIONS.sub(lambda m: m.group().replace(".", "_"), masked)
     words = [(m.start(), m.end(), _stem(m.group().casefold())) for m in _WORD.finditer(masked)]
     words += [(q.start, q.end, year_label(q)) for q in quantities if q.kind == "date"]
@@ -145,11 +147,12 @@ def bind(text: str, quantities: list[Quantity], values: list[Quantity], parts: l
         lo = prepared.sentence_ends[sentence - 1] if sentence else -1
         hi = prepared.sentence_ends[sentence] if sentence < len(prepared.sentence_ends) else len(text)
         in_values = range(bisect.bisect_right(starts, lo), bisect.bisect_left(starts, hi))
-        in_occurrences = occurrences[bisect.bisect_right(occurrence_starts, lo) : bisect.bisect_left(
-            occurrence_starts, hi)]
+        in_occurrences = occurrences[
+            bisect.bisect_right(occurrence_starts, lo) : bisect.bisect_left(occurrence_starts, hi)
+        ]
         in_parts = list(dict.fromkeys(o[3] for o in in_occurrences))
         if in_values and len(in_values) == len(in_parts):
-            for value_index, part in zip(in_values, in_parts):
+            for value_index, part in zip(in_values, in_parts, strict=False):
                 for word in parts[part]:
                     add(value_index, part, word)
     for start, end, word, part in occurrences:
@@ -159,17 +162,24 @@ def bind(text: str, quantities: list[Quantity], values: list[Quantity], parts: l
         after = bisect.bisect_left(starts, end)
         before = after - 1
         costs = []
-        if before >= 0 and values[before].end <= start and start - values[before].end <= MAX_GAP \
-                and _sentence(prepared, values[before].start) == sentence:
+        if (
+            before >= 0
+            and values[before].end <= start
+            and start - values[before].end <= MAX_GAP
+            and _sentence(prepared, values[before].start) == sentence
+        ):
             costs.append((_cost(prepared.masked[values[before].end : start], owner, after=True), before))
-        if after < len(values) and values[after].start - end <= MAX_GAP \
-                and _sentence(prepared, values[after].start) == sentence:
+        if (
+            after < len(values)
+            and values[after].start - end <= MAX_GAP
+            and _sentence(prepared, values[after].start) == sentence
+        ):
             costs.append((_cost(prepared.masked[end : values[after].start], owner, after=False), after))
         if costs:
             cost, value_index = min(costs)
             add(value_index, part, word, cost)
     bound: list[int | None] = []
-    for found, closest in zip(collected, nearest):
+    for found, closest in zip(collected, nearest, strict=False):
         ranked = sorted((-len(words) / len(parts[p]), closest[p], p) for p, words in found.items())
         unique = ranked and (len(ranked) == 1 or ranked[0][:2] != ranked[1][:2])
         bound.append(ranked[0][2] if unique else None)

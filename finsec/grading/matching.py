@@ -11,6 +11,20 @@ from collections import defaultdict
 
 from finsec.grading.numbers import Quantity
 
+__all__ = [
+    "agrees",
+    "as_number",
+    "compatible",
+    "family",
+    "listing",
+    "MAX_LISTED",
+    "Offered",
+    "reach",
+    "required",
+    "RUBRIC_PERCENT_POINTS",
+    "RUBRIC_RELATIVE",
+]
+
 RUBRIC_RELATIVE = 0.01  # dollar amounts and ratios: +-1%
 RUBRIC_PERCENT_POINTS = 0.1  # percentages: +-0.1 pp
 MAX_LISTED = 6  # values named in an explanation

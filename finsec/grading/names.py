@@ -14,6 +14,19 @@ from dataclasses import dataclass
 
 from finsec.grading.numbers import normalize
 
+__all__ = [
+    "Answer",
+    "ARTICLES",
+    "count_words",
+    "FUNCTION_WORDS",
+    "IDENTIFIER",
+    "kind_of",
+    "LIST_PUNCT",
+    "norm",
+    "Token",
+    "words",
+]
+
 # "001-36743" is one word, of at most nine numbers (a longer chain is words): bounded and possessive, so that
 # "10-10-10-..." is not read to its end again from every number in it.
 _TOKEN = re.compile(r"\d++(?:-\d++){1,8}+(?![\w-])|[^\W_]+(?:['’.][^\W_]+)*")
@@ -96,7 +109,7 @@ class Answer:
                     sentence += 1
             numbers.append(sentence)
         self.sentences = numbers
-        self.content_in: Counter[int] = Counter(n for n, t in zip(numbers, tokens) if t.content)
+        self.content_in: Counter[int] = Counter(n for n, t in zip(numbers, tokens, strict=False) if t.content)
 
     def same_sentence(self, a: int, b: int) -> bool:
         n = len(self.tokens)
@@ -105,8 +118,10 @@ class Answer:
     def glued(self, a: int, b: int) -> bool:
         """Neighbouring tokens with nothing but name glue (spaces, &, -, ') between them, in one sentence."""
         a, b = min(a, b), max(a, b)
-        return self.same_sentence(a, b) and _GLUE.fullmatch(self.text, self.tokens[a].end,
-                                                            self.tokens[b].start) is not None
+        return (
+            self.same_sentence(a, b)
+            and _GLUE.fullmatch(self.text, self.tokens[a].end, self.tokens[b].start) is not None
+        )
 
     def name_word(self, k: int) -> bool:
         t = self.tokens[k]
@@ -117,10 +132,10 @@ class Answer:
 
 
 def kind_of(phrase: str) -> str:
-    """"state", "country" or "other", for a phrase of normalized words."""
+    """ "state", "country" or "other", for a phrase of normalized words."""
     return "state" if phrase in _STATES else "country" if phrase in _COUNTRIES else "other"
 
 
 def count_words(text: str, limit: int) -> int:
     """The number of words in `text`, counting no further than `limit` (an over-long answer stops early)."""
-    return sum(1 for _ in zip(range(limit), _TOKEN.finditer(text)))
+    return sum(1 for _ in zip(range(limit), _TOKEN.finditer(text), strict=False))

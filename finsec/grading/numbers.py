@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
 
+__all__ = ["CUE_WINDOW", "find_quantities", "Kind", "normalize", "Quantity"]
+
 Kind = Literal["money", "number", "percent", "date"]
 
 DAY, MONTH, YEAR = 1.0, 100.0, 10000.0  # date precisions in the YYYYMMDD encoding
@@ -249,8 +251,7 @@ def _amount(match: re.Match[str], text: str, table_scale: int) -> Quantity:
     value = Decimal(digits).scaleb(exponent)
     direction = 0 if explicit_minus or match["sign"] == "+" else _direction(text, start, end)
     negative = explicit_minus or direction < 0 or (parenthesised and direction == 0)
-    cue = (not explicit_minus and direction == 0
-           and _NEGATIVE_CUE.search(text[max(0, start - 40) : start]) is not None)
+    cue = not explicit_minus and direction == 0 and _NEGATIVE_CUE.search(text[max(0, start - 40) : start]) is not None
     return Quantity(
         value=float(-value if negative else value),
         kind=kind,

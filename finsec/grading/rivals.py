@@ -29,6 +29,8 @@ from finsec.grading.commitment import ALTERNATIVE_WORDS, hedge_cue, offered_as_p
 from finsec.grading.matching import RUBRIC_RELATIVE, compatible, family, listing
 from finsec.grading.numbers import Quantity
 
+__all__ = ["hedged", "MAX_RIVALS_PER_EXPECTED", "NEAR_FACTOR", "Nearby"]
+
 NEAR_FACTOR = 2.0  # an amount within this factor of an expected one is a rival answer for it
 MAX_RIVALS_PER_EXPECTED = 2
 _HEDGE_WORDS = frozenset(
@@ -93,15 +95,23 @@ def _near_mantissa(sorted_mantissas: list[float], m: float) -> bool:
     return False
 
 
-def hedged(text: str, wanted: list[Quantity], offered: list[Quantity], agreements: dict[int, list[int]],
-           negated: Callable[[int], str | None]) -> str | None:
+def hedged(
+    text: str,
+    wanted: list[Quantity],
+    offered: list[Quantity],
+    agreements: dict[int, list[int]],
+    negated: Callable[[int], str | None],
+) -> str | None:
     """Why the answer hedges between values for an expected quantity, or None (rules in the module docstring).
 
     `agreements`: answer quantity -> the expected quantities it states; `negated(i)`: whether answer quantity i is
     denied (commitment.negation)."""
     nearby = Nearby(wanted)
-    rivals = {i for i, q in enumerate(offered) if i not in agreements and nearby.is_rival(q) and not negated(i)
-              and not _PER_UNIT.match(text, q.end)}  # "$0.05 per share" is another measure
+    rivals = {
+        i
+        for i, q in enumerate(offered)
+        if i not in agreements and nearby.is_rival(q) and not negated(i) and not _PER_UNIT.match(text, q.end)
+    }  # "$0.05 per share" is another measure
     paired_list = re.search(r"\brespectively\b", text, re.I) is not None  # "A and B in 2024 and 2023, respectively"
     counts: dict[str, int] = defaultdict(int)
     for e in wanted:
@@ -111,14 +121,19 @@ def hedged(text: str, wanted: list[Quantity], offered: list[Quantity], agreement
         family_rivals = [i for i in listed if i in rivals]
         distinct = len({offered[i].value for i in family_rivals})
         if distinct > MAX_RIVALS_PER_EXPECTED * expected_count:
-            return (f"too many alternative values: the answer lists {distinct} candidates besides the expected: "
-                    f"{listing([offered[i] for i in family_rivals])}")
-        for before, after in zip(listed, listed[1:]):
+            return (
+                f"too many alternative values: the answer lists {distinct} candidates besides the expected: "
+                f"{listing([offered[i] for i in family_rivals])}"
+            )
+        for before, after in zip(listed, listed[1:], strict=False):
             if before in agreements and after in agreements:  # "2024: 24.1% or 14.7%" offers two parts' values
-                if set(agreements[before]) != set(agreements[after]) and _joint(
-                        text, offered[before], offered[after]) == "or":
-                    return (f"hedged answer: {offered[before].text} and {offered[after].text} offered as "
-                            "alternatives (or)")
+                if (
+                    set(agreements[before]) != set(agreements[after])
+                    and _joint(text, offered[before], offered[after]) == "or"
+                ):
+                    return (
+                        f"hedged answer: {offered[before].text} and {offered[after].text} offered as alternatives (or)"
+                    )
                 continue
             if before not in agreements and after not in agreements:
                 continue
@@ -126,10 +141,12 @@ def hedged(text: str, wanted: list[Quantity], offered: list[Quantity], agreement
             joint = _joint(text, offered[before], offered[after])
             if joint is None or (paired_list and joint != "or"):
                 continue
-            if other in rivals or (joint == "or" and _or_alternative(text, offered, match, other, wanted,
-                                                                       agreements, negated)):
-                return (f"hedged answer: {offered[before].text} and {offered[after].text} offered as alternatives"
-                        f" ({joint})")
+            if other in rivals or (
+                joint == "or" and _or_alternative(text, offered, match, other, wanted, agreements, negated)
+            ):
+                return (
+                    f"hedged answer: {offered[before].text} and {offered[after].text} offered as alternatives ({joint})"
+                )
     for i in sorted(rivals):
         cue = hedge_cue(text, offered[i].start, offered[i].end)
         if cue:
@@ -159,12 +176,18 @@ def _joint(text: str, first: Quantity, second: Quantity) -> str | None:
     return None
 
 
-def _or_alternative(text: str, offered: list[Quantity], match: int, other: int, wanted: list[Quantity],
-                    agreements: dict[int, list[int]], negated: Callable[[int], str | None]) -> bool:
+def _or_alternative(
+    text: str,
+    offered: list[Quantity],
+    match: int,
+    other: int,
+    wanted: list[Quantity],
+    agreements: dict[int, list[int]],
+    negated: Callable[[int], str | None],
+) -> bool:
     """A compatible value joined to the match by "or" alone (its unit may repeat), not a per-unit figure."""
     q = offered[other]
-    if negated(other) or _PER_UNIT.match(text, q.end) or not any(
-            compatible(wanted[e], q) for e in agreements[match]):
+    if negated(other) or _PER_UNIT.match(text, q.end) or not any(compatible(wanted[e], q) for e in agreements[match]):
         return False
     first, second = sorted((offered[match], q), key=lambda x: x.start)
     unit = {w.casefold() for w in _WORD.findall(text[second.end : second.end + 30])[:3]}

@@ -23,6 +23,8 @@ import re
 
 from finsec.grading.numbers import Quantity
 
+__all__ = ["MAX_WORDS", "Polarity", "WINDOW"]
+
 MAX_WORDS = 6
 WINDOW = 80  # characters looked at before a value
 
@@ -89,7 +91,7 @@ class Polarity:
         if breaks:
             window = window[breaks[-1].end() :]
         found = None
-        for found in _NATURE.finditer(window):
+        for found in _NATURE.finditer(window):  # noqa: B007 (the last match is the one wanted)
             pass
         if found is None or len(_WORDS.findall(window[found.end() :])) > MAX_WORDS:
             return 0, ""

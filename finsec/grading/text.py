@@ -40,6 +40,16 @@ from finsec.grading.commitment import ALTERNATIVE_WORDS, asked, designations, ne
 from finsec.grading.names import ARTICLES, LIST_PUNCT, Answer, count_words, kind_of, words
 from finsec.grading.numbers import normalize
 
+__all__ = [
+    "compare_text",
+    "MAX_ITEM_WORDS",
+    "MAX_LISTED",
+    "MAX_NAME_EXTENSION",
+    "MAX_OTHER_WORDS",
+    "MAX_WALK",
+    "MAX_WORDS",
+]
+
 MAX_NAME_EXTENSION = 3
 MAX_OTHER_WORDS = 30
 MAX_WORDS = 300  # a name is stated in a sentence or two; more is an essay that buries it
@@ -47,10 +57,28 @@ MAX_ITEM_WORDS = 6  # a name longer than this is prose, not an enumeration item
 MAX_LISTED = 6
 _JOINERS = frozenset({"or", "nor", "and", "either"})
 # Words between a joiner and its item ("or possibly Nevada", "..., the independent auditor").
-_SKIPPED = frozenset({"possibly", "maybe", "perhaps", "also", "even", "another", "other", "some", "alternatively",
-                      "otherwise", "rather", "else", "a", "an", "the"})
-_CUES = frozenset({"maybe", "perhaps", "possibly", "alternatively", "otherwise", "or", "either", "might", "could",
-                   "may"})
+_SKIPPED = frozenset(
+    {
+        "possibly",
+        "maybe",
+        "perhaps",
+        "also",
+        "even",
+        "another",
+        "other",
+        "some",
+        "alternatively",
+        "otherwise",
+        "rather",
+        "else",
+        "a",
+        "an",
+        "the",
+    }
+)
+_CUES = frozenset(
+    {"maybe", "perhaps", "possibly", "alternatively", "otherwise", "or", "either", "might", "could", "may"}
+)
 MAX_WALK = MAX_LISTED + 2  # items looked at on each side of a mention: enough to name the list
 
 
@@ -71,8 +99,9 @@ def compare_text(expected_answer: str, answer: str) -> tuple[bool, str]:
         return False, f"text mismatch: answer lacks {listed}"
     others = {t.norm for t in parsed.tokens if t.content} - set(wanted)
     if len(others) > MAX_OTHER_WORDS:
-        return False, (f"flood: the answer buries '{shown}' among {len(others)} other words (at most "
-                       f"{MAX_OTHER_WORDS})")
+        return False, (
+            f"flood: the answer buries '{shown}' among {len(others)} other words (at most {MAX_OTHER_WORDS})"
+        )
     mentions = _mentions(parsed, wanted)
     if not mentions:
         return False, f"text mismatch: the answer never states '{shown}' as one phrase"
@@ -135,8 +164,9 @@ def _uncommitted(parsed: Answer, a: int, b: int, wanted: set[str], kind: str, sh
     first, last = a, b
     while a - first <= MAX_NAME_EXTENSION and parsed.glued(first - 1, first) and parsed.name_word(first - 1):
         first -= 1
-    while (a - first) + (last - b) <= MAX_NAME_EXTENSION and parsed.glued(last, last + 1) and parsed.name_word(
-            last + 1):
+    while (
+        (a - first) + (last - b) <= MAX_NAME_EXTENSION and parsed.glued(last, last + 1) and parsed.name_word(last + 1)
+    ):
         last += 1
     if (a - first) + (last - b) > MAX_NAME_EXTENSION:
         return f"the answer buries '{shown}' in a run of names: '{parsed.phrase(first, last)[:200]}'"
@@ -163,9 +193,16 @@ def _enumeration(parsed: Answer, a: int, b: int, wanted: set[str], kind: str) ->
     spans.sort()
     covered = sum(1 for x, y in spans for t in parsed.tokens[x : y + 1] if t.content)
     bare = covered >= parsed.content_in[parsed.sentences[a]]  # nothing in the sentence but the list
-    kept = [s for k, s in enumerate(spans) if s == (a, b) or (
-        not {t.norm for t in parsed.tokens[s[0] : s[1] + 1]} <= wanted and _competes(parsed, spans, k, kind)
-        and (bare or "or" in joiners or _named(parsed, s)))]
+    kept = [
+        s
+        for k, s in enumerate(spans)
+        if s == (a, b)
+        or (
+            not {t.norm for t in parsed.tokens[s[0] : s[1] + 1]} <= wanted
+            and _competes(parsed, spans, k, kind)
+            and (bare or "or" in joiners or _named(parsed, s))
+        )
+    ]
     return [parsed.phrase(x, y) for x, y in kept], joiners, bare
 
 
@@ -221,6 +258,7 @@ def _candidate(parsed: Answer, first: int, last: int) -> bool:
 
 def _competes(parsed: Answer, spans: list[tuple[int, int]], k: int, kind: str) -> bool:
     """Is item k a rival of the expected's kind, not part of an address ("San Jose, California", "Delaware, USA")?"""
+
     def place(span: tuple[int, int]) -> str:
         return kind_of(" ".join(t.norm for t in parsed.tokens[span[0] : span[1] + 1]))
 
@@ -232,7 +270,7 @@ def _competes(parsed: Answer, spans: list[tuple[int, int]], k: int, kind: str) -
     return True
 
 
-def _rival_elsewhere(parsed: Answer, mentions: list[tuple[int, int]], wanted: list[str], shown: str) -> str | None:
+def _rival_elsewhere(parsed: Answer, mentions: list[tuple[int, int]], wanted: list[str], shown: str) -> str | None:  # noqa: C901 (one pass over the tokens, each rival kind a branch)
     """A rival offered away from the mentions: a bare name sentence, a hedge cue, an answer marker, yes and no."""
     tokens = parsed.tokens
     in_mention = bytearray(len(tokens))
@@ -255,8 +293,13 @@ def _rival_elsewhere(parsed: Answer, mentions: list[tuple[int, int]], wanted: li
             j = k + 1
             while j - k <= 3 and parsed.same_sentence(k, j) and not tokens[j].content:
                 j += 1
-            if j - k <= 3 and parsed.same_sentence(k, j) and not in_mention[j] and parsed.name_word(j) and (
-                    parsed.cased or _candidate(parsed, j, j)):
+            if (
+                j - k <= 3
+                and parsed.same_sentence(k, j)
+                and not in_mention[j]
+                and parsed.name_word(j)
+                and (parsed.cased or _candidate(parsed, j, j))
+            ):
                 return f"the answer hedges: '{parsed.phrase(k, j)}'"
     kind = kind_of(" ".join(wanted))
     for start, end in designations(parsed.text):
@@ -265,8 +308,15 @@ def _rival_elsewhere(parsed: Answer, mentions: list[tuple[int, int]], wanted: li
         if named and not any(in_mention[k] for k in inside):
             return f"the answer designates '{parsed.phrase(named[0], named[-1])}' as its answer"
         if kind != "other":  # a place: the first place it names is its answer
-            first = next((k for k in named if kind_of(tokens[k].norm) == kind or (
-                k + 1 < len(tokens) and kind_of(f"{tokens[k].norm} {tokens[k + 1].norm}") == kind)), None)
+            first = next(
+                (
+                    k
+                    for k in named
+                    if kind_of(tokens[k].norm) == kind
+                    or (k + 1 < len(tokens) and kind_of(f"{tokens[k].norm} {tokens[k + 1].norm}") == kind)
+                ),
+                None,
+            )
             if first is not None and not in_mention[first]:
                 return f"the answer designates '{parsed.phrase(first, first)}' as its answer"
     return None
@@ -281,8 +331,12 @@ def _bare_names(parsed: Answer, in_mention: bytearray) -> list[str]:
         while j + 1 < len(tokens) and parsed.sentences[j + 1] == parsed.sentences[k]:
             j += 1
         words_ = [i for i in range(k, j + 1) if tokens[i].low not in ARTICLES]
-        if 0 < len(words_) <= 4 and not any(in_mention[k : j + 1]) and all(parsed.name_word(i) for i in words_) and \
-                not re.search(r"[:\d]", parsed.text[tokens[k].start : tokens[j].end]):
+        if (
+            0 < len(words_) <= 4
+            and not any(in_mention[k : j + 1])
+            and all(parsed.name_word(i) for i in words_)
+            and not re.search(r"[:\d]", parsed.text[tokens[k].start : tokens[j].end])
+        ):
             out.append(parsed.phrase(k, j))
         k = j + 1
     return out
@@ -294,5 +348,4 @@ def _standalone(parsed: Answer, k: int) -> bool:
     before = text[tokens[k - 1].end : tokens[k].start] if k else ""
     after = text[tokens[k].end : tokens[k + 1].start] if k + 1 < len(tokens) else ""
     opens = k == 0 or re.search(r"[,;:.!?\n]", before) is not None or tokens[k - 1].low in {"but", "and", "or", "yet"}
-    return opens and (
-        k + 1 == len(tokens) or re.search(r"[,;:.!?\n]", after) is not None)
+    return opens and (k + 1 == len(tokens) or re.search(r"[,;:.!?\n]", after) is not None)

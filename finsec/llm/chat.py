@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = ["chat_request", "responses_reply"]
+
 # Create-params that mean the same thing in both APIs. Anything else (tools, text.format, truncation, include,
 # previous_response_id, stream, ...) has no faithful chat equivalent here and is dropped.
 _SHARED_PARAMS = frozenset(
@@ -67,14 +69,19 @@ def _text(content: Any) -> str:
 def responses_reply(chat: dict[str, Any]) -> dict[str, Any]:
     """A Responses-shaped object equivalent to a Chat Completions reply (its first choice)."""
     choices = chat.get("choices")
-    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
-    message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    choice: dict[str, Any] = (
+        choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    )
+    raw_message = choice.get("message")
+    message: dict[str, Any] = raw_message if isinstance(raw_message, dict) else {}
     output: list[dict[str, Any]] = []
     # vLLM and SGLang put a reasoning model's thinking beside the answer; keep it as the reasoning item it would be.
     reasoning = message.get("reasoning_content") or message.get("reasoning")
     if isinstance(reasoning, str) and reasoning:
         output.append({"type": "reasoning", "summary": [{"type": "summary_text", "text": reasoning}]})
-    incomplete = _INCOMPLETE_REASONS.get(choice.get("finish_reason"))
+    finish = choice.get("finish_reason")
+    # a string only: a list here (a malformed reply) made the lookup raise TypeError
+    incomplete = _INCOMPLETE_REASONS.get(finish) if isinstance(finish, str) else None
     status = "incomplete" if incomplete else "completed"
     if isinstance(message.get("content"), str):
         output.append(

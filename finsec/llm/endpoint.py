@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from finsec.llm.chat import chat_request, responses_reply
 
+__all__ = ["ModelClient", "ModelEndpoint", "ModelHTTPError", "ModelReplyError"]
+
 _ERROR_TEXT_LIMIT = 500
 
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import yaml
 
+__all__ = ["load_prompt", "STOCK_DIR"]
+
 STOCK_DIR = Path(__file__).parent / "prompt_templates"
 
 

@@ -14,6 +14,22 @@ from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_add
 
 from finsec.tool_error import shown
 
+__all__ = [
+    "DEFAULT_PORTS",
+    "host_matches",
+    "host_name_problem",
+    "in_networks",
+    "IPAddress",
+    "IPNetwork",
+    "legacy_ipv4",
+    "MAX_HOST_CHARS",
+    "MAX_LABEL_CHARS",
+    "MAX_URL_CHARS",
+    "normalize_host",
+    "parse_ip",
+    "parse_networks",
+]
+
 IPAddress = IPv4Address | IPv6Address
 IPNetwork = IPv4Network | IPv6Network
 
@@ -85,11 +101,14 @@ def host_name_problem(host: str) -> str | None:
         if not label:
             return f"host {host!r} has an empty label (two dots in a row)."
         if len(label) > MAX_LABEL_CHARS:
-            return (f"host {shown(host, 80)!r} has a label of {len(label)} characters; DNS allows at most "
-                    f"{MAX_LABEL_CHARS}.")
+            return (
+                f"host {shown(host, 80)!r} has a label of {len(label)} characters; DNS allows at most "
+                f"{MAX_LABEL_CHARS}."
+            )
         if not _LABEL.match(label):
-            return (f"host {shown(host, 80)!r} is not a valid host name: labels use letters, digits and inner hyphens "
-                    "only.")
+            return (
+                f"host {shown(host, 80)!r} is not a valid host name: labels use letters, digits and inner hyphens only."
+            )
     return None
 
 

@@ -20,6 +20,8 @@ import httpx
 from finsec.net.hosts import DEFAULT_PORTS, host_matches, normalize_host
 from finsec.net.safe_fetch import DEFAULT_CONTENT_TYPES, Resolver, SafeFetcher, default_resolve
 
+__all__ = ["FetchPolicy", "mirror_ports", "RateLimiter", "SEC_CONTENT_TYPES", "SEC_DOMAINS", "sec_hosts"]
+
 SEC_DOMAINS = ("sec.gov", "*.sec.gov")
 
 # Safe because nothing we fetch is rendered or executed: bodies are only decoded as text and parsed (HTML
@@ -89,8 +91,12 @@ class FetchPolicy:
             if hop > 0:
                 await self.limiter.acquire()
 
-        return self._fetcher(allowed_hosts=self.sec_hosts, content_types=SEC_CONTENT_TYPES, before_hop=redirect_slot,
-                             host_ports=mirror_ports(self.sec_base_urls))
+        return self._fetcher(
+            allowed_hosts=self.sec_hosts,
+            content_types=SEC_CONTENT_TYPES,
+            before_hop=redirect_slot,
+            host_ports=mirror_ports(self.sec_base_urls),
+        )
 
     def page_fetcher(self) -> SafeFetcher:
         """For parse_html_page's generic path: SEC hosts and `page_hosts`; SEC hops are rate-limited."""
@@ -102,8 +108,12 @@ class FetchPolicy:
 
         listed = {normalize_host(h) for h in self.page_hosts}  # a host allowlisted for pages keeps every port
         ports = {host: found for host, found in mirror_ports(self.sec_base_urls).items() if host not in listed}
-        return self._fetcher(allowed_hosts=[*hosts, *self.page_hosts], content_types=DEFAULT_CONTENT_TYPES,
-                             before_hop=sec_slot, host_ports=ports)
+        return self._fetcher(
+            allowed_hosts=[*hosts, *self.page_hosts],
+            content_types=DEFAULT_CONTENT_TYPES,
+            before_hop=sec_slot,
+            host_ports=ports,
+        )
 
     def _fetcher(self, *, allowed_hosts, content_types, before_hop, host_ports) -> SafeFetcher:
         return SafeFetcher(

@@ -12,6 +12,8 @@ import random
 import socket
 from pathlib import Path
 
+__all__ = ["ephemeral_range", "free_port"]
+
 _LOWEST = 20_000  # above the ports services usually take (8000, 8080, 8265, 6379, ...)
 _RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 _handed_out: set[int] = set()  # never the same port twice from one process

@@ -21,6 +21,8 @@ import stamina
 
 from finsec.metrics import NO_METRICS, Metrics
 
+__all__ = ["RetryPolicy", "T", "TryAgain", "with_retries"]
+
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 # stamina's default hook logs a bare "stamina.retry_scheduled" for every retry, of every caller; the retries here
@@ -52,8 +54,9 @@ class RetryPolicy:
         return cls(attempts=len(waits) + 1, jitter=0.0, waits=tuple(waits), deadline=deadline)
 
 
-async def with_retries(policy: RetryPolicy, target: str, attempt: Callable[[], Awaitable[T]],
-                       metrics: Metrics = NO_METRICS) -> T:
+async def with_retries(
+    policy: RetryPolicy, target: str, attempt: Callable[[], Awaitable[T]], metrics: Metrics = NO_METRICS
+) -> T:
     """`attempt()` until it returns or raises anything but TryAgain; the last TryAgain when the policy is spent."""
     began, retries = time.monotonic(), 0
 
@@ -73,13 +76,19 @@ async def with_retries(policy: RetryPolicy, target: str, attempt: Callable[[], A
         retries += 1
         metrics.retry(target, error.reason)
         after = "after a backoff" if wait is True else f"in {float(wait):.1f} s"
-        log.warning("%s: attempt %d of %d failed (%s); trying again %s", target, retries, policy.attempts,
-                    error.detail, after)
+        log.warning(
+            "%s: attempt %d of %d failed (%s); trying again %s", target, retries, policy.attempts, error.detail, after
+        )
         return wait
 
     async for trying in stamina.retry_context(
-            on=again, attempts=policy.attempts, timeout=policy.deadline, wait_initial=policy.first_wait,
-            wait_max=policy.longest_wait, wait_jitter=policy.jitter):
+        on=again,
+        attempts=policy.attempts,
+        timeout=policy.deadline,
+        wait_initial=policy.first_wait,
+        wait_max=policy.longest_wait,
+        wait_jitter=policy.jitter,
+    ):
         with trying:
             return await attempt()
     raise AssertionError("stamina ended the retries without an outcome")  # pragma: no cover

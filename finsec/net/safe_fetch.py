@@ -34,6 +34,21 @@ from finsec.net.hosts import (
 from finsec.text.plain_text import decode
 from finsec.tool_error import shown
 
+__all__ = [
+    "address_kind",
+    "BeforeHop",
+    "DEFAULT_CONTENT_TYPES",
+    "default_is_forbidden",
+    "default_resolve",
+    "FetchedPage",
+    "FetchError",
+    "FetchFailed",
+    "FetchRefused",
+    "Resolver",
+    "retry_after",
+    "SafeFetcher",
+]
+
 log = logging.getLogger(__name__)
 
 Resolver = Callable[[str], Awaitable[list[str]]]
@@ -157,7 +172,9 @@ class SafeFetcher:
                     target, host = self._check_url(hop)
                     addresses = await self._vetted_addresses(hop, host)
                     if self._before_hop is not None:  # the deadline stops while we queue: that is not network time
-                        remaining = deadline.when() - loop.time()
+                        when = deadline.when()
+                        assert when is not None  # a float timeout, and every reschedule below sets one
+                        remaining = when - loop.time()
                         deadline.reschedule(None)
                         await self._before_hop(host, number)
                         deadline.reschedule(loop.time() + remaining)
@@ -274,8 +291,9 @@ class SafeFetcher:
             except (KeyError, httpx.InvalidURL, ValueError):  # ValueError: bad IDNA in the Location's host
                 raise hop.failed(f"HTTP {status} redirect without a valid Location header.", status) from None
         if not 200 <= status < 300:
-            raise hop.failed(f"the server answered HTTP {status} {response.reason_phrase}.", status,
-                             retry_after(response.headers))
+            raise hop.failed(
+                f"the server answered HTTP {status} {response.reason_phrase}.", status, retry_after(response.headers)
+            )
         content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
         if content_type not in self.allowed_content_types:
             allowed = ", ".join(sorted(t or "missing" for t in self.allowed_content_types))

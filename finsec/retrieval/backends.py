@@ -15,6 +15,16 @@ from finsec.retrieval.prompt import substitute, without_placeholders
 from finsec.single_flight import SingleFlight
 from session_store.lru import BoundedLru
 
+__all__ = [
+    "MAX_SUBSTITUTED_CHARS",
+    "ModelBackend",
+    "PassageBackend",
+    "QUESTION_INLINE_CHARS",
+    "RetrievalBackend",
+    "SCORE_INLINE_CHARS",
+    "Selection",
+]
+
 SCORE_INLINE_CHARS = 3_000_000  # of stored documents, read through cached indexes
 QUESTION_INLINE_CHARS = 2_000  # of prompt: each character of a question costs far more than one of a document
 
@@ -59,10 +69,10 @@ class PassageBackend:
         excerpts = {key: Excerpt(await self._index(s), s.start or 0, s.end) for key, s in documents.items()}
         # Several big filings, or a long prompt (its words are weighed, split into parts and scored), go to a
         # worker thread: the whole input decides, not the documents alone.
-        heavy = (sum(len(s.text) for s in documents.values()) >= SCORE_INLINE_CHARS
-                 or len(prompt) >= QUESTION_INLINE_CHARS)
-        return await offload.run(int(heavy), self._passages.answer, without_placeholders(prompt), excerpts,
-                                 limit=1)
+        heavy = (
+            sum(len(s.text) for s in documents.values()) >= SCORE_INLINE_CHARS or len(prompt) >= QUESTION_INLINE_CHARS
+        )
+        return await offload.run(int(heavy), self._passages.answer, without_placeholders(prompt), excerpts, limit=1)
 
 
 MAX_SUBSTITUTED_CHARS = 16_000_000  # a prompt with its documents pasted in: what one model call may carry
@@ -79,7 +89,9 @@ class ModelBackend:
         # Every occurrence is replaced: 10,000 "{{doc}}" in a prompt would paste a filing 10,000 times.
         size = len(prompt) + sum(prompt.count("{{" + key + "}}") * len(text) for key, text in contents.items())
         if size > MAX_SUBSTITUTED_CHARS:
-            return (f"ERROR: with its documents pasted in at every placeholder, this prompt would be {size:,} "
-                    f"characters, over the {MAX_SUBSTITUTED_CHARS:,} one retrieval may send. Name each document "
-                    "once, or read a part of it with input_character_ranges.")
+            return (
+                f"ERROR: with its documents pasted in at every placeholder, this prompt would be {size:,} "
+                f"characters, over the {MAX_SUBSTITUTED_CHARS:,} one retrieval may send. Name each document "
+                "once, or read a part of it with input_character_ranges."
+            )
         return await self.model.answer(substitute(prompt, contents))

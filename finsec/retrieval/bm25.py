@@ -8,6 +8,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+__all__ = ["Bm25Index", "idf"]
+
 
 def idf(size: int, document_frequency: int) -> float:
     return math.log(1.0 + (size - document_frequency + 0.5) / (document_frequency + 0.5))

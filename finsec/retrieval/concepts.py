@@ -21,6 +21,16 @@ import re
 
 from finsec.retrieval.tokenize import tokenize
 
+__all__ = [
+    "asks_headcount",
+    "asks_top_line",
+    "document_tags",
+    "HEADCOUNT",
+    "HEADCOUNT_WEIGHT",
+    "owner",
+    "question_terms",
+]
+
 HEADCOUNT = "#headcount"
 HEADCOUNT_WEIGHT = 2.0
 

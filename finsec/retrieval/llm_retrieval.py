@@ -13,6 +13,8 @@ from finsec.llm.endpoint import ModelClient, ModelEndpoint, ModelHTTPError
 from finsec.llm.templates import STOCK_DIR, load_prompt
 from finsec.metrics import NO_METRICS, Metrics
 
+__all__ = ["DEFAULT_CALL_TIMEOUT_SECONDS", "LlmRetrieval", "no_output_message", "output_text", "STOCK_SYSTEM_PROMPT"]
+
 STOCK_SYSTEM_PROMPT = STOCK_DIR / "retrieval.yaml"
 _BODY_LIMIT = 500
 # A model that never answers must not hang the tool: NeMo Gym's aiohttp client gave up after 300 s in all.

@@ -38,6 +38,28 @@ from finsec.retrieval import concepts
 from finsec.retrieval.bm25 import Bm25Index, idf
 from finsec.retrieval.tokenize import normalize, stem, tokenize
 
+__all__ = [
+    "CONTEXT_WEIGHT",
+    "COVER_WEIGHT",
+    "cut_passages",
+    "Excerpt",
+    "excerpt",
+    "HEAD_CHARS",
+    "IndexedDocument",
+    "LINE_CHARS",
+    "MAX_PARTS",
+    "MAX_QUERY_TERMS",
+    "Passage",
+    "PASSAGE_CHARS",
+    "PassageRetriever",
+    "query_weights",
+    "question_parts",
+    "ROW_CHARS",
+    "ROW_SHARE",
+    "ROWS_PER_PART",
+    "table_rows",
+]
+
 PASSAGE_CHARS = 700
 LINE_CHARS = 6_000  # a longer line is cut into pieces (a filing's paragraphs are shorter)
 ROW_CHARS = 400  # a longer "row" is prose with a pipe in it, not a table row
@@ -50,13 +72,19 @@ MAX_PARTS = 6
 MAX_QUERY_TERMS = 256
 
 # Words of the question's form, not its content.
-_QUESTION_WORDS = frozenset(stem(w) for w in """according amount company corporation did disclose disclosed does
+_QUESTION_WORDS = frozenset(
+    stem(w)
+    for w in """according amount company corporation did disclose disclosed does
     figure figures filing find give how inc many much number provide provided reported report state stated tell
-    value what which""".split())
+    value what which""".split()
+)
 # Period words: they select a column, rarely the passage (weight is cut, not removed).
-_PERIOD_WORDS = frozenset(stem(w) for w in """annual calendar date day days end ended ending first fiscal fourth
+_PERIOD_WORDS = frozenset(
+    stem(w)
+    for w in """annual calendar date day days end ended ending first fiscal fourth
     half month months nine period quarter quarterly second six third three twelve year years january february
-    march april may june july august september october november december""".split())
+    march april may june july august september october november december""".split()
+)
 _EXPANSIONS = {
     "eps": "earnings per share diluted",
     "capex": "capital expenditures purchases property equipment",
@@ -100,12 +128,13 @@ _COMPONENTS = {
     "operating income margin": ("operating income income from operations", "total revenues net sales"),
     "net margin": ("net income", "total revenues net sales"),
     "profit margin": ("net income", "total revenues net sales"),
-    "effective tax rate": ("provision for income taxes income tax expense",
-                           "income before provision for income taxes income before income taxes"),
+    "effective tax rate": (
+        "provision for income taxes income tax expense",
+        "income before provision for income taxes income before income taxes",
+    ),
     "tax rate": ("provision for income taxes income tax expense", "income before income taxes"),
     "current ratio": ("total current assets", "total current liabilities"),
-    "quick ratio": ("cash and cash equivalents marketable securities accounts receivable",
-                    "total current liabilities"),
+    "quick ratio": ("cash and cash equivalents marketable securities accounts receivable", "total current liabilities"),
     "debt to equity": ("long-term debt", "total stockholders equity"),
     "debt-to-equity": ("long-term debt", "total stockholders equity"),
     "return on equity": ("net income", "total stockholders equity"),
@@ -113,11 +142,17 @@ _COMPONENTS = {
     "free cash flow": ("net cash provided by operating activities", "purchases of property and equipment"),
     "asset turnover": ("total revenues net sales", "total assets"),
 }
-_COORDINATION = re.compile(r",|;|:|\band\b|\bversus\b|\bvs\b\.?|\bcompared (?:with|to)\b|\bas well as\b|\bplus\b"
-                           r"|\bagainst\b", re.IGNORECASE)
+_COORDINATION = re.compile(
+    r",|;|:|\band\b|\bversus\b|\bvs\b\.?|\bcompared (?:with|to)\b|\bas well as\b|\bplus\b"
+    r"|\bagainst\b",
+    re.IGNORECASE,
+)
 # "as of September 28, 2024", "at December 31": a balance at a date, so the balance sheet's row.
-_AT_A_DATE = re.compile(r"\b(?:as of|at|on)\s+(?:the end of\s+)?(?:january|february|march|april|may|june|july|"
-                        r"august|september|october|november|december|fiscal|year|quarter)", re.IGNORECASE)
+_AT_A_DATE = re.compile(
+    r"\b(?:as of|at|on)\s+(?:the end of\s+)?(?:january|february|march|april|may|june|july|"
+    r"august|september|october|november|december|fiscal|year|quarter)",
+    re.IGNORECASE,
+)
 _BALANCE_WORDS = "balance sheets"
 
 
@@ -166,8 +201,12 @@ def _at_a_date(question: str, weights: dict[str, float]) -> dict[str, float]:
 
 
 def _is_heading(line: str) -> bool:
-    return (3 < len(line) < 90 and "|" not in line and not line.endswith((".", ";", ","))
-            and _LETTER.search(line) is not None)
+    return (
+        3 < len(line) < 90
+        and "|" not in line
+        and not line.endswith((".", ";", ","))
+        and _LETTER.search(line) is not None
+    )
 
 
 _LETTER = re.compile(r"[^\W\d_]")
@@ -237,8 +276,12 @@ def table_rows(text: str) -> list[Passage]:
             if all(_TABLE_HEADER_CELL.match(c) for c in line.split("|") if c.strip()):  # periods, no figures
                 header = (header if previous_was_header else [])[-1:] + [line]
                 is_header = True
-            elif first and any(c.isalpha() for c in first) and len(line) <= ROW_CHARS \
-                    and any(_FIGURE_CELL.match(c) for c in line.split("|")[1:]):
+            elif (
+                first
+                and any(c.isalpha() for c in first)
+                and len(line) <= ROW_CHARS
+                and any(_FIGURE_CELL.match(c) for c in line.split("|")[1:])
+            ):
                 context = " / ".join(c for c in (heading, group, unit, " / ".join(header)) if c)
                 rows.append(Passage(position, end, context))
         else:
@@ -263,8 +306,12 @@ class _Units:
 
     def __init__(self, text: str, units: list[Passage]):
         self.units = units
-        self.index = Bm25Index([tokenize(u.context + "\n" + text[u.start : u.end])
-                                + concepts.document_tags(text[u.start : u.end]) for u in units])
+        self.index = Bm25Index(
+            [
+                tokenize(u.context + "\n" + text[u.start : u.end]) + concepts.document_tags(text[u.start : u.end])
+                for u in units
+            ]
+        )
         self._starts = np.array([u.start for u in units], dtype=np.int64)
         self._ends = np.array([u.end for u in units], dtype=np.int64)
 
@@ -272,8 +319,15 @@ class _Units:
     def nbytes(self) -> int:
         return self.index.nbytes + 100 * len(self.units) + self._starts.nbytes + self._ends.nbytes
 
-    def best(self, query, limit: int, idfs=None, bounds: tuple[int, int] | None = None,
-             full: int = 0, scores: np.ndarray | None = None) -> list[tuple[float, Passage]]:
+    def best(
+        self,
+        query,
+        limit: int,
+        idfs=None,
+        bounds: tuple[int, int] | None = None,
+        full: int = 0,
+        scores: np.ndarray | None = None,
+    ) -> list[tuple[float, Passage]]:
         """`scores`: this query's scores of these units, when the caller already has them (a text under many keys)."""
         if not self.units:
             return []
@@ -309,8 +363,9 @@ class IndexedDocument:
         """The top passages by BM25; with `bounds`, only passages overlapping that range, clipped to it."""
         return self._passages.best(query, limit, idfs, bounds, len(self.text))
 
-    def best_rows(self, query, limit: int, idfs=None,
-                  bounds: tuple[int, int] | None = None) -> list[tuple[float, Passage]]:
+    def best_rows(
+        self, query, limit: int, idfs=None, bounds: tuple[int, int] | None = None
+    ) -> list[tuple[float, Passage]]:
         """The top table rows by BM25 (scored over rows only), as `best`."""
         return self.rows.best(query, limit, idfs, bounds, len(self.text))
 
@@ -352,8 +407,10 @@ class _Candidate:
 
     def block(self) -> str:
         context = f"({self.passage.context})\n" if self.passage.context else ""
-        return (f"\n[{self.key} characters {self.passage.start}-{self.passage.end}]\n{context}"
-                f"{self.document.text[self.passage.start : self.passage.end]}")
+        return (
+            f"\n[{self.key} characters {self.passage.start}-{self.passage.end}]\n{context}"
+            f"{self.document.text[self.passage.start : self.passage.end]}"
+        )
 
 
 def _shared_idfs(documents: dict[str, Excerpt], terms, units: str) -> dict[str, float] | None:
@@ -371,8 +428,9 @@ class PassageRetriever:
         self.reply_chars = reply_chars
         self.rows_per_part = rows_per_part
 
-    def _ranked(self, question: str, weights: dict[str, float], documents: dict[str, Excerpt],
-                cover: dict[str, float]) -> list[_Candidate]:
+    def _ranked(
+        self, question: str, weights: dict[str, float], documents: dict[str, Excerpt], cover: dict[str, float]
+    ) -> list[_Candidate]:
         """One part's candidates, best first: its best rows (those close to the top row's score) interleaved with
         its best passages."""
         terms = set(weights)
@@ -387,13 +445,15 @@ class PassageRetriever:
                 kind = e.document.units(units)
                 if id(kind) not in scored:
                     scored[id(kind)] = kind.index.scores(query, idfs)
-                hits += [(score * cover[key], key, p, e.document) for score, p in
-                         kind.best(query, limit, idfs, e.bounds(), len(e.document.text), scored[id(kind)])]
+                hits += [
+                    (score * cover[key], key, p, e.document)
+                    for score, p in kind.best(query, limit, idfs, e.bounds(), len(e.document.text), scored[id(kind)])
+                ]
             hits.sort(key=lambda h: -h[0])
             if units == "rows" and hits:
                 hits = [h for h in hits if h[0] >= ROW_SHARE * hits[0][0]][: self.rows_per_part]
             else:
-                hits = hits[: limit]
+                hits = hits[:limit]
             ranked.append([_Candidate(key, p, doc) for _, key, p, doc in hits])
         passages, rows = ranked
         merged = []
@@ -408,18 +468,21 @@ class PassageRetriever:
         whole = _strongest(query_weights(question), texts)
         idfs = _shared_idfs(documents, whole, "passages")
         cover = {key: _cover_match(e.document, whole, idfs) for key, e in documents.items()}  # the whole question's
-        candidates = [self._ranked(question, _strongest(weights, texts), documents, cover)
-                      for weights in question_parts(question)]
+        candidates = [
+            self._ranked(question, _strongest(weights, texts), documents, cover) for weights in question_parts(question)
+        ]
         if not any(candidates):
             return (
                 "No passage of " + ", ".join(documents) + " matches the words of your prompt. "
                 "Try other words, or read a part of the document with input_character_ranges."
             )
         blocks = _share_budget(candidates, self.reply_chars)
-        head = (f"The {len(blocks)} passages of {', '.join(documents)} that best match your prompt (BM25 search; "
-                "table rows and passages for each part of the question, most relevant first; a passage's context "
-                "line in parentheses says where it sits; character ranges refer to the stored document, for "
-                "input_character_ranges):")
+        head = (
+            f"The {len(blocks)} passages of {', '.join(documents)} that best match your prompt (BM25 search; "
+            "table rows and passages for each part of the question, most relevant first; a passage's context "
+            "line in parentheses says where it sits; character ranges refer to the stored document, for "
+            "input_character_ranges):"
+        )
         return head + "\n" + "\n".join(blocks)
 
 

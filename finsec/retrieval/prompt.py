@@ -7,6 +7,16 @@ from typing import Any
 
 from finsec.tool_error import ToolError
 
+__all__ = [
+    "character_ranges",
+    "missing_key_error",
+    "NO_PLACEHOLDER",
+    "placeholder_keys",
+    "PromptError",
+    "substitute",
+    "without_placeholders",
+]
+
 _PLACEHOLDER = re.compile(r"\{\{([^{}]+)\}\}")
 
 NO_PLACEHOLDER = (

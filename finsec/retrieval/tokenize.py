@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 import re
 
+__all__ = ["normalize", "stem", "STOPWORDS", "tokenize"]
+
 _TOKEN = re.compile(
     r"""
     \d{1,2}-[a-z]\b                 # form names: 10-k, 8-k, 10-q
@@ -38,9 +40,7 @@ def stem(word: str) -> str:
         word = word[:-3] + "y"
     elif word.endswith("ing") and len(word) > 6:
         word = word[:-3]
-    elif word.endswith("ed") and len(word) > 5:
-        word = word[:-2]
-    elif word.endswith(("ses", "xes", "zes", "ches", "shes")):
+    elif word.endswith("ed") and len(word) > 5 or word.endswith(("ses", "xes", "zes", "ches", "shes")):
         word = word[:-2]
     elif word.endswith("s") and not word.endswith("ss"):
         word = word[:-1]

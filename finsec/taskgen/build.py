@@ -56,14 +56,15 @@ def build_tasks(source: Source, document: str) -> Built:
     if filing is None or filing.period_end is None:
         built.dropped[("filing", "no inline XBRL with a period end")] += 1
         return built
-    _Builder(source, filing, built).run()
+    _Builder(source, filing, filing.period_end, built).run()
     return built
 
 
 class _Builder:
-    def __init__(self, source: Source, filing: Filing, built: Built):
+    def __init__(self, source: Source, filing: Filing, end: date, built: Built):
+        """`end`: the filing's period end (build_tasks checked it has one)."""
         self.source, self.filing, self.built = source, filing, built
-        self.end: date = filing.period_end
+        self.end = end
         self.company = f"{filing.cover.get('EntityRegistrantName') or source.ticker} ({source.ticker})"
         self.annual = source.form.startswith("10-K")
         self.occurrences = _occurrences(filing)
@@ -90,19 +91,37 @@ class _Builder:
             agreed = shown == end_context.end
             self.built.facts_checked += 1
             self.built.facts_agreeing += agreed
-            self._keep("cover", "period_end", f"On what date did the {what} covered by {self.company}'s "
-                       f"{self.source.form} for {self._fiscal_label()} end?", _long_date(self.end),
-                       {"value": self.end.isoformat(), "unit": "date"}, [], checked=agreed or "printed date differs")
+            self._keep(
+                "cover",
+                "period_end",
+                f"On what date did the {what} covered by {self.company}'s "
+                f"{self.source.form} for {self._fiscal_label()} end?",
+                _long_date(self.end),
+                {"value": self.end.isoformat(), "unit": "date"},
+                [],
+                checked=agreed or "printed date differs",
+            )
         for fact in self.filing.by_concept.get("dei:EntityCommonStockSharesOutstanding", []):
             cls = _class_name(fact.context)
             stock = f"{cls} common stock" if cls else "common stock"
-            self._keep_fact("cover", f"shares_outstanding:{cls}", f"How many shares of {stock} did {self.company} "
-                            f"report outstanding as of {_long_date(fact.context.end)}?", [fact], signed=False,
-                            answer=f"{fact.value:,.0f} shares")
+            self._keep_fact(
+                "cover",
+                f"shares_outstanding:{cls}",
+                f"How many shares of {stock} did {self.company} "
+                f"report outstanding as of {_long_date(fact.context.end)}?",
+                [fact],
+                signed=False,
+                answer=f"{fact.value:,.0f} shares",
+            )
         for fact in self.filing.by_concept.get("dei:EntityPublicFloat", [])[:1]:
-            self._keep_fact("cover", "public_float", f"What was {self.company}'s public float (the market value "
-                            f"of its equity held by non-affiliates) as of {_long_date(fact.context.end)}?", [fact],
-                            signed=False)
+            self._keep_fact(
+                "cover",
+                "public_float",
+                f"What was {self.company}'s public float (the market value "
+                f"of its equity held by non-affiliates) as of {_long_date(fact.context.end)}?",
+                [fact],
+                signed=False,
+            )
 
     def _printed_cover(self, name: str) -> str:
         """The text where a cover fact is printed, with what follows it: a 10-K often tags "December 31" and
@@ -110,7 +129,7 @@ class _Builder:
         document = self.filing.document
         at = document.find(f'name="dei:{name}"')
         start = document.rfind("<", 0, at)
-        return text_of(document[start:start + 600]) if at >= 0 else ""
+        return text_of(document[start : start + 600]) if at >= 0 else ""
 
     def _line_item(self, figure: Figure) -> None:
         span, fact = self._current(figure)
@@ -118,7 +137,8 @@ class _Builder:
             return
         self.figures[figure.key] = (fact, span)
         question = (figure.ask or "What was {company}'s {name} {period}?").format(
-            company=self.company, name=figure.name, period=self._period(fact.context, span))
+            company=self.company, name=figure.name, period=self._period(fact.context, span)
+        )
         self._keep_fact("line_item", figure.key, question, [fact], signed=figure.signed)
 
     def _segments(self) -> None:
@@ -128,8 +148,12 @@ class _Builder:
                 for concept in figure.concepts:
                     for fact in self.filing.by_concept.get(f"us-gaap:{concept}", []):
                         dims = fact.context.dimensions
-                        if len(dims) == 1 and dims[0][0] == axis and self._span(fact.context) and \
-                                dims[0][1] not in found:
+                        if (
+                            len(dims) == 1
+                            and dims[0][0] == axis
+                            and self._span(fact.context)
+                            and dims[0][1] not in found
+                        ):
                             found[dims[0][1]] = fact
                 largest = sorted(found.items(), key=lambda item: -abs(item[1].value))[:_MAX_SEGMENT_MEMBERS]
                 for member, fact in largest:
@@ -138,13 +162,21 @@ class _Builder:
                     fact = self._precise(fact)
                     period = self._period(fact.context, self._span(fact.context))
                     if figure.key == "revenue":
-                        whence = {"segment": f"its {name} segment", "product": name,
-                                  "region": f"{name} (by geography)"}[role]
+                        whence = {
+                            "segment": f"its {name} segment",
+                            "product": name,
+                            "region": f"{name} (by geography)",
+                        }[role]
                         question = f"How much revenue did {self.company} generate from {whence} {period}?"
                     else:
                         question = f"What was the operating income of {self.company}'s {name} segment {period}?"
-                    self._keep_fact("segment", f"{figure.key}:{role}:{member.split(':')[-1]}", question, [fact],
-                                    signed=figure.signed)
+                    self._keep_fact(
+                        "segment",
+                        f"{figure.key}:{role}:{member.split(':')[-1]}",
+                        question,
+                        [fact],
+                        signed=figure.signed,
+                    )
 
     def _change(self, key: str) -> None:
         if key not in self.figures:
@@ -170,19 +202,35 @@ class _Builder:
         value = top.value / bottom.value
         answer = f"{value * 100:.1f}%" if ratio.percent else f"{value:.2f}"
         question = f"What was {self.company}'s {ratio.name} {self._period(top.context, span)}?"
-        self._keep_fact("ratio", ratio.key, question, [top, bottom], signed=True, answer=answer,
-                        value=round(value * 100, 1) if ratio.percent else round(value, 2),
-                        unit="percent" if ratio.percent else "ratio")
+        self._keep_fact(
+            "ratio",
+            ratio.key,
+            question,
+            [top, bottom],
+            signed=True,
+            answer=answer,
+            value=round(value * 100, 1) if ratio.percent else round(value, 2),
+            unit="percent" if ratio.percent else "ratio",
+        )
 
     # -- periods and facts
 
     def _current(self, figure: Figure) -> tuple[str, Fact | None]:
         """The figure's company-wide fact for the filing's period: the year (10-K), else the quarter, else the
         year to date (a 10-Q's cash flows); an instant at the period's end for the balance sheet."""
-        facts = [fact for concept in figure.concepts
-                 for fact in self.filing.by_concept.get(f"us-gaap:{concept}", []) if not fact.context.dimensions]
-        order = ["instant"] if figure.statement == "balance" else \
-            ["year"] if self.annual else ["quarter", "half", "nine_months"]
+        facts = [
+            fact
+            for concept in figure.concepts
+            for fact in self.filing.by_concept.get(f"us-gaap:{concept}", [])
+            if not fact.context.dimensions
+        ]
+        order = (
+            ["instant"]
+            if figure.statement == "balance"
+            else ["year"]
+            if self.annual
+            else ["quarter", "half", "nine_months"]
+        )
         for span in order:
             for fact in facts:
                 if self._span(fact.context) == span:
@@ -207,8 +255,9 @@ class _Builder:
             year_before = abs((fact.context.end - context.end).days - 365) <= _CLOSE_DAYS
             if context.dimensions or context.id == fact.context.id or not year_before:
                 continue
-            if (context.start is None) == (fact.context.start is None) and \
-                    abs(context.days - fact.context.days) <= _CLOSE_DAYS:
+            if (context.start is None) == (fact.context.start is None) and abs(
+                context.days - fact.context.days
+            ) <= _CLOSE_DAYS:
                 return self._precise(other)
         return None
 
@@ -238,22 +287,44 @@ class _Builder:
 
     # -- keeping
 
-    def _keep_fact(self, kind: str, key: str, question: str, facts: list[Fact], *, signed: bool,
-                   answer: str | None = None, value: float | None = None, unit: str | None = None) -> None:
+    def _keep_fact(
+        self,
+        kind: str,
+        key: str,
+        question: str,
+        facts: list[Fact],
+        *,
+        signed: bool,
+        answer: str | None = None,
+        value: float | None = None,
+        unit: str | None = None,
+    ) -> None:
         main = facts[-1] if kind != "ratio" else facts[0]
-        canonical = {"value": main.value if value is None else value, "unit": unit or _unit(main.unit),
-                     "scale": main.scale, "period": _period_json(main.context)}
-        self._keep(kind, key, question, answer or _amount(main.value, main), canonical, facts,
-                   checked=self._check(facts, signed))
+        canonical = {
+            "value": main.value if value is None else value,
+            "unit": unit or _unit(main.unit),
+            "scale": main.scale,
+            "period": _period_json(main.context),
+        }
+        self._keep(
+            kind,
+            key,
+            question,
+            answer or _amount(main.value, main),
+            canonical,
+            facts,
+            checked=self._check(facts, signed),
+        )
 
     def _check(self, facts: list[Fact], signed: bool) -> bool | str:
         """True when every fact reads the same wherever it is printed and is printed somewhere; else why not."""
         for fact in facts:
-            readings = [(other, printed(self.filing, other))
-                        for other in self.occurrences[(fact.concept, fact.context.id)]]
+            readings = [
+                (other, printed(self.filing, other)) for other in self.occurrences[(fact.concept, fact.context.id)]
+            ]
             readable = [(other, reading) for other, reading in readings if reading is not None]
             agreeing = [agrees(other, reading, signed=signed) for other, reading in readable]
-            disagreeing = [not ok for (other, reading), ok in zip(readable, agreeing) if reading.stated]
+            disagreeing = [not ok for (other, reading), ok in zip(readable, agreeing, strict=False) if reading.stated]
             self.built.facts_checked += 1
             if not all(_consistent(fact, other) for other, _ in readings):
                 return "duplicate tags differ"
@@ -264,8 +335,17 @@ class _Builder:
             self.built.facts_agreeing += 1
         return True
 
-    def _keep(self, kind: str, key: str, question: str, answer: str, canonical: dict, facts: list[Fact], *,
-              checked: bool | str) -> None:
+    def _keep(
+        self,
+        kind: str,
+        key: str,
+        question: str,
+        answer: str,
+        canonical: dict,
+        facts: list[Fact],
+        *,
+        checked: bool | str,
+    ) -> None:
         if checked is not True:
             self.built.dropped[(kind, checked)] += 1
             return
@@ -274,17 +354,26 @@ class _Builder:
             return
         self.asked.add(question)
         source = self.source
-        self.built.tasks.append({
-            "task_id": f"{source.ticker}-{source.form}-{self.end.isoformat()}-{kind}-{_slug(key)}",
-            "question": question,
-            "expected_answer": answer,
-            "ticker": source.ticker, "company": self.company.rsplit(" (", 1)[0], "cik": source.cik,
-            "form": source.form, "accession": source.accession, "filing_date": source.filing_date,
-            "url": source.url, "period_end": self.end.isoformat(),
-            "kind": kind, "tier": TIERS[kind], "figure": key.split(":")[0],
-            "canonical_answer": canonical,
-            "facts": [_fact_json(fact) for fact in facts],
-        })
+        self.built.tasks.append(
+            {
+                "task_id": f"{source.ticker}-{source.form}-{self.end.isoformat()}-{kind}-{_slug(key)}",
+                "question": question,
+                "expected_answer": answer,
+                "ticker": source.ticker,
+                "company": self.company.rsplit(" (", 1)[0],
+                "cik": source.cik,
+                "form": source.form,
+                "accession": source.accession,
+                "filing_date": source.filing_date,
+                "url": source.url,
+                "period_end": self.end.isoformat(),
+                "kind": kind,
+                "tier": TIERS[kind],
+                "figure": key.split(":")[0],
+                "canonical_answer": canonical,
+                "facts": [_fact_json(fact) for fact in facts],
+            }
+        )
 
 
 _SPAN_WORDS = {"year": "fiscal year", "quarter": "three months", "half": "six months", "nine_months": "nine months"}
@@ -305,8 +394,12 @@ def _precision(fact: Fact) -> float:
 def _consistent(fact: Fact, other: Fact) -> bool:
     """Duplicates of a fact agree to the coarser one's precision (XBRL's rule for consistent duplicates)."""
     coarser = min(_precision(fact), _precision(other))
-    return coarser == float("inf") and fact.value == other.value or \
-        coarser != float("inf") and abs(fact.value - other.value) <= 0.5 * 10 ** -coarser + 1e-9 * abs(fact.value)
+    return (
+        coarser == float("inf")
+        and fact.value == other.value
+        or coarser != float("inf")
+        and abs(fact.value - other.value) <= 0.5 * 10**-coarser + 1e-9 * abs(fact.value)
+    )
 
 
 def _long_date(day: date) -> str:
@@ -335,7 +428,7 @@ def _amount(value: float, fact: Fact) -> str:
     if fact.per_share:
         return f"{sign}${abs(value):,.2f}"
     scale = fact.scale if fact.scale in (3, 6, 9) else 0
-    shown = abs(value) / 10 ** scale
+    shown = abs(value) / 10**scale
     places = 0 if fact.decimals is None else min(max(fact.decimals + scale, 0), 2)
     number = f"{shown:,.{places}f}"
     word = {3: " thousand", 6: " million", 9: " billion"}.get(scale, "")
@@ -350,13 +443,20 @@ def _period_json(context: Context) -> dict[str, str | None]:
 
 
 def _fact_json(fact: Fact) -> dict[str, Any]:
-    return {"concept": fact.concept, "context": fact.context.id, "period": _period_json(fact.context),
-            "dimensions": dict(fact.context.dimensions), "value": fact.value, "unit": fact.unit,
-            "scale": fact.scale, "decimals": fact.decimals}
+    return {
+        "concept": fact.concept,
+        "context": fact.context.id,
+        "period": _period_json(fact.context),
+        "dimensions": dict(fact.context.dimensions),
+        "value": fact.value,
+        "unit": fact.unit,
+        "scale": fact.scale,
+        "decimals": fact.decimals,
+    }
 
 
 def _class_name(context: Context) -> str:
-    """"Class A" for a cover fact of one class of stock; "" for the common stock as a whole."""
+    """ "Class A" for a cover fact of one class of stock; "" for the common stock as a whole."""
     members = [member for axis, member in context.dimensions if axis.endswith("StatementClassOfStockAxis")]
     if not members:
         return ""
@@ -375,10 +475,29 @@ def _humanize(member: str) -> str:
 
 
 # ISO codes of the countries filers break revenue out by; a member not named here is not asked about
-_COUNTRIES = {"US": "the United States", "CN": "China", "JP": "Japan", "IE": "Ireland", "GB": "the United Kingdom",
-              "DE": "Germany", "TW": "Taiwan", "SG": "Singapore", "IN": "India", "KR": "South Korea", "CA": "Canada",
-              "FR": "France", "NL": "the Netherlands", "CH": "Switzerland", "MX": "Mexico", "BR": "Brazil",
-              "AU": "Australia", "HK": "Hong Kong", "IL": "Israel", "IT": "Italy", "ES": "Spain"}
+_COUNTRIES = {
+    "US": "the United States",
+    "CN": "China",
+    "JP": "Japan",
+    "IE": "Ireland",
+    "GB": "the United Kingdom",
+    "DE": "Germany",
+    "TW": "Taiwan",
+    "SG": "Singapore",
+    "IN": "India",
+    "KR": "South Korea",
+    "CA": "Canada",
+    "FR": "France",
+    "NL": "the Netherlands",
+    "CH": "Switzerland",
+    "MX": "Mexico",
+    "BR": "Brazil",
+    "AU": "Australia",
+    "HK": "Hong Kong",
+    "IL": "Israel",
+    "IT": "Italy",
+    "ES": "Spain",
+}
 
 
 def _letters(text: str) -> str:

@@ -19,8 +19,9 @@ log = logging.getLogger(__name__)
 FORMS = ("10-K", "10-Q")
 
 
-async def read_filings(source: EdgarSource, tickers: Iterable[str] | None = None, *, forms: Iterable[str] = FORMS,
-                       per_form: int = 1) -> AsyncIterator[tuple[Source, str | None]]:
+async def read_filings(
+    source: EdgarSource, tickers: Iterable[str] | None = None, *, forms: Iterable[str] = FORMS, per_form: int = 1
+) -> AsyncIterator[tuple[Source, str | None]]:
     """Each company's newest `per_form` filings of each form, with the primary document's text (None when the
     source gave none). `tickers` None: every company of the registry."""
     companies = CompanyDirectory(source)
@@ -43,6 +44,7 @@ async def read_filings(source: EdgarSource, tickers: Iterable[str] | None = None
             taken[filing.form] += 1
             path = filing.filing_url.removeprefix("https://www.sec.gov/")
             raw = await source.read_archive(path)
-            meta = Source(company.cik, company.ticker, filing.form, filing.accession_number, filing.filing_url,
-                          filing.filing_date)
+            meta = Source(
+                company.cik, company.ticker, filing.form, filing.accession_number, filing.filing_url, filing.filing_date
+            )
             yield meta, raw.decode("utf-8", errors="replace") if raw is not None else None

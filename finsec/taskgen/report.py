@@ -19,39 +19,58 @@ class BuildReport:
     splits: dict[str, list[str]] = field(default_factory=dict)  # split -> tickers
 
     def add(self, source: Source, built: Built, split: str) -> None:
-        self.filings.append({
-            "ticker": source.ticker, "form": source.form, "accession": source.accession, "split": split,
-            "tasks": len(built.tasks), "by_kind": dict(Counter(task["kind"] for task in built.tasks)),
-            "facts_checked": built.facts_checked, "facts_agreeing": built.facts_agreeing,
-            "dropped": {f"{kind}: {reason}": n for (kind, reason), n in sorted(built.dropped.items())},
-        })
+        self.filings.append(
+            {
+                "ticker": source.ticker,
+                "form": source.form,
+                "accession": source.accession,
+                "split": split,
+                "tasks": len(built.tasks),
+                "by_kind": dict(Counter(task["kind"] for task in built.tasks)),
+                "facts_checked": built.facts_checked,
+                "facts_agreeing": built.facts_agreeing,
+                "dropped": {f"{kind}: {reason}": n for (kind, reason), n in sorted(built.dropped.items())},
+            }
+        )
         tickers = self.splits.setdefault(split, [])
         if source.ticker not in tickers:
             tickers.append(source.ticker)
 
     def to_json(self) -> dict[str, Any]:
-        return {"filings": self.filings, "unreadable": self.unreadable, "splits": self.splits,
-                "tasks": sum(row["tasks"] for row in self.filings),
-                "facts_checked": sum(row["facts_checked"] for row in self.filings),
-                "facts_agreeing": sum(row["facts_agreeing"] for row in self.filings),
-                "dropped": sum(sum(row["dropped"].values()) for row in self.filings)}
+        return {
+            "filings": self.filings,
+            "unreadable": self.unreadable,
+            "splits": self.splits,
+            "tasks": sum(row["tasks"] for row in self.filings),
+            "facts_checked": sum(row["facts_checked"] for row in self.filings),
+            "facts_agreeing": sum(row["facts_agreeing"] for row in self.filings),
+            "dropped": sum(sum(row["dropped"].values()) for row in self.filings),
+        }
 
     def render(self) -> str:
         summary = self.to_json()
         kinds = list(TIERS)
-        lines = ["| filing | split | " + " | ".join(kinds) + " | tasks | facts agreeing | dropped |",
-                 "|---|---|" + "---|" * (len(kinds) + 3)]
+        lines = [
+            "| filing | split | " + " | ".join(kinds) + " | tasks | facts agreeing | dropped |",
+            "|---|---|" + "---|" * (len(kinds) + 3),
+        ]
         for row in self.filings:
             counts = " | ".join(str(row["by_kind"].get(kind, 0)) for kind in kinds)
             dropped = "; ".join(f"{reason} ({n})" for reason, n in row["dropped"].items()) or "-"
-            lines.append(f"| {row['ticker']} {row['form']} {row['accession']} | {row['split']} | {counts} | "
-                         f"{row['tasks']} | {row['facts_agreeing']}/{row['facts_checked']} | {dropped} |")
+            lines.append(
+                f"| {row['ticker']} {row['form']} {row['accession']} | {row['split']} | {counts} | "
+                f"{row['tasks']} | {row['facts_agreeing']}/{row['facts_checked']} | {dropped} |"
+            )
         checked = summary["facts_checked"]
-        lines += ["", f"{summary['tasks']} tasks from {len(self.filings)} filings; every kept task's facts read the "
-                  f"same tagged and printed ({summary['facts_agreeing']} of {checked} facts checked agreed; "
-                  f"{summary['dropped']} tasks dropped).",
-                  "Splits by company: " + "; ".join(f"{name} {', '.join(sorted(tickers))}"
-                                                   for name, tickers in sorted(self.splits.items())) + "."]
+        lines += [
+            "",
+            f"{summary['tasks']} tasks from {len(self.filings)} filings; every kept task's facts read the "
+            f"same tagged and printed ({summary['facts_agreeing']} of {checked} facts checked agreed; "
+            f"{summary['dropped']} tasks dropped).",
+            "Splits by company: "
+            + "; ".join(f"{name} {', '.join(sorted(tickers))}" for name, tickers in sorted(self.splits.items()))
+            + ".",
+        ]
         if self.unreadable:
             lines.append("No text for: " + ", ".join(self.unreadable) + ".")
         return "\n".join(lines) + "\n"

@@ -12,14 +12,15 @@ __all__ = ["SPLITS", "split_of"]
 SPLITS = ("train", "validation", "test")
 
 
-def split_of(cik: str, ticker: str, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
-             held_out: Collection[str] = ()) -> str:
+def split_of(
+    cik: str, ticker: str, fractions: tuple[float, float, float] = (0.8, 0.1, 0.1), held_out: Collection[str] = ()
+) -> str:
     if ticker.upper() in {name.upper() for name in held_out}:
         return "test"
-    point = int.from_bytes(hashlib.sha256(f"finsec-split:{int(cik)}".encode()).digest()[:8], "big") / 2 ** 64
+    point = int.from_bytes(hashlib.sha256(f"finsec-split:{int(cik)}".encode()).digest()[:8], "big") / 2**64
     total = sum(fractions)
     bound = 0.0
-    for name, fraction in zip(SPLITS, fractions):
+    for name, fraction in zip(SPLITS, fractions, strict=False):
         bound += fraction / total
         if point < bound:
             return name

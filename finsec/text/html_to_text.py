@@ -13,18 +13,55 @@ One pass over an lxml tree:
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import lxml.etree
 import lxml.html
 
 from finsec.text.size import markup_problem
 
+__all__ = ["binary_problem", "collapse_whitespace", "html_to_text", "HtmlTextError", "MAX_NESTED_ROWS"]
+
 _SKIP = frozenset({"script", "style", "head", "title", "noscript", "template", "ix:header"})
 _BLOCK = frozenset(
     {
-        "address", "article", "aside", "blockquote", "body", "br", "caption", "center", "dd", "div", "dl", "dt",
-        "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "html",
-        "li", "main", "nav", "ol", "p", "pre", "section", "table", "tbody", "tfoot", "thead", "ul",
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "body",
+        "br",
+        "caption",
+        "center",
+        "dd",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "hr",
+        "html",
+        "li",
+        "main",
+        "nav",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "table",
+        "tbody",
+        "tfoot",
+        "thead",
+        "ul",
     }
 )
 _CELLS = frozenset({"td", "th"})
@@ -73,8 +110,10 @@ def html_to_text(html: str | bytes) -> str:
     except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError) as error:
         raise HtmlTextError(f"HTML could not be parsed: {error}") from error
     if limits := [e.message for e in parser.error_log if e.type_name == "ERR_RESOURCE_LIMIT"]:
-        raise HtmlTextError(f"HTML could not be read whole ({len(html):,} bytes): {limits[0].split(',')[0]}; "
-                            "this server reads no part of such a page rather than a silently cut one.")
+        raise HtmlTextError(
+            f"HTML could not be read whole ({len(html):,} bytes): {limits[0].split(',')[0]}; "
+            "this server reads no part of such a page rather than a silently cut one."
+        )
     return "\n".join(_walk(root))
 
 
@@ -141,11 +180,12 @@ def _hidden(element) -> bool:
     return style is not None and _HIDDEN.search(style) is not None
 
 
-def _walk(root) -> list[str]:
+def _walk(root) -> list[str]:  # noqa: C901 (one pass over the tree, each element kind a branch; a call per node would cost on the hot path)
     """The lines of the page: blocks start lines, a table row is one line of " | "-separated cells."""
     targets = [_Lines()]  # where text goes: the page, or the cell being read
     rows: list[list[str]] = []  # the cells of each open row
-    todo: list[tuple[int, object]] = [(_NEWLINE, None), (_CHILDREN, root), (_NEWLINE, None)]
+    # Any: the text, None or an lxml element (lxml has no types)
+    todo: list[tuple[int, Any]] = [(_NEWLINE, None), (_CHILDREN, root), (_NEWLINE, None)]
     while todo:
         step, item = todo.pop()
         target = targets[-1]
@@ -166,7 +206,7 @@ def _walk(root) -> list[str]:
                 continue
             if tag == "tr" and len(rows) < MAX_NESTED_ROWS:
                 cells = [c for c in item if _tag(c) in _CELLS]
-                plan = [(_ROW_OPEN, None)]
+                plan: list[tuple[int, Any]] = [(_ROW_OPEN, None)]
                 for cell in cells:
                     if _hidden(cell):
                         plan.append((_CELL_TEXT, ""))

@@ -11,6 +11,8 @@ import re
 
 from finsec.text.html_to_text import HtmlTextError, binary_problem
 
+__all__ = ["decode", "looks_like_html", "plain_text"]
+
 # A tag that only HTML has: its absence from a document with no declared type means plain text. SGML wrappers
 # of EDGAR submissions (<DOCUMENT>, <TYPE>, <TEXT>, <PAGE>) are not among them.
 _HTML_TAG = re.compile(rb"<(?:html|body|div|p|br|table|tr|td|font|span|b|i|center|h[1-6])[\s>/]", re.IGNORECASE)

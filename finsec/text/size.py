@@ -18,7 +18,7 @@ MAX_TEXT_LINES = 60_000
 
 def markup_problem(html: str | bytes) -> str | None:
     """Why the page is too big to parse, or None. Counting `<` over-counts tags (a `<` in text), never under."""
-    tags = html.count(b"<" if isinstance(html, bytes) else "<")
+    tags = html.count(b"<") if isinstance(html, bytes) else html.count("<")
     if tags > MAX_TAGS:
         return f"its markup has {tags:,} tags; this server reads pages of at most {MAX_TAGS:,}"
     return None

@@ -16,19 +16,35 @@ from finsec.contract import (
     WebSearchRequest,
 )
 
+__all__ = ["DEFAULT_TOOLS", "INSTRUCTIONS", "parameters", "TOOLS"]
+
 TOOLS: dict[str, tuple[type[BaseModel], str]] = {
-    "sec_filing_search": (SecFilingSearchRequest, (
-        "List a company's SEC filings by stock ticker: form, filing date, report date and filing_url for each, "
-        "newest first. Filter with form_types (e.g. [\"10-K\"]) and start_date/end_date (YYYY-MM-DD).")),
-    "edgar_search": (EdgarSearchRequest, (
-        "Full-text search over EDGAR filings. Returns matching filings with their URLs.")),
-    "parse_html_page": (ParseHtmlPageRequest, (
-        "Fetch a filing (or page) by URL, reduce it to text and store it in this session under `key`.")),
-    "retrieve_information": (RetrieveInformationRequest, (
-        "Ask a question about stored documents: the prompt must name each document as {{key}}. Returns the "
-        "passages that answer it. input_character_ranges restricts a key to [{\"key\", \"start\", \"end\"}].")),
-    "submit_final_result": (SubmitFinalResultRequest, (
-        "Submit your final answer, with figures and units. Call it exactly once, when you are done.")),
+    "sec_filing_search": (
+        SecFilingSearchRequest,
+        (
+            "List a company's SEC filings by stock ticker: form, filing date, report date and filing_url for each, "
+            'newest first. Filter with form_types (e.g. ["10-K"]) and start_date/end_date (YYYY-MM-DD).'
+        ),
+    ),
+    "edgar_search": (
+        EdgarSearchRequest,
+        ("Full-text search over EDGAR filings. Returns matching filings with their URLs."),
+    ),
+    "parse_html_page": (
+        ParseHtmlPageRequest,
+        ("Fetch a filing (or page) by URL, reduce it to text and store it in this session under `key`."),
+    ),
+    "retrieve_information": (
+        RetrieveInformationRequest,
+        (
+            "Ask a question about stored documents: the prompt must name each document as {{key}}. Returns the "
+            'passages that answer it. input_character_ranges restricts a key to [{"key", "start", "end"}].'
+        ),
+    ),
+    "submit_final_result": (
+        SubmitFinalResultRequest,
+        ("Submit your final answer, with figures and units. Call it exactly once, when you are done."),
+    ),
     "web_search": (WebSearchRequest, "Search the web (only when the server has web search configured)."),
 }
 # What an agent is told, with the tools, before the question.
@@ -39,8 +55,7 @@ INSTRUCTIONS = (
     "calling submit_final_result once."
 )
 # What an agent is offered unless web search is configured.
-DEFAULT_TOOLS = ("sec_filing_search", "edgar_search", "parse_html_page", "retrieve_information",
-                 "submit_final_result")
+DEFAULT_TOOLS = ("sec_filing_search", "edgar_search", "parse_html_page", "retrieve_information", "submit_final_result")
 
 
 def parameters(name: str) -> dict[str, Any]:

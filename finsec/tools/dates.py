@@ -7,6 +7,8 @@ from datetime import date
 
 from finsec.tool_error import ToolError, shown
 
+__all__ = ["checked_date", "clamped", "date_window", "DateError"]
+
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 

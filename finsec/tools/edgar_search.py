@@ -38,6 +38,17 @@ from finsec.tools.dates import DateError, checked_date, clamped
 from finsec.tools.provider_answer import asked
 from finsec.tools.retried_build import BuildFailed, RetriedBuild
 
+__all__ = [
+    "edgar_search",
+    "LiveFullTextSearch",
+    "LocalFullTextIndex",
+    "METADATA_WEIGHT",
+    "normalize_request",
+    "PAGE_SIZE",
+    "SearchError",
+    "SearchRequest",
+]
+
 log = logging.getLogger(__name__)
 _CIK = re.compile(r"[0-9]{1,10}")
 PAGE_SIZE = 100  # sec-api pages hold 100 filings; `page` counts in those (contract §A.7)
@@ -71,7 +82,8 @@ def normalize_request(
         end = checked_date("end_date", end_date)
     except DateError as error:
         raise SearchError(str(error)) from None
-    start, end = clamped(start, end, cutoff)
+    clamped_start, end = clamped(start, end, cutoff)
+    start = clamped_start or start  # never None: clamped keeps a start that is not empty
     if end and start > end:
         raise SearchError(f"Parameter start_date '{start}' was set to a date that is later than end_date '{end}'")
     normalized_ciks = None
@@ -110,7 +122,7 @@ class _Index:
 
 def _index_documents(documents: list[tuple[Filing, str]]) -> _Index:
     passages, owners = [], []
-    for number, (filing, text) in enumerate(documents):
+    for number, (_filing, text) in enumerate(documents):
         for passage in cut_passages(text):
             passages.append(tokenize(text[passage.start : passage.end]))
             owners.append(number)
@@ -120,20 +132,33 @@ def _index_documents(documents: list[tuple[Filing, str]]) -> _Index:
         first_lines=[f"{f.form} of {f.company_name} filed {f.filing_date}" for f in filings],
         passage_filing=np.array(owners, dtype=np.int64),
         passages=Bm25Index(passages),
-        metadata=Bm25Index([
-            tokenize(f"{f.company_name} {f.ticker} {f.form} {f.filing_date[:4]} {f.report_date[:4]}") for f in filings
-        ]),
+        metadata=Bm25Index(
+            [tokenize(f"{f.company_name} {f.ticker} {f.form} {f.filing_date[:4]} {f.report_date[:4]}") for f in filings]
+        ),
     )
 
 
 class LocalFullTextIndex:
-    def __init__(self, source: EdgarSource, directory: CompanyDirectory, tickers: list[str], *,
-                 first_backoff: float = 5.0, max_backoff: float = 300.0, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        source: EdgarSource,
+        directory: CompanyDirectory,
+        tickers: list[str],
+        *,
+        first_backoff: float = 5.0,
+        max_backoff: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self._source = source
         self._directory = directory
         self._tickers = tickers
-        self._index = RetriedBuild("edgar_search's index of the local corpus", self._build_index,
-                                   first_backoff=first_backoff, max_backoff=max_backoff, clock=clock)
+        self._index = RetriedBuild(
+            "edgar_search's index of the local corpus",
+            self._build_index,
+            first_backoff=first_backoff,
+            max_backoff=max_backoff,
+            clock=clock,
+        )
 
     def start_building(self) -> None:
         self._index.start()
@@ -177,10 +202,12 @@ class LocalFullTextIndex:
             )
         forms, ciks = frozenset(request.form_types or ()), frozenset(request.ciks or ())  # lists can be long
         eligible = [
-            i for i, f in enumerate(index.filings)
+            i
+            for i, f in enumerate(index.filings)
             if (not forms or f.form in forms)
             and (not ciks or str(int(f.cik)) in ciks)
-            and request.start <= f.filing_date and (not request.end or f.filing_date <= request.end)
+            and request.start <= f.filing_date
+            and (not request.end or f.filing_date <= request.end)
         ]
         ranked = _rank(index, request.query, eligible)
         if not ranked and request.ciks:  # a company filter with no hits browses that company's filings instead
@@ -204,8 +231,16 @@ def _rank(index: _Index, query: str, eligible: list[int]) -> list[int]:
 class LiveFullTextSearch:
     """sec-api.io's full-text search (contract §A.7 step 4, live)."""
 
-    def __init__(self, base_url: str, api_key: str, *, attempts: int = 3, backoff_seconds: float = 1.0,
-                 timeout_seconds: float = 30.0, metrics: Metrics = NO_METRICS):
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        attempts: int = 3,
+        backoff_seconds: float = 1.0,
+        timeout_seconds: float = 30.0,
+        metrics: Metrics = NO_METRICS,
+    ):
         self._url = base_url.rstrip("/") + "/full-text-search"
         self._retries = RetryPolicy(attempts=attempts, first_wait=backoff_seconds, jitter=backoff_seconds / 2)
         self._metrics = metrics
@@ -215,8 +250,11 @@ class LiveFullTextSearch:
         await self._client.aclose()
 
     async def search(self, request: SearchRequest) -> list[dict]:
-        body: dict = {"query": request.query, "startDate": request.start,
-                      "endDate": request.end or date.today().isoformat()}
+        body: dict = {
+            "query": request.query,
+            "startDate": request.start,
+            "endDate": request.end or date.today().isoformat(),
+        }
         if request.page > 1:
             body["page"] = str(request.page)
         if request.form_types:
@@ -225,8 +263,15 @@ class LiveFullTextSearch:
             body["ciks"] = request.ciks
 
         def attempt():  # busy (429, 503) is retried; any other error status refuses for good (a bad key, query)
-            return asked(self._client, self._url, body, who="sec-api.io full-text search", field="filings",
-                         retried=(429, 503).__contains__, refused=SearchError)
+            return asked(
+                self._client,
+                self._url,
+                body,
+                who="sec-api.io full-text search",
+                field="filings",
+                retried=(429, 503).__contains__,
+                refused=SearchError,
+            )
 
         try:
             return (await with_retries(self._retries, "sec_api", attempt, self._metrics))[: request.top_n]

@@ -9,6 +9,17 @@ import re
 
 from finsec.net.hosts import MAX_URL_CHARS
 
+__all__ = [
+    "budget_exhausted",
+    "key_problem",
+    "MAX_FINAL_RESULT_CHARS",
+    "MAX_KEY_CHARS",
+    "MAX_PROMPT_CHARS",
+    "MAX_QUERY_CHARS",
+    "too_long",
+    "url_problem",
+]
+
 MAX_KEY_CHARS = 256
 MAX_PROMPT_CHARS = 50_000
 MAX_FINAL_RESULT_CHARS = 100_000

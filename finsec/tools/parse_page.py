@@ -12,10 +12,13 @@ from finsec.edgar.filing_text import DocumentUnavailable, FilingTexts, filing_of
 from finsec.tools.limits import key_problem, url_problem
 from session_store import Claims, DocumentRef, DocumentRefused, SessionStore, StoreFull
 
+__all__ = ["PageParser"]
+
 
 class PageParser:
-    def __init__(self, store: SessionStore, documents: DocumentCache, filings: FilingTexts, *,
-                 large_doc_threshold_chars: int):
+    def __init__(
+        self, store: SessionStore, documents: DocumentCache, filings: FilingTexts, *, large_doc_threshold_chars: int
+    ):
         self._store = store
         self._documents = documents
         self._filings = filings
@@ -66,6 +69,6 @@ class PageParser:
             lines.append(
                 f"NOTE: The document under '{key}' is {len(text):,} characters long. To read it in parts, pass "
                 f"input_character_ranges to retrieve_information, e.g. "
-                f"[{{\"key\": \"{key}\", \"start\": 0, \"end\": {self._threshold}}}]."
+                f'[{{"key": "{key}", "start": 0, "end": {self._threshold}}}].'
             )
         return "\n".join(lines) + "\n"

@@ -15,8 +15,17 @@ import httpx
 from finsec.net.retry import TryAgain
 from finsec.net.safe_fetch import retry_after
 
-_KINDS = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
-          float: "a number", type(None): "null"}
+__all__ = ["AnswerShapeError", "asked", "listed_objects"]
+
+_KINDS = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    type(None): "null",
+}
 
 
 class AnswerShapeError(ValueError):
@@ -38,8 +47,16 @@ def listed_objects(answer: Any, field: str) -> list[dict]:
     return items
 
 
-async def asked(client: httpx.AsyncClient, url: str, body: dict, *, who: str, field: str,
-                retried: Callable[[int], bool], refused: Callable[[str], Exception]) -> list[dict]:
+async def asked(
+    client: httpx.AsyncClient,
+    url: str,
+    body: dict,
+    *,
+    who: str,
+    field: str,
+    retried: Callable[[int], bool],
+    refused: Callable[[str], Exception],
+) -> list[dict]:
     """One POST of `body` to a provider: the objects its answer lists under `field`. A dropped connection, an
     unreadable answer or a status `retried` accepts raise TryAgain (with the provider's Retry-After); any other
     error status raises `refused(message)`, final."""

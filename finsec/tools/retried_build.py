@@ -14,6 +14,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
+__all__ = ["BuildFailed", "RetriedBuild", "T"]
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -25,8 +27,15 @@ class BuildFailed(Exception):
 
 
 class RetriedBuild(Generic[T]):
-    def __init__(self, name: str, build: Callable[[], Awaitable[T]], *, first_backoff: float = 5.0,
-                 max_backoff: float = 300.0, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        name: str,
+        build: Callable[[], Awaitable[T]],
+        *,
+        first_backoff: float = 5.0,
+        max_backoff: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self._name = name
         self._build = build
         self._first_backoff = first_backoff
@@ -50,8 +59,10 @@ class RetriedBuild(Generic[T]):
     async def result(self) -> T:
         """The build's result, waiting for it if it runs; BuildFailed when it failed (the cause is logged)."""
         self.start()
+        task = self._task
+        assert task is not None  # start() leaves a task
         try:
-            return await asyncio.shield(self._task)
+            return await asyncio.shield(task)
         except Exception:
             raise BuildFailed(max(0.0, self._retry_at - self._clock())) from None
 

@@ -17,13 +17,14 @@ from finsec.retrieval.backends import RetrievalBackend, Selection
 from finsec.retrieval.prompt import NO_PLACEHOLDER, PromptError, character_ranges, missing_key_error, placeholder_keys
 from session_store import Claims, DocumentRef, SessionLost, SessionStore
 
+__all__ = ["Retriever"]
+
 log = logging.getLogger(__name__)
 _INLINE_RANGES = 1_000
 
 
 class Retriever:
-    def __init__(self, store: SessionStore, documents: DocumentCache, filings: FilingTexts,
-                 backend: RetrievalBackend):
+    def __init__(self, store: SessionStore, documents: DocumentCache, filings: FilingTexts, backend: RetrievalBackend):
         self._store = store
         self._documents = documents
         self._filings = filings
@@ -49,8 +50,9 @@ class Retriever:
         for ref in refs.values():
             if ref.digest not in texts:
                 texts[ref.digest] = await self._recover(sid, ref)
-        selections = {key: Selection(ref.digest, texts[ref.digest], *bounds.get(key, (None, None)))
-                      for key, ref in refs.items()}
+        selections = {
+            key: Selection(ref.digest, texts[ref.digest], *bounds.get(key, (None, None))) for key, ref in refs.items()
+        }
         return await self._backend.answer(prompt, selections)
 
     async def _recover(self, sid: str, ref: DocumentRef) -> str:
@@ -61,7 +63,8 @@ class Retriever:
         if parsed is not None and parsed.digest == ref.digest:
             await self._documents.remember(ref.digest, parsed.text, ref.url, filing=True)
             return parsed.text
-        log.warning("session %s: the text of %s is gone from the document store; reporting the session lost",
-                    sid, ref.url)
+        log.warning(
+            "session %s: the text of %s is gone from the document store; reporting the session lost", sid, ref.url
+        )
         await self._store.mark_lost(sid)
         raise SessionLost(sid, "the server lost the text of one of its documents (its document store restarted)")

@@ -10,11 +10,12 @@ from __future__ import annotations
 import bisect
 import html
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 from functools import cached_property
 
-__all__ = ["Context", "Fact", "Filing", "read_filing"]
+__all__ = ["Context", "Fact", "Filing", "read_filing", "text_of"]
 
 _CONTEXT = re.compile(r"<((?:\w+:)?)context\b([^<>]{0,4000})>")
 _DATE = re.compile(r"<(?:\w+:)?(startDate|endDate|instant)>\s*(\d{4}-\d{2}-\d{2})\s*<")
@@ -32,8 +33,16 @@ _SPACE = re.compile(r"\s+")
 _NUMBER = re.compile(r"^\d{1,3}(?:,\d{3})*(?:\.\d+)?$|^\d+(?:\.\d+)?$")
 _ZERO = {"", "-", "—", "–", "nil", "none", "no"}
 # dei facts a task may be built from, or that say what the filing is
-_COVER = ("DocumentType", "DocumentPeriodEndDate", "DocumentFiscalYearFocus", "DocumentFiscalPeriodFocus",
-          "EntityRegistrantName", "TradingSymbol", "EntityCentralIndexKey", "CurrentFiscalYearEndDate")
+_COVER = (
+    "DocumentType",
+    "DocumentPeriodEndDate",
+    "DocumentFiscalYearFocus",
+    "DocumentFiscalPeriodFocus",
+    "EntityRegistrantName",
+    "TradingSymbol",
+    "EntityCentralIndexKey",
+    "CurrentFiscalYearEndDate",
+)
 
 
 @dataclass(frozen=True)
@@ -94,24 +103,37 @@ def read_filing(document: str) -> Filing | None:
     if "<ix:nonFraction" not in document and "<ix:header" not in document:
         return None
     contexts = _contexts(document)
-    units = {_id(attributes): "/".join(_MEASURE.findall(body)) for attributes, body, _, _ in
-             _elements(document, _UNIT, "unit")}
-    hidden = [(start, end) for _, _, start, end in _elements(document, re.compile(r"<(ix:)hidden\b()[^<>]{0,100}>"),
-                                                              "hidden", longest=len(document))]
-    facts = [fact for element in _elements(document, _NUMERIC, "nonFraction")
-             if (fact := _fact(*element, contexts, units, hidden))]
+    units = {
+        _id(attributes): "/".join(_MEASURE.findall(body))
+        for attributes, body, _, _ in _elements(document, _UNIT, "unit")
+    }
+    hidden = [
+        (start, end)
+        for _, _, start, end in _elements(
+            document, re.compile(r"<(ix:)hidden\b()[^<>]{0,100}>"), "hidden", longest=len(document)
+        )
+    ]
+    facts = [
+        fact
+        for element in _elements(document, _NUMERIC, "nonFraction")
+        if (fact := _fact(*element, contexts, units, hidden))
+    ]
     cover, cover_contexts = {}, {}
     for attributes, inner, _, _ in _elements(document, _TEXT_FACT, "nonNumeric"):
         prefix, _, name = _attributes(attributes).get("name", "").partition(":")
         if prefix == "dei" and name in _COVER and name not in cover:
             cover[name] = text_of(inner)
             cover_contexts[name] = _attributes(attributes).get("contextRef", "")
-    tables = ([m.start() for m in re.finditer(r"<table\b", document)],
-              [m.end() for m in re.finditer(r"</table>", document)])
+    tables = (
+        [m.start() for m in re.finditer(r"<table\b", document)],
+        [m.end() for m in re.finditer(r"</table>", document)],
+    )
     return Filing(document, cover, cover_contexts, contexts, facts, tables)
 
 
-def _elements(document: str, opening: re.Pattern, name: str, longest: int | None = None):
+def _elements(
+    document: str, opening: re.Pattern[str], name: str, longest: int | None = None
+) -> Iterator[tuple[str, str, int, int]]:
     """(attributes, inner text, start, end) of each element the pattern opens, in one pass: each closing tag
     is searched for once and at most `longest` characters ahead, so unclosed tags cost no more than their text."""
     reach = longest or _LONGEST[name]
@@ -124,7 +146,7 @@ def _elements(document: str, opening: re.Pattern, name: str, longest: int | None
                 return
             at = match.end()
             continue
-        yield match.group(2), document[match.end():end], match.start(), end + len(closing)
+        yield match.group(2), document[match.end() : end], match.start(), end + len(closing)
         at = match.end() if name == "nonFraction" else end + len(closing)  # a fact may nest in a fact
 
 
@@ -164,9 +186,16 @@ def _members(body: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((dimension, member) for dimension, member in found if dimension))
 
 
-def _fact(attributes: str, inner: str, at: int, end: int, contexts: dict[str, Context], units: dict[str, str],
-          hidden: list[tuple[int, int]]) -> Fact | None:
-    attributes = _attributes(attributes)
+def _fact(
+    attribute_text: str,
+    inner: str,
+    at: int,
+    end: int,
+    contexts: dict[str, Context],
+    units: dict[str, str],
+    hidden: list[tuple[int, int]],
+) -> Fact | None:
+    attributes = _attributes(attribute_text)
     context = contexts.get(attributes.get("contextRef", ""))
     if context is None or context.typed or "<ix:nonFraction" in inner:
         return None
@@ -179,11 +208,21 @@ def _fact(attributes: str, inner: str, at: int, end: int, contexts: dict[str, Co
         return None
     if number is None or not -12 <= scale <= 12:
         return None
-    value = number * 10 ** scale
+    value = number * 10**scale
     if attributes.get("sign") == "-":
         value = -value
-    return Fact(attributes.get("name", ""), context, units.get(attributes.get("unitRef", ""), ""), value, scale,
-                decimals, shown, at, end, _inside(hidden, at))
+    return Fact(
+        attributes.get("name", ""),
+        context,
+        units.get(attributes.get("unitRef", ""), ""),
+        value,
+        scale,
+        decimals,
+        shown,
+        at,
+        end,
+        _inside(hidden, at),
+    )
 
 
 def _inside(spans: list[tuple[int, int]], at: int) -> bool:

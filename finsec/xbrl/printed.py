@@ -16,10 +16,16 @@ from finsec.xbrl.facts import Fact, Filing, text_of
 __all__ = ["Printed", "agrees", "printed"]
 
 _SCALES = {"thousand": 3, "thousands": 3, "million": 6, "millions": 6, "billion": 9, "billions": 9, "trillion": 12}
-_CAPTION = re.compile(r"\bin\s+(thousands|millions|billions)\b|\(\s*(?:\$|dollars|usd)?\s*(thousands|millions|"
-                      r"billions)\b|\$\s*in\s+(thousands|millions|billions)\b", re.I)
-_SHARES_SCALE = re.compile(r"shares?,?\s+(?:which\s+are\s+|are\s+)?(?:reflected\s+|presented\s+|stated\s+|shown\s+)?"
-                           r"in\s+(thousands|millions)\b|\b(thousands|millions)\s+of\s+shares", re.I)
+_CAPTION = re.compile(
+    r"\bin\s+(thousands|millions|billions)\b|\(\s*(?:\$|dollars|usd)?\s*(thousands|millions|"
+    r"billions)\b|\$\s*in\s+(thousands|millions|billions)\b",
+    re.I,
+)
+_SHARES_SCALE = re.compile(
+    r"shares?,?\s+(?:which\s+are\s+|are\s+)?(?:reflected\s+|presented\s+|stated\s+|shown\s+)?"
+    r"in\s+(thousands|millions)\b|\b(thousands|millions)\s+of\s+shares",
+    re.I,
+)
 _EXCEPT_SHARES = re.compile(r"except\s+(?:for\s+)?(?:the\s+)?(?:number\s+of\s+)?shares?\b", re.I)
 _AFTER_NUMBER = re.compile(r"^\s*(thousand|million|billion|trillion)\b", re.I)
 _PRINTED_NUMBER = re.compile(r"(\d[\d,]*)(?:\.(\d+))?")
@@ -48,13 +54,13 @@ def printed(filing: Filing, fact: Fact) -> Printed | None:
     magnitude, places = number
     table, previous = _table_around(filing, fact.at)
     if table is None:
-        after = _AFTER_NUMBER.match(text_of(document[fact.end:fact.end + 200]))
+        after = _AFTER_NUMBER.match(text_of(document[fact.end : fact.end + 200]))
         scale = _SCALES[after.group(1).lower()] if after and not fact.per_share else 0
-        return Printed(magnitude * 10 ** scale, scale, True, places, in_table=False)
-    scale = _table_scale(document, table, previous, fact)
+        return Printed(magnitude * 10**scale, scale, True, places, in_table=False)
+    table_scale = _table_scale(document, table, previous, fact)
     negative = _in_parentheses(document, fact)
-    value = magnitude * 10 ** (scale or 0)
-    return Printed(-value if negative else value, scale or 0, scale is not None, places, in_table=True)
+    value = magnitude * 10 ** (table_scale or 0)
+    return Printed(-value if negative else value, table_scale or 0, table_scale is not None, places, in_table=True)
 
 
 def agrees(fact: Fact, reading: Printed, *, signed: bool = True) -> bool:
@@ -93,9 +99,9 @@ def _table_around(filing: Filing, at: int) -> tuple[int | None, int]:
 def _table_scale(document: str, table: int, previous: int, fact: Fact) -> int | None:
     """The scale the caption gives this fact: the caption above the table and the table's rows above the
     fact's, the closest statement winning; shares and per-share amounts by the caption's exceptions."""
-    caption = text_of(document[max(previous, table - _CAPTION_REACH, 0):table])
+    caption = text_of(document[max(previous, table - _CAPTION_REACH, 0) : table])
     row = document.rfind("<tr", max(table, fact.at - _CELL_REACH), fact.at)
-    header = text_of(document[max(table, row - _HEADER_REACH):row]) if row > table else ""
+    header = text_of(document[max(table, row - _HEADER_REACH) : row]) if row > table else ""
     words = f"{caption} {header}"
     if fact.per_share:
         return 0
@@ -113,9 +119,9 @@ def _in_parentheses(document: str, fact: Fact) -> bool:
     row holding only "$" and "("), a closing one after it, in its cell or the next."""
     cell = document.rfind("<td", max(0, fact.at - _CELL_REACH), fact.at)
     row = document.rfind("<tr", max(0, fact.at - _CELL_REACH), fact.at)
-    before = text_of(document[cell:fact.at] if cell >= 0 else "").replace("$", "").strip()
+    before = text_of(document[cell : fact.at] if cell >= 0 else "").replace("$", "").strip()
     if not before and row >= 0:  # "(" alone in the previous cell
-        before = text_of(document[row:fact.at]).replace("$", "").strip()[-1:]
+        before = text_of(document[row : fact.at]).replace("$", "").strip()[-1:]
     closing = document.find("</tr", fact.end, fact.end + _CELL_REACH)
-    after = text_of(document[fact.end:closing if closing > 0 else fact.end + 200]).replace("$", "").strip()
+    after = text_of(document[fact.end : closing if closing > 0 else fact.end + 200]).replace("$", "").strip()
     return before.endswith("(") and after.startswith(")")

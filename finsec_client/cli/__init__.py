@@ -22,6 +22,8 @@ from typing import NoReturn
 from finsec_client.cli import check, corpus, recipe, reverify, rollouts, serve, status, store, tasks
 from finsec_client.cli.usage import EXIT_USAGE, UsageError, did_you_mean
 
+__all__ = ["entry_point", "main", "parser"]
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse's parser (its subcommands' too), which also suggests the flag a misspelt one was meant to be."""
@@ -46,8 +48,10 @@ def _flags(parser: argparse.ArgumentParser) -> list[str]:
 
 def parser() -> argparse.ArgumentParser:
     top = _Parser(
-        prog="finsec", description="finsec-serve: NeMo Gym's finance_sec_search resources server on Ray Serve, "
-        "and the rollout drivers that exercise it.")
+        prog="finsec",
+        description="finsec-serve: NeMo Gym's finance_sec_search resources server on Ray Serve, "
+        "and the rollout drivers that exercise it.",
+    )
     top.add_argument("--version", action=_Version, nargs=0, help="show the version and the code's digest, then exit")
     commands = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
     serve.add_parser(commands)

@@ -8,23 +8,38 @@ from pathlib import Path
 
 from finsec_client.cli.usage import EXIT_OK
 
+__all__ = ["add_parser", "run"]
+
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
-        "check", help="check a serve config and the FINSEC_ environment, every mistake at once",
+        "check",
+        help="check a serve config and the FINSEC_ environment, every mistake at once",
         description="Read a serve config as `finsec serve` would, with FINSEC_<FIELD> variables overriding its "
         "args, and report every mistake at once, one line each, naming the file's key or the variable and what "
         "to change: keys Serve would drop, wrong types, unknown settings and variables, missing folders and "
         "files, and stores and endpoints that do not answer within a short timeout. Exit 0 when sound, 2 if "
-        "not. `finsec serve` runs this check first.")
-    parser.add_argument("config", nargs="?", type=Path,
-                        help="serve config YAML (default: the packaged serve.yaml; configs/serve.yaml here)")
-    parser.add_argument("--offline", action="store_true",
-                        help="leave out whether the stores and endpoints answer (the file and the variables only)")
-    parser.add_argument("--explain", action="store_true",
-                        help="list every setting: its variable, its default and what it does; then exit")
-    parser.add_argument("--markdown", action="store_true",
-                        help="with --explain: as the table docs/configuration.md holds")
+        "not. `finsec serve` runs this check first.",
+    )
+    parser.add_argument(
+        "config",
+        nargs="?",
+        type=Path,
+        help="serve config YAML (default: the packaged serve.yaml; configs/serve.yaml here)",
+    )
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="leave out whether the stores and endpoints answer (the file and the variables only)",
+    )
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="list every setting: its variable, its default and what it does; then exit",
+    )
+    parser.add_argument(
+        "--markdown", action="store_true", help="with --explain: as the table docs/configuration.md holds"
+    )
     parser.set_defaults(run=run)
 
 
@@ -38,6 +53,8 @@ def run(options: argparse.Namespace) -> int:
         return EXIT_OK
     config = options.config or packaged_config()
     target = load_serve_config(config, reach=not options.offline)
-    print(f"{config}: sound. Application {target.app_name!r} at {target.route_prefix} on port {target.port}; "
-          f"corpus: {describe_corpus(target.settings)}")
+    print(
+        f"{config}: sound. Application {target.app_name!r} at {target.route_prefix} on port {target.port}; "
+        f"corpus: {describe_corpus(target.settings)}"
+    )
     return EXIT_OK

@@ -13,33 +13,45 @@ from typing import TYPE_CHECKING, Any
 
 from finsec_client.cli.usage import EXIT_OK, UsageError, check_port_free
 
+__all__ = ["add_parser", "client_settings", "run_questions", "run_serve", "run_write"]
+
 if TYPE_CHECKING:
     from finsec_client.mirror_server import MirrorServer
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("corpus", help="write, serve or list the embedded corpus",
-                                 description="The embedded corpus (a folder in the sec.gov URL layout) and its "
-                                 "question set.")
+    parser = commands.add_parser(
+        "corpus",
+        help="write, serve or list the embedded corpus",
+        description="The embedded corpus (a folder in the sec.gov URL layout) and its question set.",
+    )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    write = actions.add_parser("write", help="write the embedded corpus to a folder",
-                               description="Write the embedded corpus to DIR in the sec.gov URL layout "
-                               "(files/company_tickers.json, submissions/, Archives/edgar/data/, questions.json).")
+    write = actions.add_parser(
+        "write",
+        help="write the embedded corpus to a folder",
+        description="Write the embedded corpus to DIR in the sec.gov URL layout "
+        "(files/company_tickers.json, submissions/, Archives/edgar/data/, questions.json).",
+    )
     write.add_argument("dir", type=Path)
     write.set_defaults(run=run_write)
     serve = actions.add_parser(
-        "serve", help="serve a sec.gov-layout folder over HTTP on loopback",
+        "serve",
+        help="serve a sec.gov-layout folder over HTTP on loopback",
         description="Serve DIR (a folder in the sec.gov URL layout) over HTTP on 127.0.0.1 until Ctrl-C, as a "
         "stand-in for www.sec.gov and data.sec.gov. It prints the settings that point a finsec-serve app at it: "
         "documents over the live-EDGAR path (edgar_source: live, the two base URLs, fetch_trusted_networks), "
-        "edgar_search over the same folder (corpus_dir).")
+        "edgar_search over the same folder (corpus_dir).",
+    )
     serve.add_argument("dir", type=Path)
     serve.add_argument("--port", type=int, default=8800, help="port (default 8800; 0 picks a free one)")
     serve.add_argument("--host", default="127.0.0.1", help="a loopback address (default 127.0.0.1)")
     serve.set_defaults(run=run_serve)
-    questions = actions.add_parser("questions", help="print the question set as JSONL (a --tasks file)",
-                                   description="Print the embedded corpus's questions, one JSON object a line, "
-                                   "in the format `finsec rollouts --tasks` reads.")
+    questions = actions.add_parser(
+        "questions",
+        help="print the question set as JSONL (a --tasks file)",
+        description="Print the embedded corpus's questions, one JSON object a line, "
+        "in the format `finsec rollouts --tasks` reads.",
+    )
     questions.set_defaults(run=run_questions)
 
 

@@ -11,16 +11,25 @@ from pathlib import Path
 from finsec_client.cli.usage import EXIT_OK, UsageError, one_line
 from finsec_client.records import EpisodeRecord, read_records
 
+__all__ = ["add_parser", "load", "run_reverify"]
+
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("reverify", help="grade a run's episodes again with the current grader",
-                                 description="Grade every scored episode of a run file (finsec rollouts' JSONL) "
-                                 "again with this code's deterministic grader, in this process, and print each "
-                                 "episode whose reward moved: the rewards, the grader versions and why; then a "
-                                 "summary. Masked and failed episodes are skipped.")
+    parser = commands.add_parser(
+        "reverify",
+        help="grade a run's episodes again with the current grader",
+        description="Grade every scored episode of a run file (finsec rollouts' JSONL) "
+        "again with this code's deterministic grader, in this process, and print each "
+        "episode whose reward moved: the rewards, the grader versions and why; then a "
+        "summary. Masked and failed episodes are skipped.",
+    )
     parser.add_argument("run_file", type=Path, metavar="RUN.jsonl", help="a run's episodes JSONL")
-    parser.add_argument("--max-answer-chars", type=int, metavar="N", help="grade with this answer cap (default: "
-                        "the one each episode's verify row names, else the grader's default)")
+    parser.add_argument(
+        "--max-answer-chars",
+        type=int,
+        metavar="N",
+        help="grade with this answer cap (default: the one each episode's verify row names, else the grader's default)",
+    )
     parser.add_argument("--json", action="store_true", help="print the moved episodes and the summary as JSON")
     parser.set_defaults(run=run_reverify)
 
@@ -43,8 +52,10 @@ def load(path: Path) -> list[EpisodeRecord]:
     except FileNotFoundError:
         raise UsageError(f"reverify: {path} does not exist") from None
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as error:
-        raise UsageError(f"reverify: {path} is not an episodes JSONL of finsec rollouts "
-                         f"({one_line(f'{type(error).__name__}: {error}')})") from None
+        raise UsageError(
+            f"reverify: {path} is not an episodes JSONL of finsec rollouts "
+            f"({one_line(f'{type(error).__name__}: {error}')})"
+        ) from None
     if not records:
         raise UsageError(f"reverify: {path} holds no episodes")
     return records

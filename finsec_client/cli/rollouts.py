@@ -36,69 +36,145 @@ from finsec_client.runner import RunPlan, new_run_id, run_episodes
 from finsec_client.summary import render, summarize
 from finsec_client.tasks import TaskFileError, embedded_tasks, load_tasks
 
+__all__ = ["add_parser", "RUN_OPTIONS", "run_options", "run_rollouts"]
+
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
-        "rollouts", help="drive episodes against a server and summarise them",
+        "rollouts",
+        help="drive episodes against a server and summarise them",
         description="Drive N episodes at concurrency C through the HTTP contract, as NeMo Gym's Environment "
         "Server (episode seeds, close) or its legacy agent (agent-run seeds, verify releases) would, with a "
         "scripted or an LLM policy. Without --url it starts a local Ray cluster and the app on the embedded "
         "corpus, and stops them at the end. Writes every episode to JSONL and prints a summary beside the "
-        "server's own counters. Exit status: 0 every episode completed, 1 some did not, 2 usage error.")
+        "server's own counters. Exit status: 0 every episode completed, 1 some did not, 2 usage error.",
+    )
     target = parser.add_argument_group("server")
-    target.add_argument("--url", default=default_url(), help="a running finsec server (default: $FINSEC_URL, else "
-                        "start one in process)")
-    target.add_argument("--config", type=Path, help="serve config for the in-process server (default: "
-                        "the packaged serve.yaml: 2 replicas, 2 shards, the embedded corpus; FINSEC_<FIELD> overrides)")
+    target.add_argument(
+        "--url", default=default_url(), help="a running finsec server (default: $FINSEC_URL, else start one in process)"
+    )
+    target.add_argument(
+        "--config",
+        type=Path,
+        help="serve config for the in-process server (default: "
+        "the packaged serve.yaml: 2 replicas, 2 shards, the embedded corpus; FINSEC_<FIELD> overrides)",
+    )
     target.add_argument("--address", help="a running Ray cluster for the in-process server and the workers")
-    target.add_argument("--ingress", choices=("haproxy", "proxy"), default="haproxy",
-                        help="the in-process server's ingress (default haproxy)")
+    target.add_argument(
+        "--ingress",
+        choices=("haproxy", "proxy"),
+        default="haproxy",
+        help="the in-process server's ingress (default haproxy)",
+    )
     run = parser.add_argument_group("episodes")
-    run.add_argument("-n", "--episodes", type=int, help="episodes to play (default 96; with -r, every task once "
-                     "as a group: tasks x K x drivers)")
-    run.add_argument("-r", "--repeats", type=int, default=1, metavar="K", help="play each task K times side by "
-                     "side as one group (a GRPO group); the records carry `group` and `group_size` (default 1)")
-    run.add_argument("--resume", type=Path, metavar="FILE", help="go on with the run recorded in FILE (its "
-                     "episodes JSONL): episodes it holds as scored or masked are not played again, failed ones "
-                     "are; new records are appended to FILE. The run's options come from FILE's first line; "
-                     "-n may grow the run")
+    run.add_argument(
+        "-n",
+        "--episodes",
+        type=int,
+        help="episodes to play (default 96; with -r, every task once as a group: tasks x K x drivers)",
+    )
+    run.add_argument(
+        "-r",
+        "--repeats",
+        type=int,
+        default=1,
+        metavar="K",
+        help="play each task K times side by "
+        "side as one group (a GRPO group); the records carry `group` and `group_size` (default 1)",
+    )
+    run.add_argument(
+        "--resume",
+        type=Path,
+        metavar="FILE",
+        help="go on with the run recorded in FILE (its "
+        "episodes JSONL): episodes it holds as scored or masked are not played again, failed ones "
+        "are; new records are appended to FILE. The run's options come from FILE's first line; "
+        "-n may grow the run",
+    )
     run.add_argument("-c", "--concurrency", type=int, default=16, help="episodes in flight (default 16)")
-    run.add_argument("--driver", action="append", choices=DRIVERS,
-                     help="environment-server (default) or legacy-agent; give both to alternate them")
-    run.add_argument("--agent-run-seed", choices=("task", "empty"), default="task",
-                     help="legacy-agent seed body: the task's run body (default) or {}")
-    run.add_argument("--tasks", type=Path, help="a JSONL task file (default: the embedded corpus's questions; "
-                     "`finsec corpus questions` writes one)")
-    run.add_argument("--workers", type=int, default=0, help="run the drivers as N Ray actors spread over the "
-                     "cluster (default: in this process)")
-    run.add_argument("--request-timeout", type=float, default=RunPlan.request_timeout,
-                     help=f"seconds per request (default {RunPlan.request_timeout:g}): longer than the server's "
-                     "admission_wait_seconds (60 by default) plus the slowest tool call")
-    run.add_argument("--retry-deadline", type=float, default=Retries.deadline, metavar="SECONDS", help="how long "
-                     "one request is sent again, a busy server's 503 or 429 with Retry-After waited out (default "
-                     "%(default)g)")
-    run.add_argument("--give-up-after", type=int, default=32, metavar="K", help="after K transport failures "
-                     "in a row, record the episodes left as transport failures without trying them (0: never)")
+    run.add_argument(
+        "--driver",
+        action="append",
+        choices=DRIVERS,
+        help="environment-server (default) or legacy-agent; give both to alternate them",
+    )
+    run.add_argument(
+        "--agent-run-seed",
+        choices=("task", "empty"),
+        default="task",
+        help="legacy-agent seed body: the task's run body (default) or {}",
+    )
+    run.add_argument(
+        "--tasks",
+        type=Path,
+        help="a JSONL task file (default: the embedded corpus's questions; `finsec corpus questions` writes one)",
+    )
+    run.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="run the drivers as N Ray actors spread over the cluster (default: in this process)",
+    )
+    run.add_argument(
+        "--request-timeout",
+        type=float,
+        default=RunPlan.request_timeout,
+        help=f"seconds per request (default {RunPlan.request_timeout:g}): longer than the server's "
+        "admission_wait_seconds (60 by default) plus the slowest tool call",
+    )
+    run.add_argument(
+        "--retry-deadline",
+        type=float,
+        default=Retries.deadline,
+        metavar="SECONDS",
+        help="how long "
+        "one request is sent again, a busy server's 503 or 429 with Retry-After waited out (default "
+        "%(default)g)",
+    )
+    run.add_argument(
+        "--give-up-after",
+        type=int,
+        default=32,
+        metavar="K",
+        help="after K transport failures "
+        "in a row, record the episodes left as transport failures without trying them (0: never)",
+    )
     run.add_argument("--trace", action="store_true", help="play one episode and print it request by request")
     policy = parser.add_argument_group("policy")
-    policy.add_argument("--policy", choices=("scripted", "llm"), default="scripted",
-                        help="scripted (reads the retrieved passages) or llm (an OpenAI-compatible model)")
+    policy.add_argument(
+        "--policy",
+        choices=("scripted", "llm"),
+        default="scripted",
+        help="scripted (reads the retrieved passages) or llm (an OpenAI-compatible model)",
+    )
     policy.add_argument("--model-url", help="llm: the endpoint's base URL, e.g. http://host:8000/v1")
     policy.add_argument("--model", help="llm: the model name")
-    policy.add_argument("--model-api-key-env", default="OPENAI_API_KEY",
-                        help="llm: environment variable holding the API key, if any (default OPENAI_API_KEY)")
+    policy.add_argument(
+        "--model-api-key-env",
+        default="OPENAI_API_KEY",
+        help="llm: environment variable holding the API key, if any (default OPENAI_API_KEY)",
+    )
     policy.add_argument("--max-turns", type=int, default=12, help="llm: model turns per episode (default 12)")
     policy.add_argument("-T", "--temperature", type=float, help="llm: sampling temperature (default: the endpoint's)")
     policy.add_argument("--max-tokens", type=int, help="llm: most tokens per model turn (default: the endpoint's)")
     output = parser.add_argument_group("output")
-    output.add_argument("--out", type=Path, help="episodes JSONL (default runs/rollouts-<time>.jsonl); the "
-                        "summary goes beside it as .summary.json")
-    output.add_argument("--force", action="store_true", help="replace an existing --out file (without it, a run "
-                        "never overwrites one: --resume goes on with it)")
+    output.add_argument(
+        "--out",
+        type=Path,
+        help="episodes JSONL (default runs/rollouts-<time>.jsonl); the summary goes beside it as .summary.json",
+    )
+    output.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing --out file (without it, a run never overwrites one: --resume goes on with it)",
+    )
     output.add_argument("--plot", type=Path, metavar="DIR", help="write reward.png and latency.png to DIR")
     output.add_argument("--quiet", action="store_true", help="no progress line")
-    output.add_argument("--fail-on-masked", action="store_true",
-                        help="exit status 1 also when some verify was masked (the demo's check)")
+    output.add_argument(
+        "--fail-on-masked",
+        action="store_true",
+        help="exit status 1 also when some verify was masked (the demo's check)",
+    )
     parser.set_defaults(run=run_rollouts, default_of=parser.get_default)
 
 
@@ -107,29 +183,59 @@ def _plan_from(options: argparse.Namespace, url: str) -> RunPlan:
     drivers = tuple(dict.fromkeys(options.driver or ["environment-server"]))
     model = None
     if options.policy == "llm":
-        model = ModelSpec(options.model_url, options.model, os.environ.get(options.model_api_key_env) or None,
-                          max_turns=options.max_turns, timeout=options.request_timeout,
-                          temperature=options.temperature, max_tokens=options.max_tokens)
+        model = ModelSpec(
+            options.model_url,
+            options.model,
+            os.environ.get(options.model_api_key_env) or None,
+            max_turns=options.max_turns,
+            timeout=options.request_timeout,
+            temperature=options.temperature,
+            max_tokens=options.max_tokens,
+        )
     episodes = options.episodes or (len(tasks) * options.repeats * len(drivers) if options.repeats > 1 else 96)
-    plan = RunPlan(url, tasks, 1 if options.trace else episodes, options.concurrency, drivers, model,
-                   options.request_timeout, options.agent_run_seed, new_run_id(), options.give_up_after,
-                   options.repeats, retry_deadline=options.retry_deadline)
+    plan = RunPlan(
+        url,
+        tasks,
+        1 if options.trace else episodes,
+        options.concurrency,
+        drivers,
+        model,
+        options.request_timeout,
+        options.agent_run_seed,
+        new_run_id(),
+        options.give_up_after,
+        options.repeats,
+        retry_deadline=options.retry_deadline,
+    )
     return replace(plan, skip=frozenset(r.episode for r in options.resumed)) if options.resumed else plan
 
 
 def _check(options: argparse.Namespace) -> None:
     """Everything that can be checked before a cluster starts or an episode runs: every mistake at once."""
     run = _run_options(options)  # --resume FILE: the options FILE's run was played with, where none are given
-    problems = [f"{flag} must be at least {least}, not {value}" for flag, value, least in (
-        ("--episodes", options.episodes, 1), ("--concurrency", options.concurrency, 1),
-        ("--repeats", options.repeats, 1), ("--max-turns", options.max_turns, 1), ("--workers", options.workers, 0),
-        ("--max-tokens", options.max_tokens, 1), ("--give-up-after", options.give_up_after, 0))
-        if value is not None and value < least]
+    problems = [
+        f"{flag} must be at least {least}, not {value}"
+        for flag, value, least in (
+            ("--episodes", options.episodes, 1),
+            ("--concurrency", options.concurrency, 1),
+            ("--repeats", options.repeats, 1),
+            ("--max-turns", options.max_turns, 1),
+            ("--workers", options.workers, 0),
+            ("--max-tokens", options.max_tokens, 1),
+            ("--give-up-after", options.give_up_after, 0),
+        )
+        if value is not None and value < least
+    ]
     if options.temperature is not None and not 0 <= options.temperature <= 2:
         problems.append(f"--temperature must be between 0 and 2, not {options.temperature:g}")
-    problems += [f"{flag} must be positive, not {value:g}" for flag, value in (
-        ("--request-timeout", options.request_timeout), ("--retry-deadline", options.retry_deadline))
-        if not value > 0]  # NaN too
+    problems += [
+        f"{flag} must be positive, not {value:g}"
+        for flag, value in (
+            ("--request-timeout", options.request_timeout),
+            ("--retry-deadline", options.retry_deadline),
+        )
+        if not value > 0
+    ]  # NaN too
     if options.policy == "llm" and not (options.model_url and options.model):
         problems.append("--policy llm needs --model-url and --model")
     if problems:
@@ -137,15 +243,16 @@ def _check(options: argparse.Namespace) -> None:
     if options.url:
         options.url = check_url(options.url)
     if options.out and options.resume is None and options.out.exists() and not options.force:
-        raise UsageError(f"--out {options.out} exists and holds an earlier run: --resume {options.out} goes on with "
-                         "it, --force replaces it, or give another --out")
+        raise UsageError(
+            f"--out {options.out} exists and holds an earlier run: --resume {options.out} goes on with "
+            "it, --force replaces it, or give another --out"
+        )
     options.resumed = _resumed(options)
     if options.resumed:
         _check_resumed(_plan_from(options, "http://127.0.0.1"), options.resumed, from_file=run is not None)
     if options.policy == "llm":
         options.model_url = check_url(options.model_url, "--model-url")
-        check_model_up(options.model_url, os.environ.get(options.model_api_key_env) or None,
-                       options.model_api_key_env)
+        check_model_up(options.model_url, os.environ.get(options.model_api_key_env) or None, options.model_api_key_env)
     if options.plot:
         from finsec_client.plots import PlottingUnavailable, require_matplotlib
 
@@ -163,14 +270,31 @@ def _check(options: argparse.Namespace) -> None:
 
 
 # What a run's file records of its options: what decides its episodes and where they are played.
-RUN_OPTIONS = ("url", "config", "episodes", "repeats", "driver", "agent_run_seed", "tasks", "policy", "model_url",
-               "model", "model_api_key_env", "max_turns", "temperature", "max_tokens")
+RUN_OPTIONS = (
+    "url",
+    "config",
+    "episodes",
+    "repeats",
+    "driver",
+    "agent_run_seed",
+    "tasks",
+    "policy",
+    "model_url",
+    "model",
+    "model_api_key_env",
+    "max_turns",
+    "temperature",
+    "max_tokens",
+)
 
 
 def run_options(options: argparse.Namespace) -> dict[str, Any]:
     """The run's options as its file's first line keeps them (paths made absolute: a resume may run elsewhere)."""
-    return {name: str(Path(value).resolve()) if isinstance(value, Path) else value
-            for name in RUN_OPTIONS if (value := getattr(options, name)) is not None}
+    return {
+        name: str(Path(value).resolve()) if isinstance(value, Path) else value
+        for name in RUN_OPTIONS
+        if (value := getattr(options, name)) is not None
+    }
 
 
 def _run_options(options: argparse.Namespace) -> dict[str, Any] | None:
@@ -208,15 +332,20 @@ def _resumed(options: argparse.Namespace) -> list[EpisodeRecord]:
 
 def _check_resumed(plan: RunPlan, resumed: list[EpisodeRecord], *, from_file: bool) -> None:
     """A resumed file must be the same run: each recorded episode the task and driver this plan gives it."""
-    fix = ("leave out --episodes, --repeats, --tasks and --driver: the file says them" if from_file else
-           "give the run's own --episodes, --repeats, --tasks and --driver")
+    fix = (
+        "leave out --episodes, --repeats, --tasks and --driver: the file says them"
+        if from_file
+        else "give the run's own --episodes, --repeats, --tasks and --driver"
+    )
     for record in resumed:
         if record.episode >= plan.episodes:
             raise UsageError(f"--resume: episode {record.episode} is beyond this run's {plan.episodes} episodes: {fix}")
         episode = plan.episode(record.episode)
         if (record.task_id, record.driver, record.group) != (episode.task.task_id, episode.driver, episode.group):
-            raise UsageError(f"--resume: episode {record.episode} was task {record.task_id} ({record.driver}) "
-                             f"there, task {episode.task.task_id} ({episode.driver}) here: {fix}")
+            raise UsageError(
+                f"--resume: episode {record.episode} was task {record.task_id} ({record.driver}) "
+                f"there, task {episode.task.task_id} ({episode.driver}) here: {fix}"
+            )
 
 
 @contextlib.contextmanager
@@ -230,10 +359,15 @@ def _server(options: argparse.Namespace) -> Iterator[str]:
     # the config's port may be taken (a `finsec serve` running): any free one will do
     target = replace(load_serve_config(options.config or packaged_config()), port=free_port())
     began = time.monotonic()
-    print(f"starting {'on ' + options.address if options.address else 'a local Ray cluster'} and the app "
-          f"on {describe_corpus(target.settings)} ...", file=sys.stderr, flush=True)
-    with running_app(target, address=options.address, ingress=options.ingress,
-                     say=lambda m: print(m, file=sys.stderr)) as url:
+    print(
+        f"starting {'on ' + options.address if options.address else 'a local Ray cluster'} and the app "
+        f"on {describe_corpus(target.settings)} ...",
+        file=sys.stderr,
+        flush=True,
+    )
+    with running_app(
+        target, address=options.address, ingress=options.ingress, say=lambda m: print(m, file=sys.stderr)
+    ) as url:
         print(f"finsec-serve is up at {url} after {time.monotonic() - began:.1f}s", file=sys.stderr, flush=True)
         yield url
 
@@ -261,8 +395,12 @@ def run_rollouts(options: argparse.Namespace) -> int:
 
 def _run(options: argparse.Namespace, plan: RunPlan, url: str) -> int:
     from finsec_client import server_view
-    out = (options.resume or options.out
-           or Path("runs") / f"rollouts-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.jsonl")
+
+    out = (
+        options.resume
+        or options.out
+        or Path("runs") / f"rollouts-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.jsonl"
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     notes: list[str] = []
     try:
@@ -271,9 +409,13 @@ def _run(options: argparse.Namespace, plan: RunPlan, url: str) -> int:
         before, notes = None, [f"no session counters: {why}"]
     waits = server_view.admission_wait_seconds(url, min(server_view.TIMEOUT, plan.request_timeout))
     if waits is not None and plan.request_timeout <= waits:
-        print(f"warning: the server lets a busy request wait up to {waits:g} s for a place before it starts "
-              f"(admission_wait_seconds), longer than --request-timeout {plan.request_timeout:g}: such requests "
-              "time out here and are sent again. Raise --request-timeout past it.", file=sys.stderr, flush=True)
+        print(
+            f"warning: the server lets a busy request wait up to {waits:g} s for a place before it starts "
+            f"(admission_wait_seconds), longer than --request-timeout {plan.request_timeout:g}: such requests "
+            "time out here and are sent again. Raise --request-timeout past it.",
+            file=sys.stderr,
+            flush=True,
+        )
     records: list[EpisodeRecord] = list(options.resumed)
     to_play = plan.to_play()
     progress = None if options.quiet else Progress(len(to_play))
@@ -282,8 +424,12 @@ def _run(options: argparse.Namespace, plan: RunPlan, url: str) -> int:
     where = f"on {options.workers} Ray workers" if options.workers else "in this process"
     groups = f", groups of {plan.repeats}" if plan.repeats > 1 else ""
     resumed = f" ({len(records)} already in {out})" if options.resume else ""
-    print(f"{len(to_play)} episodes{resumed} ({drivers} driver, {plan.policy_name} policy, {len(plan.tasks)} tasks"
-          f"{groups}) at concurrency {plan.concurrency} {where} against {url}", file=sys.stderr, flush=True)
+    print(
+        f"{len(to_play)} episodes{resumed} ({drivers} driver, {plan.policy_name} policy, {len(plan.tasks)} tasks"
+        f"{groups}) at concurrency {plan.concurrency} {where} against {url}",
+        file=sys.stderr,
+        flush=True,
+    )
     with out.open("a" if options.resume else "w") as stream:
         writer = RecordWriter(stream)
         if not options.resume:
@@ -308,11 +454,19 @@ def _run(options: argparse.Namespace, plan: RunPlan, url: str) -> int:
     if progress:
         progress.close()
     after, key_metrics = _server_after(url, records, notes, min(server_view.TIMEOUT, plan.request_timeout))
-    summary = summarize(records, wall, counters_before=before and before["counters"],
-                        counters_after=after and after["counters"], held=after and after.get("held"),
-                        shard_calls_before=before and before.get("shard_calls"),
-                        shard_calls_after=after and after.get("shard_calls"),
-                        key_metrics=key_metrics, dead_workers=dead, notes=notes, resumed=len(options.resumed))
+    summary = summarize(
+        records,
+        wall,
+        counters_before=before and before["counters"],
+        counters_after=after and after["counters"],
+        held=after and after.get("held"),
+        shard_calls_before=before and before.get("shard_calls"),
+        shard_calls_after=after and after.get("shard_calls"),
+        key_metrics=key_metrics,
+        dead_workers=dead,
+        notes=notes,
+        resumed=len(options.resumed),
+    )
     print(render(summary))
     summary_path = out.with_suffix(".summary.json")
     summary_path.write_text(json.dumps(summary.to_json(), indent=1))
@@ -329,6 +483,7 @@ def _run(options: argparse.Namespace, plan: RunPlan, url: str) -> int:
 
 def _server_after(url: str, records: list[EpisodeRecord], notes: list[str], timeout: float):
     from finsec_client import server_view
+
     after = key_metrics = None
     try:
         after = server_view.session_counters(url, timeout)

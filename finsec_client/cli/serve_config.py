@@ -14,7 +14,18 @@ from pydantic import ValidationError
 
 from finsec_client.cli.usage import UsageError, did_you_mean, one_line
 
+__all__ = [
+    "ConfigErrors",
+    "describe_corpus",
+    "INGRESS_DEPLOYMENT",
+    "load_serve_config",
+    "packaged_config",
+    "ServeTarget",
+]
+
 if TYPE_CHECKING:  # the server's settings are loaded when a config is read, never by the command line itself
+    from pydantic_core import ErrorDetails
+
     from deployments.settings import Settings
 
 INGRESS_DEPLOYMENT = "FinsecIngress"
@@ -89,8 +100,9 @@ def load_serve_config(path: Path, *, reach: bool = False) -> ServeTarget:
     if problems or settings is None:
         raise ConfigErrors(path, problems)
     http = config.http_options
-    return ServeTarget(settings, app.name, app.route_prefix or "/", options, http.host or "127.0.0.1",
-                       http.port or 8000)
+    return ServeTarget(
+        settings, app.name, app.route_prefix or "/", options, http.host or "127.0.0.1", http.port or 8000
+    )
 
 
 def _admission_problems(options: dict[str, Any], settings: Settings) -> list[str]:
@@ -100,14 +112,18 @@ def _admission_problems(options: dict[str, Any], settings: Settings) -> list[str
     where = f"{INGRESS_DEPLOYMENT}."
     problems = []
     if options.get("max_queued_requests", -1) != -1:
-        problems.append(f"{where}max_queued_requests: Serve would refuse requests at once that admission lets wait "
-                        "(admission_wait_seconds); leave it out")
+        problems.append(
+            f"{where}max_queued_requests: Serve would refuse requests at once that admission lets wait "
+            "(admission_wait_seconds); leave it out"
+        )
     if "backpressure_config" in options:
         problems.append(f"{where}backpressure_config: the app's 503s take admission_retry_after_seconds; leave it out")
     held = Admission.from_settings(settings).most_held()
     if options.get("max_ongoing_requests", held) < held:
-        problems.append(f"{where}max_ongoing_requests {options['max_ongoing_requests']}: Serve would hold the rest "
-                        f"in its own queue, untimed; leave it out (the app takes {held:,}) or set admission_running")
+        problems.append(
+            f"{where}max_ongoing_requests {options['max_ongoing_requests']}: Serve would hold the rest "
+            f"in its own queue, untimed; leave it out (the app takes {held:,}) or set admission_running"
+        )
     return problems
 
 
@@ -134,12 +150,13 @@ def _unknown(section: dict[str, Any], schema: Any, where: str) -> list[str]:
     problems = []
     for key in section:
         if key not in known:
-            problems.append(f"{where}{key} is not a {schema.__name__.removesuffix('Schema')} key"
-                            f"{did_you_mean(str(key), known)}")
+            problems.append(
+                f"{where}{key} is not a {schema.__name__.removesuffix('Schema')} key{did_you_mean(str(key), known)}"
+            )
     return problems
 
 
-def _located(errors: list[dict[str, Any]]) -> list[str]:
+def _located(errors: list[ErrorDetails]) -> list[str]:
     """Serve's schema errors, one line per value: a union's alternatives (num_replicas: an int, or "auto") come
     as one error each, with the alternative last in their location."""
     by_value: dict[tuple[str, ...], list[str]] = {}
@@ -147,8 +164,9 @@ def _located(errors: list[dict[str, Any]]) -> list[str]:
         loc = tuple(str(p) for p in error.get("loc", ()))
         key = loc[:-1] if len(loc) > 1 and _union_tag(loc[-1]) else loc
         by_value.setdefault(key, []).append(str(error.get("msg", "")))
-    return [f"{'.'.join(loc) or 'config'}: {', or '.join(dict.fromkeys(messages))}"
-            for loc, messages in by_value.items()]
+    return [
+        f"{'.'.join(loc) or 'config'}: {', or '.join(dict.fromkeys(messages))}" for loc, messages in by_value.items()
+    ]
 
 
 def _union_tag(part: str) -> bool:

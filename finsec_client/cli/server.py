@@ -6,6 +6,7 @@ serve.start/serve.run and, on stop, deletes only its application and actors: the
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,21 +15,25 @@ from typing import TYPE_CHECKING
 from finsec_client.cli.serve_config import ServeTarget
 from finsec_client.cli.usage import UsageError, check_port_free, one_line
 
+__all__ = ["join_cluster", "running_app"]
+
 if TYPE_CHECKING:  # the server is loaded when a command starts it, never by the command line itself
     from deployments.local import Ingress
+
 
 def join_cluster(address: str) -> None:
     import ray
 
     try:
-        ray.init(address=address, logging_level="warning")
+        ray.init(address=address, logging_level=logging.WARNING)  # what Ray makes of "warning"
     except (ConnectionError, RuntimeError, ValueError) as error:
         raise UsageError(f"cannot join the Ray cluster at {address}: {one_line(error)}") from None
 
 
 @contextmanager
-def running_app(target: ServeTarget, *, address: str | None = None, ingress: Ingress = "haproxy",
-                say=print, purge: bool = False) -> Iterator[str]:
+def running_app(
+    target: ServeTarget, *, address: str | None = None, ingress: Ingress = "haproxy", say=print, purge: bool = False
+) -> Iterator[str]:
     """Deploy `target`; yields the app's URL; undeploys (and stops a cluster it started) on the way out, keeping
     the app's durable records (fences, seeds, cookie secret) unless `purge`."""
 
@@ -36,9 +41,8 @@ def running_app(target: ServeTarget, *, address: str | None = None, ingress: Ing
 
     started_cluster = address is None
     try:
-        if started_cluster:
-            check_port_free(target.host if target.host in ("127.0.0.1", "localhost") else "127.0.0.1",
-                            target.port)
+        if address is None:  # started_cluster
+            check_port_free(target.host if target.host in ("127.0.0.1", "localhost") else "127.0.0.1", target.port)
             # address="local": a new cluster, never one another `ray start` left on this machine (ray.init
             # without an address joins the newest such cluster when it finds one)
             base_url = start_ray_and_serve(target.port, ingress=ingress, address="local")
@@ -50,7 +54,9 @@ def running_app(target: ServeTarget, *, address: str | None = None, ingress: Ing
             # A Serve already running keeps its own HTTP options (serve.start only warns): ask it which.
             from ray.serve.context import _get_global_client
 
-            http = _get_global_client().http_config
+            client = _get_global_client()
+            assert client is not None  # it raises, never returns None, when no controller runs
+            http = client.http_config
             host = "127.0.0.1" if http.host in ("0.0.0.0", "::", "", None) else http.host
             base_url = f"http://{host}:{http.port}"
         url = _deploy(target, base_url)
@@ -69,11 +75,17 @@ def _deploy(target: ServeTarget, base_url: str) -> str:
     from deployments.local import deploy_application
 
     try:
-        return deploy_application(target.settings, base_url, name=target.app_name, route_prefix=target.route_prefix,
-                                  options=target.deployment_options)
+        return deploy_application(
+            target.settings,
+            base_url,
+            name=target.app_name,
+            route_prefix=target.route_prefix,
+            options=target.deployment_options,
+        )
     except TimeoutError as error:
-        raise UsageError(f"{error}: does the config ask for more CPUs than the cluster has (replicas x "
-                         "ray_actor_options.num_cpus)?") from None
+        raise UsageError(
+            f"{error}: does the config ask for more CPUs than the cluster has (replicas x ray_actor_options.num_cpus)?"
+        ) from None
     except (RayServeException, TypeError, ValueError) as error:
         raise UsageError(f"Serve refused the application: {one_line(error)}") from None
 
@@ -85,18 +97,22 @@ def _stop(target: ServeTarget, started_cluster: bool, say, purge: bool = False) 
 
     if not ray.is_initialized():
         return
-    say(f"stopping: removing the application {target.app_name!r} and its actors"
-        + (" and the local Ray cluster" if started_cluster else " (the cluster stays up)"))
+    say(
+        f"stopping: removing the application {target.app_name!r} and its actors"
+        + (" and the local Ray cluster" if started_cluster else " (the cluster stays up)")
+    )
     try:
         purged = undeploy_application(target.settings, target.app_name, purge=purge)
         store = "Redis" if target.settings.mark_store() else "the cluster's GCS key-value store"
-        say(f"purged {purged} durable records (fences, episode seeds, cookie secret) of {target.app_name!r} "
-            f"from {store}" if purge else f"kept the fences, episode seeds and cookie secret in {store}")
+        say(
+            f"purged {purged} durable records (fences, episode seeds, cookie secret) of {target.app_name!r} "
+            f"from {store}"
+            if purge
+            else f"kept the fences, episode seeds and cookie secret in {store}"
+        )
     except Exception as error:  # still stop the cluster; say what was left behind
         print(f"finsec: warning: could not remove the application cleanly: {one_line(error)}", file=sys.stderr)
     if started_cluster:
         stop_ray_and_serve()
     else:
         ray.shutdown()
-
-

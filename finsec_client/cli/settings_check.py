@@ -21,7 +21,20 @@ from pydantic import ValidationError
 
 from finsec_client.cli.usage import did_you_mean
 
+__all__ = [
+    "checked_settings",
+    "ENV_PREFIX",
+    "explain",
+    "OTHER_VARIABLES",
+    "reach_problems",
+    "REACH_TIMEOUT_SECONDS",
+    "reference_markdown",
+    "Sources",
+]
+
 if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
+
     from deployments.settings import Settings
 
 ENV_PREFIX = "FINSEC_"
@@ -55,10 +68,12 @@ def checked_settings(args: dict[str, Any]) -> tuple[Settings | None, Sources, li
     for name, raw in sorted(os.environ.items()):
         if not name.upper().startswith(ENV_PREFIX) or name.upper() in OTHER_VARIABLES:
             continue
-        field = name[len(ENV_PREFIX):].lower()
+        field = name[len(ENV_PREFIX) :].lower()
         if field not in fields:
-            problems.append(f"environment variable {name} is not a setting"
-                            f"{did_you_mean(field, fields, lambda known: ENV_PREFIX + known.upper())}")
+            problems.append(
+                f"environment variable {name} is not a setting"
+                f"{did_you_mean(field, fields, lambda known: ENV_PREFIX + known.upper())}"
+            )
             continue
         variables[field] = name
         values[field] = _decoded(raw)
@@ -80,26 +95,29 @@ def reach_problems(settings: Settings, sources: Sources) -> list[str]:
     for field in ("retrieval_model", "judge_model"):
         endpoint = getattr(settings, field)
         if endpoint is not None:
-            checks.append((sources.of(field, "base_url"), lambda url=endpoint.base_url: _connects(url)))
+            checks.append((sources.of(field, "base_url"), functools.partial(_connects, endpoint.base_url)))
     if settings.edgar_source == "live":
         for field in ("sec_www_base_url", "sec_data_base_url"):
-            checks.append((sources.of(field), lambda url=getattr(settings, field): _connects(url)))
+            checks.append((sources.of(field), functools.partial(_connects, getattr(settings, field))))
     with ThreadPoolExecutor(max_workers=max(1, len(checks))) as pool:
         answers = list(pool.map(lambda check: check[1](), checks))
-    return [f"{where}: {answer}" for (where, _), answer in zip(checks, answers) if answer]
+    return [f"{where}: {answer}" for (where, _), answer in zip(checks, answers, strict=False) if answer]
 
 
 def explain() -> list[str]:
     """Every setting: its name, the variable that sets it, its default and what it does."""
-    return [f"{name}  ({variable}; default {default})\n    {meaning}"
-            for name, variable, default, meaning in _reference()]
+    return [
+        f"{name}  ({variable}; default {default})\n    {meaning}" for name, variable, default, meaning in _reference()
+    ]
 
 
 def reference_markdown() -> str:
     """The same, as the table docs/configuration.md holds (a test keeps the two equal)."""
     rows = ["| setting | variable | default | what it does |", "|---|---|---|---|"]
-    rows += [f"| `{name}` | `{variable}` | `{default}` | {_cell(meaning)} |"
-             for name, variable, default, meaning in _reference()]
+    rows += [
+        f"| `{name}` | `{variable}` | `{default}` | {_cell(meaning)} |"
+        for name, variable, default, meaning in _reference()
+    ]
     return "\n".join(rows) + "\n"
 
 
@@ -110,9 +128,15 @@ def _cell(text: str) -> str:
 def _reference() -> list[tuple[str, str, str, str]]:
     from deployments.settings import Settings
 
-    return [(name, f"{ENV_PREFIX}{name.upper()}",
-             "required" if field.is_required() else _shown(field.get_default(call_default_factory=True)),
-             field.description or "") for name, field in Settings.model_fields.items()]
+    return [
+        (
+            name,
+            f"{ENV_PREFIX}{name.upper()}",
+            "required" if field.is_required() else _shown(field.get_default(call_default_factory=True)),
+            field.description or "",
+        )
+        for name, field in Settings.model_fields.items()
+    ]
 
 
 @functools.cache
@@ -123,7 +147,9 @@ def _given() -> type[Settings]:
         """Settings from the values given only: the environment was read above, each variable on its own."""
 
         @classmethod
-        def settings_customise_sources(cls, settings_cls, init_settings, **other_sources):
+        def settings_customise_sources(
+            cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
+        ):
             return (init_settings,)
 
     return Given
@@ -139,7 +165,7 @@ def _decoded(raw: str) -> Any:
     return raw
 
 
-def _problem(error: dict[str, Any], sources: Sources) -> str:
+def _problem(error: ErrorDetails, sources: Sources) -> str:
     loc = [str(part) for part in error.get("loc", ())]
     message = str(error.get("msg", "")).removeprefix("Value error, ")
     if error.get("type") == "extra_forbidden":
@@ -155,6 +181,7 @@ def _problem(error: dict[str, Any], sources: Sources) -> str:
 def _path_problems(values: dict[str, Any], sources: Sources) -> list[str]:
     """The folders and files the values name, read as given (so a path is checked even when another value is
     wrong, and resolved from here, as Settings resolves it)."""
+
     def given(field: str) -> Path | None:
         value = values.get(field)
         return Path(value).expanduser().resolve() if isinstance(value, (str, Path)) and str(value) else None
@@ -163,8 +190,10 @@ def _path_problems(values: dict[str, Any], sources: Sources) -> list[str]:
     corpus = given("corpus_dir")
     if corpus is not None and not (corpus / "files" / "company_tickers.json").is_file():
         what = "does not exist" if not corpus.exists() else "has no files/company_tickers.json"
-        problems.append(f"{sources.of('corpus_dir')}: {corpus} {what}: corpus_dir is a folder in the sec.gov URL "
-                        "layout (`finsec corpus write DIR` makes one)")
+        problems.append(
+            f"{sources.of('corpus_dir')}: {corpus} {what}: corpus_dir is a folder in the sec.gov URL "
+            "layout (`finsec corpus write DIR` makes one)"
+        )
     dump = given("sec_dump_path")
     if dump is not None and not dump.is_dir():
         problems.append(f"{sources.of('sec_dump_path')}: {dump} is not a folder")
@@ -188,8 +217,9 @@ def _connects(url: str) -> str | None:
 def _redis_answers(url: str) -> str | None:
     import redis
 
-    client = redis.Redis.from_url(url, socket_connect_timeout=REACH_TIMEOUT_SECONDS,
-                                  socket_timeout=REACH_TIMEOUT_SECONDS)
+    client = redis.Redis.from_url(
+        url, socket_connect_timeout=REACH_TIMEOUT_SECONDS, socket_timeout=REACH_TIMEOUT_SECONDS
+    )
     try:
         client.ping()
         return None

@@ -11,13 +11,19 @@ import httpx
 
 from finsec_client.cli.usage import EXIT_OK, UsageError, check_url, default_url
 
+__all__ = ["add_parser", "render", "run_status"]
+
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("status", help="what a running server is and holds",
-                                 description="Ask a running finsec server (GET /status) for its version, settings, "
-                                 "actors, sessions and fences, and print them.")
-    parser.add_argument("--url", default=default_url(), help="the server, e.g. http://127.0.0.1:8000 (default: "
-                        "$FINSEC_URL)")
+    parser = commands.add_parser(
+        "status",
+        help="what a running server is and holds",
+        description="Ask a running finsec server (GET /status) for its version, settings, "
+        "actors, sessions and fences, and print them.",
+    )
+    parser.add_argument(
+        "--url", default=default_url(), help="the server, e.g. http://127.0.0.1:8000 (default: $FINSEC_URL)"
+    )
     parser.add_argument("--json", action="store_true", help="print the server's answer as JSON")
     parser.set_defaults(run=run_status)
 
@@ -52,8 +58,10 @@ def render(status: dict) -> str:
     store = status.get("mark_store", {})
     lines.append("marks      " + ("ok" if store.get("ok", True) else f"NEW SESSIONS REFUSED: {store.get('problem')}"))
     for shard in status.get("shards", []):
-        lines.append(f"  shard {shard['shard']:<4} sessions {shard.get('sessions')}, fences {shard.get('fences')}, "
-                     f"{_marks(shard)}, life {shard.get('incarnation')}")
+        lines.append(
+            f"  shard {shard['shard']:<4} sessions {shard.get('sessions')}, fences {shard.get('fences')}, "
+            f"{_marks(shard)}, life {shard.get('incarnation')}"
+        )
     actors = status.get("actors", [])
     lines.append(f"actors     {len(actors) or 'none (in one process)'}")
     lines += [f"  {a.get('name') or a.get('error')}" for a in actors]

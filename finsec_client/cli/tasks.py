@@ -16,51 +16,75 @@ from urllib.parse import urlsplit
 
 from finsec_client.cli.usage import EXIT_OK, UsageError
 
+__all__ = ["add_parser", "run_build", "run_nemo_gym", "write_jsonl"]
+
 SEC_WWW, SEC_DATA = "https://www.sec.gov", "https://data.sec.gov"
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("tasks", help="convert a task file for a trainer",
-                                 description="Task files (JSONL: question, expected_answer, any other key as task "
-                                 "data) as the rows a trainer's own tools read.")
+    parser = commands.add_parser(
+        "tasks",
+        help="convert a task file for a trainer",
+        description="Task files (JSONL: question, expected_answer, any other key as task "
+        "data) as the rows a trainer's own tools read.",
+    )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     nemo_gym = actions.add_parser(
-        "nemo-gym", help="as NeMo Gym's JSONL rows (also what verifiers' NeMo Gym taskset reads)",
+        "nemo-gym",
+        help="as NeMo Gym's JSONL rows (also what verifiers' NeMo Gym taskset reads)",
         description="Print the tasks as NeMo Gym rows, one JSON object a line: flat rows (the task plus "
         "responses_create_params: the instructions, the question and the tools), which finance_agent, "
         "single_agent_turn_legacy and verifiers play; or, with --episode, the task_id/task_input rows of the "
-        "single_agent_turn Environment Server.")
+        "single_agent_turn Environment Server.",
+    )
     nemo_gym.add_argument("--tasks", type=Path, help="a JSONL task file (default: the embedded corpus's questions)")
     nemo_gym.add_argument("--episode", action="store_true", help="single_agent_turn's rows instead of flat ones")
     nemo_gym.add_argument("--out", "-o", type=Path, help="write here instead of standard output")
     nemo_gym.set_defaults(run=run_nemo_gym)
 
     build = actions.add_parser(
-        "build", help="verified tasks from filings' inline XBRL, split by company",
+        "build",
+        help="verified tasks from filings' inline XBRL, split by company",
         description="Build tasks whose answers are the filings' own tagged facts, each kept only when the value "
         "as tagged and the value as printed (scaled as its table says) agree. Writes DIR/{train,validation,test}"
         ".jsonl (task files for `finsec rollouts --tasks`; a split no company fell in is not written), "
         "DIR/nemo-gym/<split>.jsonl (NeMo Gym's rows, which "
-        "verifiers' nemo_gym taskset reads too) and DIR/report.{md,json}.")
+        "verifiers' nemo_gym taskset reads too) and DIR/report.{md,json}.",
+    )
     where = build.add_mutually_exclusive_group(required=True)
-    where.add_argument("--corpus", type=Path, help="a folder in the sec.gov layout (files/company_tickers.json, "
-                       "submissions/, Archives/)")
+    where.add_argument(
+        "--corpus",
+        type=Path,
+        help="a folder in the sec.gov layout (files/company_tickers.json, submissions/, Archives/)",
+    )
     where.add_argument("--live", action="store_true", help="live EDGAR, rate-limited, through the fetch guard")
     build.add_argument("--out", "-o", type=Path, required=True, help="the folder to write")
-    build.add_argument("--tickers", help="comma-separated companies (default: every company of a --corpus; "
-                       "required with --live)")
+    build.add_argument(
+        "--tickers", help="comma-separated companies (default: every company of a --corpus; required with --live)"
+    )
     build.add_argument("--forms", default="10-K,10-Q", help="forms to read (default 10-K,10-Q)")
-    build.add_argument("--filings-per-form", type=int, default=1,
-                       help="each company's newest N filings of each form (default 1)")
+    build.add_argument(
+        "--filings-per-form", type=int, default=1, help="each company's newest N filings of each form (default 1)"
+    )
     build.add_argument("--hold-out", default="", help="comma-separated companies that go to the test split")
-    build.add_argument("--split", default="0.8,0.1,0.1", help="train,validation,test fractions of the other "
-                       "companies, by a digest of the CIK (default 0.8,0.1,0.1)")
-    build.add_argument("--user-agent", default=os.environ.get("FINSEC_USER_AGENT"),
-                       help="with --live: your name and contact email, as SEC asks (or FINSEC_USER_AGENT)")
+    build.add_argument(
+        "--split",
+        default="0.8,0.1,0.1",
+        help="train,validation,test fractions of the other companies, by a digest of the CIK (default 0.8,0.1,0.1)",
+    )
+    build.add_argument(
+        "--user-agent",
+        default=os.environ.get("FINSEC_USER_AGENT"),
+        help="with --live: your name and contact email, as SEC asks (or FINSEC_USER_AGENT)",
+    )
     build.add_argument("--sec-www-url", default=SEC_WWW, help="with --live: www.sec.gov, or a mirror of it")
     build.add_argument("--sec-data-url", default=SEC_DATA, help="with --live: data.sec.gov, or a mirror of it")
-    build.add_argument("--requests-per-second", type=int, default=5,
-                       help="with --live: EDGAR requests per second (SEC allows 10; default 5)")
+    build.add_argument(
+        "--requests-per-second",
+        type=int,
+        default=5,
+        help="with --live: EDGAR requests per second (SEC allows 10; default 5)",
+    )
     build.set_defaults(run=run_build)
 
 
@@ -85,8 +109,10 @@ def run_build(options: argparse.Namespace) -> int:
     from finsec_client.nemo_gym_rows import flat_row
     from finsec_client.tasks import task_of
 
-    for flag, value in (("--filings-per-form", options.filings_per_form),
-                        ("--requests-per-second", options.requests_per_second)):
+    for flag, value in (
+        ("--filings-per-form", options.filings_per_form),
+        ("--requests-per-second", options.requests_per_second),
+    ):
         if value < 1:
             raise UsageError(f"{flag} {value}: give a whole number of at least 1")
     fractions = _fractions(options.split)
@@ -95,12 +121,12 @@ def run_build(options: argparse.Namespace) -> int:
     held_out = [t.strip().upper() for t in options.hold_out.split(",") if t.strip()]
     _check_out(options.out, SPLITS)
     source = _source(options, tickers)
-    report, rows = BuildReport(), {name: [] for name in SPLITS}
+    report = BuildReport()
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in SPLITS}
 
     async def build() -> None:
         try:
-            async for filing, document in read_filings(source, tickers, forms=forms,
-                                                       per_form=options.filings_per_form):
+            async for filing, document in read_filings(source, tickers, forms=forms, per_form=options.filings_per_form):
                 if document is None:
                     report.unreadable.append(filing.url)
                     continue
@@ -137,14 +163,21 @@ def _check_out(out: Path, splits: Iterable[str]) -> None:
     """A build writes over an earlier build's files, and nobody else's: --out must hold only those, if anything."""
     files = {f"{split}.jsonl" for split in splits}
     owned = {".": files | {"nemo-gym", "report.json", "report.md"}, "nemo-gym": files}
-    others = sorted(str(path.relative_to(out)) for folder, names in owned.items() if (out / folder).is_dir()
-                    for path in (out / folder).iterdir() if path.name not in names)
+    others = sorted(
+        str(path.relative_to(out))
+        for folder, names in owned.items()
+        if (out / folder).is_dir()
+        for path in (out / folder).iterdir()
+        if path.name not in names
+    )
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file: give a folder")
     if others:
         shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-        raise UsageError(f"--out {out} holds files a tasks build did not write ({shown}): give a new or empty "
-                         "folder, or one an earlier build wrote")
+        raise UsageError(
+            f"--out {out} holds files a tasks build did not write ({shown}): give a new or empty "
+            "folder, or one an earlier build wrote"
+        )
 
 
 def _fractions(text: str) -> tuple[float, float, float]:
@@ -154,7 +187,7 @@ def _fractions(text: str) -> tuple[float, float, float]:
         parts = ()
     if len(parts) != 3 or any(not 0 <= p <= 1 for p in parts) or sum(parts) <= 0:
         raise UsageError(f"--split {text!r}: give three fractions train,validation,test, e.g. 0.8,0.1,0.1")
-    return parts  # type: ignore[return-value]
+    return parts
 
 
 def _source(options: argparse.Namespace, tickers: list[str] | None):
@@ -166,8 +199,9 @@ def _source(options: argparse.Namespace, tickers: list[str] | None):
 
     if options.corpus is not None:
         if not (options.corpus / "files" / "company_tickers.json").is_file():
-            raise UsageError(f"--corpus {options.corpus}: not a folder in the sec.gov layout (no "
-                             "files/company_tickers.json)")
+            raise UsageError(
+                f"--corpus {options.corpus}: not a folder in the sec.gov layout (no files/company_tickers.json)"
+            )
         return MirrorSource(options.corpus)
     if not tickers:
         raise UsageError("--live needs --tickers: live EDGAR lists every listed company")
@@ -176,8 +210,14 @@ def _source(options: argparse.Namespace, tickers: list[str] | None):
     urls = (options.sec_www_url, options.sec_data_url)
     trusted = ["127.0.0.0/8", "::1/128"] if all(_loopback(url) for url in urls) else []
     limiter = LocalRateLimiter(options.requests_per_second, 1.0)
-    policy = FetchPolicy(sec_base_urls=urls, max_bytes=20_000_000, timeout_seconds=30.0,
-                         user_agent=options.user_agent, limiter=limiter, trusted_networks=trusted)
+    policy = FetchPolicy(
+        sec_base_urls=urls,
+        max_bytes=20_000_000,
+        timeout_seconds=30.0,
+        user_agent=options.user_agent,
+        limiter=limiter,
+        trusted_networks=trusted,
+    )
     return LiveSource(fetcher=policy.sec_fetcher(), www_base_url=urls[0], data_base_url=urls[1], limiter=limiter)
 
 

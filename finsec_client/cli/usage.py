@@ -10,6 +10,17 @@ from urllib.parse import urlsplit
 
 import httpx
 
+__all__ = [
+    "check_model_up",
+    "check_port_free",
+    "check_server_up",
+    "check_url",
+    "default_url",
+    "did_you_mean",
+    "one_line",
+    "UsageError",
+]
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -24,7 +35,7 @@ def one_line(error: BaseException | str) -> str:
 
 
 def did_you_mean(given: str, known: Iterable[str], shown: Callable[[str], str] = str, cutoff: float = 0.75) -> str:
-    """" (did you mean X?)" for the known name closest to a misspelt one, or "" when none is close."""
+    """ " (did you mean X?)" for the known name closest to a misspelt one, or "" when none is close."""
     close = difflib.get_close_matches(given, sorted(known), n=1, cutoff=cutoff)
     return f" (did you mean {shown(close[0])}?)" if close else ""
 
@@ -34,7 +45,7 @@ def check_url(url: str, what: str = "--url") -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"{what} {url!r} is not an http(s) URL such as http://127.0.0.1:8000")
     try:
-        parts.port
+        _ = parts.port  # urlsplit checks the port only when asked
     except ValueError:
         raise UsageError(f"{what} {url!r} has a bad port") from None
     if parts.query or parts.fragment:
@@ -47,8 +58,10 @@ def check_server_up(url: str, timeout: float = 5.0) -> None:
     try:
         response = httpx.get(url + "/healthz", timeout=timeout)
     except httpx.HTTPError as error:
-        raise UsageError(f"no server answers at {url} ({type(error).__name__}: {error}); start one with "
-                         "`finsec serve`, or leave out --url to start one in process") from None
+        raise UsageError(
+            f"no server answers at {url} ({type(error).__name__}: {error}); start one with "
+            "`finsec serve`, or leave out --url to start one in process"
+        ) from None
     if response.status_code != 200:
         raise UsageError(f"the server at {url} is not ready: GET /healthz answered {response.status_code}")
 
@@ -60,11 +73,14 @@ def check_model_up(url: str, api_key: str | None, key_variable: str, timeout: fl
     try:
         response = httpx.get(url + "/models", headers=headers, timeout=timeout)
     except httpx.HTTPError as error:
-        raise UsageError(f"--model-url: nothing answers at {url} ({one_line(error)}); start the model server "
-                         "or fix the URL") from None
+        raise UsageError(
+            f"--model-url: nothing answers at {url} ({one_line(error)}); start the model server or fix the URL"
+        ) from None
     if response.status_code in (401, 403):
-        raise UsageError(f"--model-url: {url} refuses the key (HTTP {response.status_code}): put the endpoint's key "
-                         f"in ${key_variable}, or name another variable with --model-api-key-env")
+        raise UsageError(
+            f"--model-url: {url} refuses the key (HTTP {response.status_code}): put the endpoint's key "
+            f"in ${key_variable}, or name another variable with --model-api-key-env"
+        )
 
 
 def default_url() -> str | None:
@@ -85,5 +101,6 @@ def check_port_free(host: str, port: int) -> None:
         except PermissionError:
             raise UsageError(f"port {port} on {host} needs privileges; choose a port above 1023") from None
         except OSError as error:
-            raise UsageError(f"port {port} on {host} is in use ({error.strerror}); choose another with --port") \
-                from None
+            raise UsageError(
+                f"port {port} on {host} is in use ({error.strerror}); choose another with --port"
+            ) from None

@@ -8,6 +8,8 @@ from typing import Protocol
 from finsec_client.tasks import Task
 from finsec_client.toolbox import Toolbox
 
+__all__ = ["Policy"]
+
 
 class Policy(Protocol):
     name: str

@@ -13,6 +13,8 @@ import re
 from finsec_client.policies.passages import MONTHS
 from finsec_client.policies.question import Question
 
+__all__ = ["cover_answer", "is_public_float", "is_shares_outstanding"]
+
 _FLOAT_WORDS = re.compile(r"non-?affiliates|aggregate market value|public float", re.I)
 _MONEY = re.compile(r"\$\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:\s*(thousand|million|billion|trillion)s?\b)?", re.I)
 _SHARES = re.compile(r"(?<![\d$.,])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(thousand|million|billion)?\s*shares\b", re.I)
@@ -67,18 +69,18 @@ def _shares_outstanding(question: Question, lines: list[str]) -> str | None:
             continue
         for clause in re.split(r"[;,](?:\s+and)?\s+(?=\d)", line):  # "5,833 million shares of Class A ..., 860 ..."
             m = _SHARES.search(clause)
-            if m and _class_fits(asked, clause[m.end():]):
+            if m and _class_fits(asked, clause[m.end() :]):
                 scale = f" {m.group(2).lower()}" if m.group(2) else ""
                 found.append((on_date, f"{m.group(1)}{scale} shares"))
     dated = [answer for on_date, answer in found if on_date]
-    return (dated or [answer for _, answer in found] or [None])[0]
+    return dated[0] if dated else found[0][1] if found else None
 
 
 def _class_fits(asked: re.Match | None, text: str) -> bool:
     if asked is None:
         return True
     stated = _CLASS.search(text)
-    return bool(stated) and stated.group(1).lower() == asked.group(1).lower()
+    return stated is not None and stated.group(1).lower() == asked.group(1).lower()
 
 
 def _iso_dates(text: str) -> set[str]:

@@ -15,6 +15,24 @@ from finsec_client.policies.passages import Clause, Reading, Row, read_reply
 from finsec_client.policies.question import Question, stems, word_stems
 from finsec_client.policies.statements import Statement
 
+__all__ = [
+    "abbreviations",
+    "answer",
+    "Candidate",
+    "canon",
+    "COMPLETE_LABEL",
+    "EXTRA_WORD_COST",
+    "figure",
+    "figure_words",
+    "printed_name",
+    "QUARTER_LAYOUT",
+    "ROW_PREFERENCE",
+    "spelled_out",
+    "STATEMENT_PREFERENCE",
+    "SUB_ITEM_COST",
+    "tables_to_read",
+]
+
 _YEAR_OR_DATE = re.compile(r"\b(\d{4})(?:-\d{2}-\d{2})?\b")
 _NEGATIVE_WORDS = frozenset(stems("loss losses use used decrease decline outflow deficit"))
 _DOWN = ("decrease", "decline", "fell", "down", "lower")
@@ -37,12 +55,24 @@ class Candidate:
 
 
 # Words an analyst takes as the same figure's names: "net sales" is revenue, "stockholders" are shareholders.
-_SAME = {"sal": "revenu", "stockholder": "shareholder", "earning": "income", "expenditur": "purchas",
-         "payment": "purchas", "acquisition": "purchas", "repurchas": "repurchas", "plant": "property"}
+_SAME = {
+    "sal": "revenu",
+    "stockholder": "shareholder",
+    "earning": "income",
+    "expenditur": "purchas",
+    "payment": "purchas",
+    "acquisition": "purchas",
+    "repurchas": "repurchas",
+    "plant": "property",
+}
 # A figure's other printed names, added to the question's words when it names the figure so.
-_ALSO = {"capital expenditur": "purchases property equipment", "spend repurchas": "repurchases common stock",
-         "pay dividend": "payments dividends", "cash paid": "cash paid", "depreciation amortization":
-         "depreciation amortization"}
+_ALSO = {
+    "capital expenditur": "purchases property equipment",
+    "spend repurchas": "repurchases common stock",
+    "pay dividend": "payments dividends",
+    "cash paid": "cash paid",
+    "depreciation amortization": "depreciation amortization",
+}
 # A figure whose cell is printed in parentheses as an outflow but asked as an amount spent or paid.
 _SPENT = re.compile(r"\b(?:spend|spent|pay|paid|expense|expenditures?|costs?)\b", re.I)
 _BOTH_WAYS = re.compile(r"\((?:used in|loss|expense|accumulated deficit|deficit)\)|\bincome \(expense\)", re.I)
@@ -89,8 +119,9 @@ def answer(question: Question, reply: str, statements: Sequence[Statement] = ())
 def figure(question: Question, reply: str, statements: Sequence[Statement] = ()) -> Candidate | None:
     """The best row or clause for an amount the question names, with its value: a ratio's numerator, say."""
     reading = _reading(question, reply, statements)
-    found = [c for c in _row_candidates(question, reading) + _money_candidates(question, reading)
-             if c.value is not None]
+    found = [
+        c for c in _row_candidates(question, reading) + _money_candidates(question, reading) if c.value is not None
+    ]
     return max(found, key=lambda c: (c.score, -c.rank)) if found else None
 
 
@@ -122,6 +153,7 @@ def abbreviations(text: str) -> dict[str, str]:
 
 def spelled_out(label: str, names: dict[str, str]) -> str:
     """ "AWS" as "AWS Amazon Web Services"."""
+
     def spell(m: re.Match) -> str:
         letters = m.group(0).replace(".", "")
         return f"{m.group(0)} {names[letters]}" if letters in names else m.group(0)
@@ -169,13 +201,18 @@ def printed_name(question: Question, statements: Sequence[Statement]) -> str | N
     return re.sub(r"^total\s+", "", best[3], flags=re.I) if best else None
 
 
-def tables_to_read(question: Question, reply: str, statements: Sequence[Statement] = (), limit: int = 3
-                   ) -> list[int]:
+def tables_to_read(question: Question, reply: str, statements: Sequence[Statement] = (), limit: int = 3) -> list[int]:
     """Where the reply's rows that best name the figure start, outside the statements read: their tables are
     worth reading whole (a passage cut from a table may show neither its unit nor its columns nor its group)."""
     reading = read_reply(reply)
-    scored = sorted(((_row_score(question, row), -row.rank, row.at) for row in reading.rows
-                     if row.at >= 0 and not any(s.holds(row.at) for s in statements)), reverse=True)
+    scored = sorted(
+        (
+            (_row_score(question, row), -row.rank, row.at)
+            for row in reading.rows
+            if row.at >= 0 and not any(s.holds(row.at) for s in statements)
+        ),
+        reverse=True,
+    )
     out: list[int] = []
     for score, _, at in scored:
         if score > 0 and at not in out:
@@ -204,7 +241,7 @@ def _period_index(question: Question, row: Row, date: str | None = None) -> int 
     year = int(date[:4]) if date else question.year
     if year is None or not periods or len(periods) != n_values:
         return 0 if n_values == 1 or year is None else None
-    columns = range(n_values)
+    columns: Sequence[int] = range(n_values)
     if row.spans and question.span in row.spans and question.span != "instant":
         columns = [i for i in columns if row.spans[i] == question.span]
     elif row.spans and question.span in ("quarter", "six_months", "nine_months", "year"):
@@ -236,8 +273,11 @@ def _row_candidates(question: Question, reading: Reading) -> list[Candidate]:
         unit = None if per_share else row.unit
         # A quarter's own statement names its date twice (the three months, the year to date); a cash-flow
         # statement of a 10-Q names it once, for the year to date.
-        quarterly = QUARTER_LAYOUT if question.date and question.span == "quarter" and \
-            row.periods.count(question.date) >= 2 else 0.0
+        quarterly = (
+            QUARTER_LAYOUT
+            if question.date and question.span == "quarter" and row.periods.count(question.date) >= 2
+            else 0.0
+        )
         if question.kind == "shares":
             if question.span == "instant":
                 continue  # shares outstanding on a date: the cover page's sentence says it, in full
@@ -245,9 +285,15 @@ def _row_candidates(question: Question, reading: Reading) -> list[Candidate]:
             text = f"{_digits(cell)} {scale} shares" if scale else f"{_digits(cell)} shares"
             out.append(Candidate(score + ROW_PREFERENCE + _statement_bonus(question, row), row.rank, text))
             continue
-        out.append(Candidate(score + ROW_PREFERENCE + quarterly + _statement_bonus(question, row), row.rank,
-                             _amount(question, cell, unit),
-                             _signed(question, cell), unit))
+        out.append(
+            Candidate(
+                score + ROW_PREFERENCE + quarterly + _statement_bonus(question, row),
+                row.rank,
+                _amount(question, cell, unit),
+                _signed(question, cell),
+                unit,
+            )
+        )
     return out
 
 
@@ -289,8 +335,10 @@ def _change_candidates(question: Question, reading: Reading) -> list[Candidate]:
     return out
 
 
-_LONG_DATE = re.compile(r"\b(?:fiscal year|quarterly period|period|year|quarter) ended:?\s+"
-                        r"([A-Z][a-z]{2,8})\.?\s+(\d{1,2}),?\s+((?:19|20)\d{2})")
+_LONG_DATE = re.compile(
+    r"\b(?:fiscal year|quarterly period|period|year|quarter) ended:?\s+"
+    r"([A-Z][a-z]{2,8})\.?\s+(\d{1,2}),?\s+((?:19|20)\d{2})"
+)
 
 
 def _date_candidates(question: Question, reply: str) -> list[Candidate]:
@@ -308,7 +356,7 @@ _PER_SHARE = frozenset(stems("per share"))
 
 
 def _per_share(question: Question) -> bool:
-    return _PER_SHARE <= question.keywords
+    return question.keywords >= _PER_SHARE
 
 
 def _clause_period_fits(question: Question, clause: Clause) -> float | None:
@@ -328,8 +376,7 @@ def _money_candidates(question: Question, reading: Reading) -> list[Candidate]:
     if _per_share(question):
         return []  # prose rounds per-share figures and mixes them with totals: the table row says it
     for clause in reading.money:
-        if any(word in clause.before.lower().split()[-4:] for word in (*_UP, *_DOWN, "increased", "decreased",
-                                                                       "by")):
+        if any(word in clause.before.lower().split()[-4:] for word in (*_UP, *_DOWN, "increased", "decreased", "by")):
             continue  # "net sales increased $7.7 billion": a change, not the amount
         score = _label_score(question, stems(clause.before))
         fits = _clause_period_fits(question, clause)
@@ -385,12 +432,15 @@ def _percent_candidates(question: Question, reading: Reading) -> list[Candidate]
         if direction is None and not clause.figure.startswith("-"):
             continue  # a share or a rate, not a change
         score = _label_score(question, stems(clause.sentence)) + 1.0
-        fits = _clause_period_fits(question, Clause("", "", "", clause.sentence, clause.rank,
-                                                    clause.passage_years))
+        fits = _clause_period_fits(question, Clause("", "", "", clause.sentence, clause.rank, clause.passage_years))
         if fits is None:
             continue
         value = clause.figure.lstrip("-")
-        text = {"down": f"a decrease of {value}", "up": f"an increase of {value}"}.get(direction, clause.figure)
+        text = (
+            {"down": f"a decrease of {value}", "up": f"an increase of {value}"}[direction]
+            if direction
+            else clause.figure
+        )
         out.append(Candidate(score + fits, clause.rank, text))
     return out
 
@@ -405,7 +455,7 @@ def _computed_change(question: Question, reading: Reading) -> list[Candidate]:
         score = _label_score(question, stems(row.label))
         if score <= 0 or len(row.periods) != len(row.values):
             continue
-        by_year = {p[:4]: v for p, v in zip(row.periods, row.values)}
+        by_year = {p[:4]: v for p, v in zip(row.periods, row.values, strict=False)}
         if current in by_year and prior in by_year:
             now, then = _number(by_year[current]), _number(by_year[prior])
             if then:

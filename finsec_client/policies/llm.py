@@ -20,6 +20,8 @@ from finsec_client.tasks import Task
 from finsec_client.tool_schemas import DEFAULT_TOOLS, tool_schemas
 from finsec_client.toolbox import Toolbox
 
+__all__ = ["LlmPolicy", "MODEL_RETRIES", "ModelFailure", "ModelSpec", "NUDGE"]
+
 NUDGE = "Call submit_final_result with your final answer."
 
 
@@ -57,13 +59,18 @@ class LlmPolicy:
             await self._session.close()
 
     async def play(self, task: Task, tools: Toolbox) -> None:
-        messages: list[dict[str, Any]] = [{"role": "system", "content": INSTRUCTIONS},
-                                          {"role": "user", "content": task.question}]
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": INSTRUCTIONS},
+            {"role": "user", "content": task.question},
+        ]
         usage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
         for _ in range(self.spec.max_turns):
             reply = await self._complete(messages)
-            for ours, theirs in (("input_tokens", "prompt_tokens"), ("output_tokens", "completion_tokens"),
-                                 ("total_tokens", "total_tokens")):
+            for ours, theirs in (
+                ("input_tokens", "prompt_tokens"),
+                ("output_tokens", "completion_tokens"),
+                ("total_tokens", "total_tokens"),
+            ):
                 usage[ours] += int((reply.get("usage") or {}).get(theirs) or 0)
             tools.trajectory.usage = usage
             message = _message(reply)
@@ -91,8 +98,13 @@ class LlmPolicy:
     async def _complete(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.spec.timeout))
-        body: dict[str, Any] = {"model": self.spec.model, "messages": messages, "tools": self._schemas,
-                                "tool_choice": "auto"}
+        session = self._session  # once made, never unset
+        body: dict[str, Any] = {
+            "model": self.spec.model,
+            "messages": messages,
+            "tools": self._schemas,
+            "tool_choice": "auto",
+        }
         if self.spec.temperature is not None:
             body["temperature"] = self.spec.temperature
         if self.spec.max_tokens is not None:
@@ -102,17 +114,21 @@ class LlmPolicy:
 
         async def attempt() -> str:
             try:
-                async with self._session.post(url, json=body, headers=headers) as response:
+                async with session.post(url, json=body, headers=headers) as response:
                     text = await response.text(errors="replace")
                     if response.status == 429 or response.status >= 500:  # busy or failing: worth another try
-                        raise TryAgain(response.status, f"model endpoint answered {response.status}: {text[:200]}",
-                                       retry_after(response.headers))
+                        raise TryAgain(
+                            response.status,
+                            f"model endpoint answered {response.status}: {text[:200]}",
+                            retry_after(response.headers),
+                        )
                     if response.status != 200:
                         raise ModelFailure(f"model endpoint answered {response.status}: {text[:200]}")
                     return text
             except (TimeoutError, aiohttp.ClientError, OSError) as error:
-                raise TryAgain("transport", f"model endpoint unreachable: {type(error).__name__}: {error}"[:300]) \
-                    from None
+                raise TryAgain(
+                    "transport", f"model endpoint unreachable: {type(error).__name__}: {error}"[:300]
+                ) from None
 
         try:
             text = await with_retries(MODEL_RETRIES, "policy_model", attempt)

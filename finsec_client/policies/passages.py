@@ -10,6 +10,19 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
+__all__ = [
+    "Clause",
+    "column_heading",
+    "MONTHS",
+    "period_of",
+    "periods_of",
+    "read_reply",
+    "Reading",
+    "Row",
+    "SCALES",
+    "SPAN_WORDS",
+]
+
 _PASSAGE_HEAD = re.compile(r"^\[[^\]\n]* characters \d+-\d+\]$", re.M)
 _PASSAGE_START = re.compile(r" characters (\d+)-")
 _UNIT = re.compile(r"\bin (thousands|millions|billions)\b", re.I)
@@ -19,13 +32,29 @@ _YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?!\d)")
 _PERIOD_CELL = re.compile(r"^(?:\d{4}|\d{4}-\d{2}-\d{2})$")
 # A column header as real filings print it: "September 28, 2024", "Jul 27, 2025", "December 31, 2024".
 _DATED_CELL = re.compile(r"^([A-Z][a-z]{2,8})\.?\s+(\d{1,2}),?\s+((?:19|20)\d{2})$")
-MONTHS = {name: i for i, names in enumerate(
-    (("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",), ("jun", "june"),
-     ("jul", "july"), ("aug", "august"), ("sep", "sept", "september"), ("oct", "october"), ("nov", "november"),
-     ("dec", "december")), 1) for name in names}
+MONTHS = {
+    name: i
+    for i, names in enumerate(
+        (
+            ("jan", "january"),
+            ("feb", "february"),
+            ("mar", "march"),
+            ("apr", "april"),
+            ("may",),
+            ("jun", "june"),
+            ("jul", "july"),
+            ("aug", "august"),
+            ("sep", "sept", "september"),
+            ("oct", "october"),
+            ("nov", "november"),
+            ("dec", "december"),
+        ),
+        1,
+    )
+    for name in names
+}
 _AMOUNT = re.compile(r"(-)?\$?\s?\(?\s?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\s?\)?")
-_MONEY = re.compile(r"(-)?\$\s?(\()?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\)?(?:\s(thousand|million|billion)s?\b)?",
-                    re.I)
+_MONEY = re.compile(r"(-)?\$\s?(\()?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\)?(?:\s(thousand|million|billion)s?\b)?", re.I)
 _PERCENT = re.compile(r"(-)?(\d+(?:\.\d+)?)\s?%")
 _COUNT = re.compile(r"(?<![\d$.,-])(\d{1,3}(?:,\d{3})+|\d+)(?![\d,]*%)(?!-\d)")
 _SPAN_CELL = re.compile(r"^(three|six|nine|twelve) months ended\b.*|^(?:fiscal )?years? ended\b.*", re.I)
@@ -107,21 +136,31 @@ def read_reply(text: str) -> Reading:
         _read_passage(context, body, rank, reading, start)
     # A passage cut from the middle of a table may not say its unit or its columns: another passage of the same
     # table (by heading), or else the reply's usual unit and its usual columns for that many values, does.
-    usual_unit = Counter(r.unit for r in reading.rows if r.unit).most_common(1) or \
-        Counter(SCALES[m.lower()] for m in _UNIT.findall(text)).most_common(1)  # "(in millions)" in prose
+    usual_unit = Counter(r.unit for r in reading.rows if r.unit).most_common(1) or Counter(
+        SCALES[m.lower()] for m in _UNIT.findall(text)
+    ).most_common(1)  # "(in millions)" in prose
     columns: dict[int, Counter] = {}
     for row in reading.rows:
         if row.periods:
             columns.setdefault(len(row.periods), Counter())[row.periods] += 1
     if shares := _SHARE_UNIT.search(text):
         reading.share_unit = SCALES[shares.group(1).lower()]
-    reading.rows = [_completed(row, reading.units_by_heading, usual_unit[0][0] if usual_unit else None, columns,
-                               reading.share_units_by_heading) for row in reading.rows]
+    reading.rows = [
+        _completed(
+            row,
+            reading.units_by_heading,
+            usual_unit[0][0] if usual_unit else None,
+            columns,
+            reading.share_units_by_heading,
+        )
+        for row in reading.rows
+    ]
     return reading
 
 
-def _completed(row: Row, units: dict[str, str], usual_unit: str | None, columns: dict[int, Counter],
-               share_units: dict[str, str]) -> Row:
+def _completed(
+    row: Row, units: dict[str, str], usual_unit: str | None, columns: dict[int, Counter], share_units: dict[str, str]
+) -> Row:
     unit = row.unit or units.get(row.heading.lower()) or usual_unit
     share_unit = row.share_unit or share_units.get(row.heading.lower())
     periods, n = row.periods, len(row.values)
@@ -140,25 +179,29 @@ def _passages(text: str) -> list[tuple[str | None, str, int]]:
         return [(None, text, -1)]
     out = []
     for i, head in enumerate(heads):
-        body = text[head.end(): heads[i + 1].start() if i + 1 < len(heads) else len(text)].strip("\n")
+        body = text[head.end() : heads[i + 1].start() if i + 1 < len(heads) else len(text)].strip("\n")
         context = None
         first, _, rest = body.partition("\n")
         if first.startswith("(") and first.endswith(")"):
             context, body = first[1:-1], rest
-        out.append((context, body, int(_PASSAGE_START.search(head.group(0)).group(1))))
+        start = _PASSAGE_START.search(head.group(0))
+        assert start is not None  # every _PASSAGE_HEAD match holds " characters N-"
+        out.append((context, body, int(start.group(1))))
     return out
 
 
-def _read_passage(context: str | None, body: str, rank: int, reading: Reading, start: int = -1) -> None:
-    heading, unit, periods, share_unit, spans, group = "", None, (), None, (), ""
+def _read_passage(context: str | None, body: str, rank: int, reading: Reading, start: int = -1) -> None:  # noqa: C901 (one pass over a passage's lines, each line kind a branch)
+    periods: tuple[str, ...] = ()
+    spans: tuple = ()
+    heading, unit, share_unit, group = "", None, None, ""
     if context:
         parts = [p.strip() for p in context.split(" / ")]
         heading = parts[0]
         for part in parts[1:]:
             if part.endswith(":"):
                 group = part
-            elif m := _UNIT.search(part):
-                unit = SCALES[m.group(1).lower()]
+            elif found := _UNIT.search(part):  # not `m`: the lines' `m` below may also be False
+                unit = SCALES[found.group(1).lower()]
                 if shares := _SHARE_UNIT.search(part):  # "in millions and shares in thousands"
                     share_unit = SCALES[shares.group(1).lower()]
             elif header := periods_of(part.split("|")):
@@ -188,9 +231,20 @@ def _read_passage(context: str | None, body: str, rank: int, reading: Reading, s
             continue
         values = tuple(c for c in cells[1:] if _AMOUNT.fullmatch(c.replace(" ", "")))
         if len(cells) > 1 and values:
-            reading.rows.append(Row(heading, unit, periods, cells[0], values, rank, share_unit,
-                                    spans if len(spans) == len(values) else (), group,
-                                    at=line_at if start >= 0 else -1))
+            reading.rows.append(
+                Row(
+                    heading,
+                    unit,
+                    periods,
+                    cells[0],
+                    values,
+                    rank,
+                    share_unit,
+                    spans if len(spans) == len(values) else (),
+                    group,
+                    at=line_at if start >= 0 else -1,
+                )
+            )
             continue
         if len(cells) == 1 and stripped.endswith(":") and periods:
             group = stripped  # "Cash flows from operating activities:": a group of rows inside the table
@@ -213,19 +267,20 @@ def _read_sentence(sentence: str, rank: int, years: frozenset[int], reading: Rea
         taken: list[tuple[int, int]] = []
         for m in _MONEY.finditer(clause):
             reading.money.append(
-                Clause(clause[: m.start()], m.group(0).strip(), clause[m.end():], sentence, rank, years))
+                Clause(clause[: m.start()], m.group(0).strip(), clause[m.end() :], sentence, rank, years)
+            )
             taken.append(m.span())
         for m in _PERCENT.finditer(clause):
-            reading.percents.append(Clause(clause[: m.start()], m.group(0), clause[m.end():], sentence, rank, years))
+            reading.percents.append(Clause(clause[: m.start()], m.group(0), clause[m.end() :], sentence, rank, years))
             taken.append(m.span())
         for m in _COUNT.finditer(clause):
             if any(a <= m.start() < b for a, b in taken) or _is_date_part(clause, m):
                 continue
-            reading.counts.append(Clause(clause[: m.start()], m.group(0), clause[m.end():], sentence, rank, years))
+            reading.counts.append(Clause(clause[: m.start()], m.group(0), clause[m.end() :], sentence, rank, years))
 
 
 def _is_date_part(clause: str, m: re.Match) -> bool:
     text = m.group(0)
     if len(text) == 4 and text.isdigit() and 1900 <= int(text) <= 2100:
         return True  # a year
-    return clause[max(0, m.start() - 1): m.start()] == "-" or clause[m.end(): m.end() + 1] == "-"
+    return clause[max(0, m.start() - 1) : m.start()] == "-" or clause[m.end() : m.end() + 1] == "-"

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+__all__ = ["Question", "read_question", "stem", "stems", "word_stems"]
+
 _TICKER = re.compile(r"\(([A-Z][A-Z0-9.\-]{0,9})\)")
 _DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _WRITTEN_DATE = re.compile(r"\b([A-Z][a-z]{2,8})\.?\s+(\d{1,2}),\s+((?:19|20)\d{2})\b")  # "June 28, 2025"
@@ -17,8 +19,14 @@ _STOP = frozenset(
     "much many report reported announce announced release results company end during fiscal year years ended as "
     "compared change changed percentage percent".split()
 )
-_QUARTER_WORDS = ("quarter ended", "quarterly period", "three months ended", "six months ended",
-                  "nine months ended", "fiscal quarter")
+_QUARTER_WORDS = (
+    "quarter ended",
+    "quarterly period",
+    "three months ended",
+    "six months ended",
+    "nine months ended",
+    "fiscal quarter",
+)
 
 
 @dataclass(frozen=True)
@@ -48,8 +56,16 @@ def stem(word: str) -> str:
     """A crude stem, enough to match "revenues" with "revenue" and "provide" with "provided"."""
     word = word.lower()
     # "operations" and "operating" are one stem: "Income from operations" is operating income
-    for suffix, replacement in (("ations", "at"), ("ation", "at"), ("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""),
-                                ("s", ""), ("e", "")):
+    for suffix, replacement in (
+        ("ations", "at"),
+        ("ation", "at"),
+        ("ies", "y"),
+        ("ing", ""),
+        ("ed", ""),
+        ("es", ""),
+        ("s", ""),
+        ("e", ""),
+    ):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: len(word) - len(suffix)] + replacement
     return word
@@ -82,8 +98,9 @@ def read_question(text: str, ticker_hint: str | None = None, form_hint: str | No
         kind = "date"  # "On what date did the fiscal year ... end?"
     elif re.search(r"\bby how much did\b.*\bchange from\b", lowered):
         kind = "change"  # "By how much did X change from <then> to <now>?": an amount, up or down
-    elif ("percent" in lowered or "%" in lowered) and any(w in lowered for w in ("change", "grow", "increase",
-                                                                                   "decrease", "decline")):
+    elif ("percent" in lowered or "%" in lowered) and any(
+        w in lowered for w in ("change", "grow", "increase", "decrease", "decline")
+    ):
         kind = "percent_change"
     elif "how many" in lowered and re.search(r"\bshares\b", lowered):
         kind = "shares"  # a number of shares: a cover fact or a weighted average in a table
@@ -101,12 +118,27 @@ def read_question(text: str, ticker_hint: str | None = None, form_hint: str | No
     # the period asked about: the last date of a change ("from <then> to <now>"), else the first one named
     date = dates[-1] if kind == "change" and dates else date_match.group(0) if date_match else None
     percent = kind == "ratio" and bool(re.search(r"percent|margin|\brate\b", lowered))
-    return Question(text, ticker, kind, years, date, form, frozenset(keywords), _span(lowered, kind), dates,
-                    parts, percent, frozenset(excluded))
+    return Question(
+        text,
+        ticker,
+        kind,
+        years,
+        date,
+        form,
+        frozenset(keywords),
+        _span(lowered, kind),
+        dates,
+        parts,
+        percent,
+        frozenset(excluded),
+    )
 
 
-_EXCLUDING = re.compile(r"\b(?:excluding|excludes|exclusive of)\b(.*?)(?=\b(?:as of|for the|during|"
-                        r"in|at)\b|[?,;)]|$)", re.I)
+_EXCLUDING = re.compile(
+    r"\b(?:excluding|excludes|exclusive of)\b(.*?)(?=\b(?:as of|for the|during|"
+    r"in|at)\b|[?,;)]|$)",
+    re.I,
+)
 
 
 def _excluded(text: str) -> set[str]:
@@ -121,9 +153,15 @@ def word_stems(text: str) -> set[str]:
     return {stem(word) for word in _WORD.findall(text.lower())}
 
 
-_SPANS = (("three months", "quarter"), ("quarter ended", "quarter"), ("six months", "six_months"),
-          ("nine months", "nine_months"), ("twelve months", "year"), ("fiscal year ended", "year"),
-          ("year ended", "year"))
+_SPANS = (
+    ("three months", "quarter"),
+    ("quarter ended", "quarter"),
+    ("six months", "six_months"),
+    ("nine months", "nine_months"),
+    ("twelve months", "year"),
+    ("fiscal year ended", "year"),
+    ("year ended", "year"),
+)
 
 
 def _span(lowered: str, kind: str) -> str | None:
@@ -137,8 +175,11 @@ def _span(lowered: str, kind: str) -> str | None:
 
 
 # "<figure> as a percentage of <figure>", "(<figure> over <figure>)"
-_RATIO = re.compile(r"\(([^()]+?) (?:as a percentage of|over|divided by|to) ([^()]+?)\)|"
-                    r"(?:'s|\bthe) ([a-z][^()?]*?) as a percentage of ([a-z][^()?]*?)(?= for | as of |\?|$)", re.I)
+_RATIO = re.compile(
+    r"\(([^()]+?) (?:as a percentage of|over|divided by|to) ([^()]+?)\)|"
+    r"(?:'s|\bthe) ([a-z][^()?]*?) as a percentage of ([a-z][^()?]*?)(?= for | as of |\?|$)",
+    re.I,
+)
 
 
 def _ratio_parts(text: str) -> tuple[str, ...]:
@@ -192,4 +233,4 @@ def _strip_company(text: str) -> str:
         if i > 0 and word[:1].isupper():
             break
         keep.append(word)
-    return " ".join(keep) + " " + re.sub(r"^'s\b", "", text[match.end():].lstrip())
+    return " ".join(keep) + " " + re.sub(r"^'s\b", "", text[match.end() :].lstrip())

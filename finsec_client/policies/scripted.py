@@ -19,6 +19,8 @@ from finsec_client.policies.statements import Statement, read_statements, read_t
 from finsec_client.tasks import Task
 from finsec_client.toolbox import Toolbox
 
+__all__ = ["choose_filing", "COVER_PAGE", "DOCUMENT_KEY", "LONG_DOCUMENT", "NO_ANSWER", "ScriptedPolicy"]
+
 DOCUMENT_KEY = "filing"
 COVER_PAGE = (0, 12_000)  # the characters of a filing's text its cover page takes
 LONG_DOCUMENT = 20_000  # a filing this long shows a small part of itself in one reply: read more of it
@@ -70,13 +72,11 @@ class _Reader:
         """retrieve_information on the stored filing (prompt holds its {{key}}), within `characters` if given."""
         arguments: dict[str, Any] = {"prompt": prompt}
         if characters:
-            arguments["input_character_ranges"] = [{"key": DOCUMENT_KEY, "start": characters[0],
-                                                    "end": characters[1]}]
+            arguments["input_character_ranges"] = [{"key": DOCUMENT_KEY, "start": characters[0], "end": characters[1]}]
         reply = await self.tools.call("retrieve_information", arguments)
         return reply.text if reply.ok else None
 
-    async def ask(self, question: Question, prompt: str, characters: tuple[int, int] | None = None
-                  ) -> str | None:
+    async def ask(self, question: Question, prompt: str, characters: tuple[int, int] | None = None) -> str | None:
         reply = await self.retrieve(f"{prompt} {{{{{DOCUMENT_KEY}}}}}", characters)
         if reply is None:
             return None
@@ -134,7 +134,7 @@ async def _ratio(question: Question, reader: _Reader) -> str | None:
             return None
         values.append(found)
     top, bottom = values
-    if not bottom.value or top.unit != bottom.unit:
+    if top.value is None or not bottom.value or top.unit != bottom.unit:  # top.value: checked above, for the types
         return None  # one figure in millions and the other in thousands: not the same table's figures
     ratio = top.value / bottom.value
     return f"{ratio * 100:.1f}%" if question.percent else f"{ratio:.2f}"
@@ -150,8 +150,11 @@ def _filings(text: str) -> list[dict[str, Any]]:
         rows = json.loads(text)
     except ValueError:
         return []
-    return [r for r in rows if isinstance(r, dict) and isinstance(r.get("filing_url"), str)] \
-        if isinstance(rows, list) else []
+    return (
+        [r for r in rows if isinstance(r, dict) and isinstance(r.get("filing_url"), str)]
+        if isinstance(rows, list)
+        else []
+    )
 
 
 def choose_filing(question: Question, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -175,8 +178,11 @@ def choose_filing(question: Question, rows: list[dict[str, Any]]) -> dict[str, A
     if not same and question.form == "10-K":
         # A fiscal year that ends early in the calendar year (NVIDIA's ends in January) is named by the year it
         # ends, and its 10-K is filed weeks later in that same year.
-        same = [r for r in rows if str(r.get("filing_date", "")).startswith(str(year))
-                and str(r.get("filing_date", ""))[5:7] <= "06"]
+        same = [
+            r
+            for r in rows
+            if str(r.get("filing_date", "")).startswith(str(year)) and str(r.get("filing_date", ""))[5:7] <= "06"
+        ]
     return same[0] if same else None
 
 

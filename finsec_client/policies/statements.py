@@ -22,22 +22,46 @@ from finsec_client.policies.passages import (
     column_heading,
 )
 
+__all__ = [
+    "AFTER_ANCHOR",
+    "ANCHOR_PROMPT",
+    "anchors",
+    "BEFORE_ANCHOR",
+    "blocks",
+    "parse_rows",
+    "read_statements",
+    "read_table",
+    "Retrieve",
+    "Statement",
+    "statement_kind",
+    "statements",
+    "TABLE_AFTER",
+    "TABLE_BEFORE",
+    "WINDOW_CHARS",
+    "WINDOW_PROMPT",
+]
+
 # retrieve_information, restricted to a (start, end) range of the stored document when one is given: the reply's
 # text, or None on an error
 Retrieve = Callable[[str, "tuple[int, int] | None"], Awaitable[str | None]]
 
 ANCHOR_PROMPT = "total assets"
 # Words some line of every statement passage has (a passage with none of the prompt's words is not returned).
-WINDOW_PROMPT = ("total net cash income loss assets liabilities equity stock revenue sales expenses cost operating "
-                 "investing financing activities consolidated statements balance sheets share per")
+WINDOW_PROMPT = (
+    "total net cash income loss assets liabilities equity stock revenue sales expenses cost operating "
+    "investing financing activities consolidated statements balance sheets share per"
+)
 WINDOW_CHARS = 5_000  # a window's passages and their context lines fit one reply (7,600 characters)
 BEFORE_ANCHOR = 9_000  # the statements printed before the balance sheet (operations, comprehensive income)
 AFTER_ANCHOR = 12_000  # and after it (equity, cash flows)
 
 _BLOCK = re.compile(r"^\[[^\]\n]* characters (\d+)-(\d+)\]\n", re.M)
 # A statement's title on a line of its own; "(Unaudited)" and "(continued)" may follow it.
-_TITLE = re.compile(r"^(?:condensed\s+)?(?:consolidated\s+)?(balance\s+sheets?|statements?\s+of\s+[^|.:;]{4,80}?)"
-                    r"(?:\s*\((?:unaudited|continued)\))*\s*$", re.I)
+_TITLE = re.compile(
+    r"^(?:condensed\s+)?(?:consolidated\s+)?(balance\s+sheets?|statements?\s+of\s+[^|.:;]{4,80}?)"
+    r"(?:\s*\((?:unaudited|continued)\))*\s*$",
+    re.I,
+)
 _DASH = re.compile(r"^\$?\s?[—–-]+$")
 _END = re.compile(r"^(?:see (?:the )?accompanying|notes? to (?:the )?(?:condensed )?consolidated)", re.I)
 
@@ -95,10 +119,10 @@ def anchors(reply: str) -> list[int]:
 def blocks(reply: str) -> dict[int, str]:
     """Each passage of a reply by where it starts in the document, its text as the document has it. A context
     line is told from the text by the passage's length: the text is exactly end - start characters."""
-    out = {}
+    out: dict[int, str] = {}
     heads = list(_BLOCK.finditer(reply))
     for i, head in enumerate(heads):
-        body = reply[head.end(): heads[i + 1].start() if i + 1 < len(heads) else len(reply)]
+        body = reply[head.end() : heads[i + 1].start() if i + 1 < len(heads) else len(reply)]
         start, end = int(head.group(1)), int(head.group(2))
         if len(body.rstrip("\n")) != end - start and body.startswith("("):
             body = body.split("\n", 1)[1] if "\n" in body else ""
@@ -124,7 +148,7 @@ def _document_lines(text: dict[int, str]) -> list[tuple[int, str]]:
         if merged and start <= merged[-1][0] + len(merged[-1][1]) + 1:
             at, so_far = merged[-1]
             end = at + len(so_far)
-            joined = so_far + ("\n" if start == end + 1 else "") + body[max(0, end - start):]
+            joined = so_far + ("\n" if start == end + 1 else "") + body[max(0, end - start) :]
             merged[-1] = (at, joined if start + len(body) > end else so_far)
         else:
             merged.append((start, body))
@@ -163,12 +187,16 @@ def _closes(label: str, group: str) -> bool:
 
 def _shares_beside(cells: list[str], n_periods: int) -> bool:
     """Each period's amount followed by its percentage: twice the periods' cells, every second one a percentage."""
-    return len(cells) == 2 * n_periods and all(c.endswith("%") for c in cells[1::2]) and \
-        not any(c.endswith("%") for c in cells[::2])
+    return (
+        len(cells) == 2 * n_periods
+        and all(c.endswith("%") for c in cells[1::2])
+        and not any(c.endswith("%") for c in cells[::2])
+    )
 
 
-def parse_rows(title: str, kind: str, lines: list[str], unit: str | None = None, share_unit: str | None = None
-               ) -> list[Row]:
+def parse_rows(
+    title: str, kind: str, lines: list[str], unit: str | None = None, share_unit: str | None = None
+) -> list[Row]:
     """One statement's or table's rows: its caption gives the unit (and the share counts' unit; `unit` when the
     sentence above the table said it), its header the periods (and, in a quarter's statement, the spans), a line
     without figures the group of the rows below it."""
@@ -191,15 +219,30 @@ def parse_rows(title: str, kind: str, lines: list[str], unit: str | None = None,
                 share_unit = SCALES[shares.group(1).lower()]
             continue
         # a dash is a zero: "Common stock repurchased | — | — | (6,000)"
-        values = tuple("0" if _DASH.fullmatch(c) else c for c in cells[1:]
-                       if _DASH.fullmatch(c) or _AMOUNT.fullmatch(c.replace(" ", "")))
+        values = tuple(
+            "0" if _DASH.fullmatch(c) else c
+            for c in cells[1:]
+            if _DASH.fullmatch(c) or _AMOUNT.fullmatch(c.replace(" ", ""))
+        )
         if periods and _shares_beside(cells[1:], len(periods)):
             with_shares = True  # "United States | $134,814 | 48% | ...": each amount beside its share of the total
         if with_shares and len(values) == 2 * len(periods):
             values = values[::2]  # "EMEA | 82,062 | 29 | 91,038 | 30 | ...": the shares without their % signs
         if len(cells) > 1 and values and periods:
-            rows.append(Row(title, unit, periods, cells[0], values, -1, share_unit,
-                            spans if len(spans) == len(values) else (), group, kind))
+            rows.append(
+                Row(
+                    title,
+                    unit,
+                    periods,
+                    cells[0],
+                    values,
+                    -1,
+                    share_unit,
+                    spans if len(spans) == len(values) else (),
+                    group,
+                    kind,
+                )
+            )
             if _closes(cells[0], group):
                 group = ""  # "Total current liabilities" ends "Current liabilities:"; "Long-term debt" is not in it
         elif len(cells) == 1 and len(line) < 100 and not line.endswith("."):
@@ -226,12 +269,16 @@ async def read_table(retrieve: Retrieve, key: str, at: int, words: str) -> State
     while last + 1 < len(lines) and _in_table(lines[last + 1][1]) and _contiguous(lines, last):
         last += 1
     title = lines[first - 1][1].strip() if first > 0 else ""
-    body = [line for _, line in lines[first: last + 1]]
+    body = [line for _, line in lines[first : last + 1]]
     shares = _SHARE_UNIT.search(above)  # "(net income in millions and shares in thousands)"
-    unit = next((m for m in _UNIT.finditer(above) if not (shares and shares.start() <= m.start() < shares.end())),
-                None)
-    rows = parse_rows(title, "note", body, SCALES[unit.group(1).lower()] if unit else None,
-                      SCALES[shares.group(1).lower()] if shares else None)
+    unit = next((m for m in _UNIT.finditer(above) if not (shares and shares.start() <= m.start() < shares.end())), None)
+    rows = parse_rows(
+        title,
+        "note",
+        body,
+        SCALES[unit.group(1).lower()] if unit else None,
+        SCALES[shares.group(1).lower()] if shares else None,
+    )
     end = lines[last][0] + len(lines[last][1])
     return Statement("note", title, lines[first][0], end, tuple(rows))
 
@@ -247,9 +294,16 @@ def _table_top(lines: list[tuple[int, str]], row: int) -> tuple[int, str]:
 def _in_table(line: str) -> bool:
     """A row, a header, a caption or a group label: not a sentence."""
     stripped = line.strip()
-    return bool(stripped) and ("|" in stripped or len(stripped) < 80 and not stripped.endswith((".", ":"))
-                               or stripped.endswith(":") and len(stripped) < 60
-                               or stripped.startswith("(") and stripped.endswith(")") and len(stripped) < 200)
+    return bool(stripped) and (
+        "|" in stripped
+        or len(stripped) < 80
+        and not stripped.endswith((".", ":"))
+        or stripped.endswith(":")
+        and len(stripped) < 60
+        or stripped.startswith("(")
+        and stripped.endswith(")")
+        and len(stripped) < 200
+    )
 
 
 def _contiguous(lines: list[tuple[int, str]], i: int) -> bool:

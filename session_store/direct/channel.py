@@ -17,6 +17,8 @@ from typing import Any
 from ..errors import StoreUnavailable
 from .frames import ACK, Endpoint, FrameTooLarge, encode, read_frame
 
+__all__ = ["CAUSE", "ShardChannel"]
+
 CAUSE = "actor_unreachable"  # the same 503 cause as a failed actor call: to an operator it is the same fault
 
 
@@ -44,8 +46,9 @@ class _Connection:
             ok, value = await answer
         except OSError as error:
             self.close(f"connection lost ({type(error).__name__})")
-            raise StoreUnavailable(f"{self._what}: its connection was lost; it may be restarting. Retry the "
-                                   "request shortly.", CAUSE) from None
+            raise StoreUnavailable(
+                f"{self._what}: its connection was lost; it may be restarting. Retry the request shortly.", CAUSE
+            ) from None
         finally:
             self._pending.pop(request_id, None)
         if not ok:
@@ -76,8 +79,9 @@ class _Connection:
             self._reading.cancel()
         for answer in self._pending.values():
             if not answer.done():
-                answer.set_exception(StoreUnavailable(
-                    f"{self._what}: {why}; it may be restarting. Retry the request shortly.", CAUSE))
+                answer.set_exception(
+                    StoreUnavailable(f"{self._what}: {why}; it may be restarting. Retry the request shortly.", CAUSE)
+                )
 
 
 class ShardChannel:
@@ -97,8 +101,11 @@ class ShardChannel:
         except TimeoutError:
             if connection is not None:  # maybe half-open: look the shard up again next time
                 connection.close("no answer in time")
-            raise StoreUnavailable(f"{self._what} did not answer within {self._timeout:g} s; it may be "
-                                   "restarting. Retry the request shortly.", CAUSE) from None
+            raise StoreUnavailable(
+                f"{self._what} did not answer within {self._timeout:g} s; it may be "
+                "restarting. Retry the request shortly.",
+                CAUSE,
+            ) from None
 
     async def _connected(self) -> _Connection:
         loop = asyncio.get_running_loop()
@@ -122,16 +129,22 @@ class ShardChannel:
         try:
             reader, writer = await asyncio.open_connection(endpoint.host, endpoint.port)
         except OSError as error:
-            raise StoreUnavailable(f"{self._what} refused a connection ({type(error).__name__}); it may be "
-                                   "restarting. Retry the request shortly.", CAUSE) from None
+            raise StoreUnavailable(
+                f"{self._what} refused a connection ({type(error).__name__}); it may be "
+                "restarting. Retry the request shortly.",
+                CAUSE,
+            ) from None
         try:
             writer.write(endpoint.token)
             if await reader.readexactly(len(ACK)) != ACK:
                 raise ConnectionError("bad handshake")
         except (OSError, asyncio.IncompleteReadError) as error:
             writer.close()
-            raise StoreUnavailable(f"{self._what} closed a new connection ({type(error).__name__}); it may be "
-                                   "restarting. Retry the request shortly.", CAUSE) from None
+            raise StoreUnavailable(
+                f"{self._what} closed a new connection ({type(error).__name__}); it may be "
+                "restarting. Retry the request shortly.",
+                CAUSE,
+            ) from None
         return _Connection(reader, writer, self._what)
 
     def close(self) -> None:

@@ -15,6 +15,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = ["ACK", "encode", "Endpoint", "FrameTooLarge", "HEADER", "MAX_FRAME", "read_frame", "TOKEN_BYTES"]
+
 HEADER = struct.Struct("!IQ")  # payload bytes, request ID
 MAX_FRAME = 64 * 1024 * 1024  # a batch is a few KB; anything near this is a bug or a stranger
 TOKEN_BYTES = 32

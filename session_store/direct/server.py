@@ -25,6 +25,8 @@ from typing import Any
 
 from .frames import ACK, TOKEN_BYTES, Endpoint, FrameTooLarge, encode, read_frame
 
+__all__ = ["DirectServer", "HANDSHAKE_SECONDS", "MAX_CONNECTIONS", "MAX_HANDSHAKING"]
+
 log = logging.getLogger(__name__)
 
 HANDSHAKE_SECONDS = 5.0  # a connection that has not shown the token by then is dropped
@@ -65,8 +67,10 @@ class DirectServer:
             token = await asyncio.wait_for(reader.readexactly(TOKEN_BYTES), HANDSHAKE_SECONDS)
             self._handshaking.pop(writer, None)
             if not hmac.compare_digest(token, self._token):
-                log.warning("shard transport: a connection from %s without the token, dropped",
-                            writer.get_extra_info("peername"))
+                log.warning(
+                    "shard transport: a connection from %s without the token, dropped",
+                    writer.get_extra_info("peername"),
+                )
                 return
             if len(self._connections) >= MAX_CONNECTIONS:
                 log.warning("shard transport: %d connections already; one more refused", len(self._connections))
@@ -96,8 +100,12 @@ class DirectServer:
             return False, f"{type(error).__name__}: {error}"
 
     async def close(self) -> None:
-        if self._started is not None and self._started.done() and not self._started.cancelled() \
-                and not self._started.exception():
+        if (
+            self._started is not None
+            and self._started.done()
+            and not self._started.cancelled()
+            and not self._started.exception()
+        ):
             self._server.close()
             for writer in [*self._connections, *self._handshaking]:
                 writer.close()

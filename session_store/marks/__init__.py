@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from .base import (
     Beginning,
+    DurableMarkStore,
     MarkStore,
     Owners,
     StoreForgot,
@@ -46,5 +47,19 @@ from .memory import MemoryMarkStore
 from .opening import open_mark_store
 from .records import decode, encode
 
-__all__ = ["Beginning", "MarkStore", "MemoryMarkStore", "Owners", "StoreForgot", "StoreHealth", "Written",
-           "app_namespace", "decode", "encode", "marker", "open_mark_store", "refused"]
+__all__ = [
+    "Beginning",
+    "DurableMarkStore",
+    "MarkStore",
+    "MemoryMarkStore",
+    "Owners",
+    "StoreForgot",
+    "StoreHealth",
+    "Written",
+    "app_namespace",
+    "decode",
+    "encode",
+    "marker",
+    "open_mark_store",
+    "refused",
+]

@@ -6,14 +6,25 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from ..core import Mark
 from .records import decode
 
-__all__ = ["Beginning", "MarkStore", "Owners", "StoreForgot", "StoreHealth", "Written", "app_namespace", "marker",
-           "refused"]
+__all__ = [
+    "Beginning",
+    "DurableMarkStore",
+    "MarkStore",
+    "Owners",
+    "StoreForgot",
+    "StoreHealth",
+    "Written",
+    "app_namespace",
+    "marker",
+    "refused",
+]
 
 
 Beginning = Literal["new", "continued", "forgot"]  # what `begin` found: nothing, its marker, records without it
@@ -58,8 +69,11 @@ def _owner(raw: bytes | None) -> str | None:
 def refused(current: dict[str, bytes | None], owners: dict[str, Owners], forgot: bool = False) -> set[str]:
     """The IDs whose current record (raw, None when absent) has an owner their write does not accept; in a store
     that forgot, an absent record refuses nothing."""
-    return {sid for sid, accepted in owners.items()
-            if _owner(current.get(sid)) not in accepted and not (forgot and current.get(sid) is None)}
+    return {
+        sid
+        for sid, accepted in owners.items()
+        if _owner(current.get(sid)) not in accepted and not (forgot and current.get(sid) is None)
+    }
 
 
 class MarkStore(Protocol):
@@ -69,8 +83,12 @@ class MarkStore(Protocol):
         """The durable marks of these IDs (IDs with none are absent). Raises StoreForgot when the marker is gone,
         and any other error if the store cannot be read."""
 
-    async def write(self, changes: dict[str, Mark | None], owners: dict[str, Owners] | None = None,
-                    parts: dict[str, frozenset[str] | None] | None = None) -> Written:
+    async def write(
+        self,
+        changes: dict[str, Mark | None],
+        owners: dict[str, Owners] | None = None,
+        parts: dict[str, frozenset[str] | None] | None = None,
+    ) -> Written:
         """Apply the changes (None deletes), as one group; a change with `owners` only over a record one of them
         holds (checked and written in one step); a change with `parts` (records.py) writes only those parts of
         its record, where one without writes it whole."""
@@ -97,6 +115,13 @@ class MarkStore(Protocol):
 
     def durability_problem(self) -> str | None:
         """Why this store could forget marks it was given (evictions, no persistence), or None."""
+
+
+class DurableMarkStore(MarkStore, Protocol):
+    """A store the settings name (Redis, the cluster's GCS), which also keeps the app's cookie secret."""
+
+    def kept_secret(self, generate: Callable[[], str]) -> str:
+        """The application's cookie secret, created by whoever asks first (synchronous: the builder's)."""
 
 
 def marker(note: str) -> bytes:

@@ -24,27 +24,29 @@ from ..routing import PARTITIONS, hex_prefixes, partition
 from .base import Beginning, Owners, StoreForgot, Written, marker, refused
 from .records import decode, joined, parts_of
 
+__all__ = ["GcsMarkStore"]
+
 _MARK = b"mark:"
 _PART = b"part:"
 _BATCH = 500  # keys read or decoded between yields to the event loop
 
 
 def _sid(key: bytes) -> str:
-    return key[len(_MARK) + 4:].decode("utf-8", "backslashreplace")
+    return key[len(_MARK) + 4 :].decode("utf-8", "backslashreplace")
 
 
 def _parts_prefix(mark_key: bytes) -> bytes:
     """Where the parts of the record whose head is at `mark_key` are: `part:<partition>:<id's length>:<id>`."""
-    partition_and_id = mark_key[len(_MARK):]
+    partition_and_id = mark_key[len(_MARK) :]
     sid = partition_and_id[4:]
     return b"%s%s%d:%s" % (_PART, partition_and_id[:4], len(sid), sid)
 
 
 def _split_part(key: bytes) -> tuple[bytes, str]:
     """A part's key as (its head's key, its name)."""
-    partition_, rest = key[len(_PART):len(_PART) + 4], key[len(_PART) + 4:]
+    partition_, rest = key[len(_PART) : len(_PART) + 4], key[len(_PART) + 4 :]
     length, _, rest = rest.partition(b":")
-    sid, name = rest[:int(length)], rest[int(length):]
+    sid, name = rest[: int(length)], rest[int(length) :]
     return _MARK + partition_ + sid, json.loads(name)
 
 
@@ -88,17 +90,22 @@ class GcsMarkStore:
         prefix = _parts_prefix(mark_key)
         keys = await client.async_internal_kv_keys(prefix, self._namespace, timeout=self._timeout)
         found = await client.async_internal_kv_multi_get(keys, self._namespace, timeout=self._timeout) if keys else {}
-        return {json.loads(key[len(prefix):]): raw for key, raw in found.items() if raw is not None}
+        return {json.loads(key[len(prefix) :]): raw for key, raw in found.items() if raw is not None}
 
-    async def write(self, changes: dict[str, Mark | None], owners: dict[str, Owners] | None = None,
-                    parts: dict[str, frozenset[str] | None] | None = None) -> Written:
+    async def write(
+        self,
+        changes: dict[str, Mark | None],
+        owners: dict[str, Owners] | None = None,
+        parts: dict[str, frozenset[str] | None] | None = None,
+    ) -> Written:
         client = gcs_kv()
         superseded: set[str] = set()
         forgot, current = False, {}
         if owners:
             try:
-                current = await client.async_internal_kv_multi_get([_MARKER, *(self._key(sid) for sid in owners)],
-                                                                   self._namespace, timeout=self._timeout)
+                current = await client.async_internal_kv_multi_get(
+                    [_MARKER, *(self._key(sid) for sid in owners)], self._namespace, timeout=self._timeout
+                )
             except Exception:
                 return Written(failed=set(changes))
             forgot = current.get(_MARKER) is None
@@ -122,13 +129,20 @@ class GcsMarkStore:
                 await put(key, None)
                 return
             prefix = _parts_prefix(key)
-            await asyncio.gather(*(put(key if name == HEAD else prefix + json.dumps(name).encode(), value)
-                                   for name, value in parts_of(mark, changed).items()))
+            await asyncio.gather(
+                *(
+                    put(key if name == HEAD else prefix + json.dumps(name).encode(), value)
+                    for name, value in parts_of(mark, changed).items()
+                )
+            )
 
         written = [sid for sid in changes if sid not in superseded]
         results = await asyncio.gather(*(one(sid, changes[sid]) for sid in written), return_exceptions=True)
-        return Written({sid for sid, result in zip(written, results) if isinstance(result, BaseException)}, superseded,
-                       forgot)
+        return Written(
+            {sid for sid, result in zip(written, results, strict=False) if isinstance(result, BaseException)},
+            superseded,
+            forgot,
+        )
 
     async def _each_batch(self, partitions: range, kind: bytes = _MARK):
         """(key, raw) batches of the heads (or parts) of these partitions, one prefix listing at a time."""
@@ -136,8 +150,9 @@ class GcsMarkStore:
         for prefix in hex_prefixes(partitions):
             keys = await client.async_internal_kv_keys(kind + prefix.encode(), self._namespace, timeout=30)
             for start in range(0, len(keys), _BATCH):
-                found = await client.async_internal_kv_multi_get(keys[start : start + _BATCH], self._namespace,
-                                                                 timeout=30)
+                found = await client.async_internal_kv_multi_get(
+                    keys[start : start + _BATCH], self._namespace, timeout=30
+                )
                 yield list(found.items())
 
     async def scan(self, partitions: range) -> dict[str, Mark]:
@@ -177,8 +192,7 @@ class GcsMarkStore:
             for key, raw in current.items():
                 if raw is not None and lapsed(raw):
                     await client.async_internal_kv_del(key, False, self._namespace, timeout=self._timeout)
-                    await client.async_internal_kv_del(_parts_prefix(key), True, self._namespace,
-                                                       timeout=self._timeout)
+                    await client.async_internal_kv_del(_parts_prefix(key), True, self._namespace, timeout=self._timeout)
                     swept += 1
         return swept
 
@@ -200,8 +214,9 @@ class GcsMarkStore:
             return "continued"
         if any(internal_kv._internal_kv_list(prefix, namespace=self._namespace) for prefix in (_MARK, _SECRET)):
             return "forgot"
-        existed = internal_kv._internal_kv_put(_MARKER, marker("deployment"), overwrite=False,
-                                               namespace=self._namespace)
+        existed = internal_kv._internal_kv_put(
+            _MARKER, marker("deployment"), overwrite=False, namespace=self._namespace
+        )
         return "continued" if existed else "new"
 
     def acknowledge_loss(self) -> None:

@@ -34,14 +34,18 @@ class MemoryMarkStore:
     async def read(self, sids: list[str]) -> dict[str, Mark]:
         if self.failing:
             raise ConnectionError("mark store unreachable")
-        found = {sid: joined(self.marks[sid], self.parts.get(sid, {})) for sid in sids if sid in self.marks}
-        found = {sid: mark for sid, mark in found.items() if mark is not None}
+        read = {sid: joined(self.marks[sid], self.parts.get(sid, {})) for sid in sids if sid in self.marks}
+        found = {sid: mark for sid, mark in read.items() if mark is not None}
         if self.marker is None:
             raise StoreForgot(found)
         return found
 
-    async def write(self, changes: dict[str, Mark | None], owners: dict[str, Owners] | None = None,
-                    parts: dict[str, frozenset[str] | None] | None = None) -> Written:
+    async def write(
+        self,
+        changes: dict[str, Mark | None],
+        owners: dict[str, Owners] | None = None,
+        parts: dict[str, frozenset[str] | None] | None = None,
+    ) -> Written:
         if self.failing:
             return Written(failed=set(changes))
         forgot = self.marker is None
@@ -67,6 +71,7 @@ class MemoryMarkStore:
             kept = self.parts.setdefault(sid, {})
             for name, value in written.items():
                 if name == HEAD:
+                    assert value is not None  # parts_of always writes a head
                     self.marks[sid] = value
                 elif value is None:
                     kept.pop(name, None)

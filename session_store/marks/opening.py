@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from .base import MarkStore
+from .base import DurableMarkStore
 
 __all__ = ["open_mark_store"]
 
 
-def open_mark_store(url: str | None, namespace: str) -> MarkStore:
+def open_mark_store(url: str | None, namespace: str) -> DurableMarkStore:
     """The store the settings name: Redis for a `redis://` or `rediss://` URL, else the cluster's GCS."""
     if url:
         from .redis_store import RedisMarkStore

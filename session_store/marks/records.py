@@ -48,12 +48,13 @@ def parts_of(mark: Mark, names: Iterable[str] | None = None) -> dict[str, bytes 
     for name in names:
         if name == HEAD:
             head = {"started_at": session["started_at"], "episode": session["episode"]} if mark.session else None
-            parts[name] = encode(Mark(mark.fence_until, mark.cause, mark.episode_id, mark.expired_until,
-                                      mark.open_in, head))
-        elif name.startswith(DOCUMENT) and (key := name[len(DOCUMENT):]) in documents:
+            parts[name] = encode(
+                Mark(mark.fence_until, mark.cause, mark.episode_id, mark.expired_until, mark.open_in, head)
+            )
+        elif name.startswith(DOCUMENT) and (key := name[len(DOCUMENT) :]) in documents:
             positions = positions or {key: n for n, key in enumerate(documents)}
             parts[name] = _json([*documents[key], positions[key]])
-        elif name.startswith(VERDICT) and (digest := name[len(VERDICT):]) in verdicts:
+        elif name.startswith(VERDICT) and (digest := name[len(VERDICT) :]) in verdicts:
             parts[name] = _json(verdicts[digest])
         else:
             parts[name] = None
@@ -72,14 +73,20 @@ def joined(head: bytes, parts: dict[str, bytes]) -> Mark | None:
             value = json.loads(raw)
             if name.startswith(DOCUMENT):
                 *ref, position = value
-                placed.append((position, name[len(DOCUMENT):], ref))
+                placed.append((position, name[len(DOCUMENT) :], ref))
             elif name.startswith(VERDICT):
-                verdicts.append([name[len(VERDICT):], *value])
+                verdicts.append([name[len(VERDICT) :], *value])
         except (ValueError, TypeError):
             log.warning("ignoring an unreadable part %r of a durable record", name[:200])
     documents.update((key, ref) for _, key, ref in sorted(placed, key=lambda p: p[0]))
-    return Mark(mark.fence_until, mark.cause, mark.episode_id, mark.expired_until, mark.open_in,
-                {**mark.session, "documents": documents, "verdicts": verdicts})
+    return Mark(
+        mark.fence_until,
+        mark.cause,
+        mark.episode_id,
+        mark.expired_until,
+        mark.open_in,
+        {**mark.session, "documents": documents, "verdicts": verdicts},
+    )
 
 
 def _json(value: object) -> bytes:

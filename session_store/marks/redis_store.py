@@ -41,6 +41,8 @@ from ..routing import PARTITIONS, partition
 from .base import Beginning, Owners, StoreForgot, Written, marker
 from .records import decode, joined, parts_of
 
+__all__ = ["durability_problem", "RedisMarkStore"]
+
 _PURGE_BATCH = 500  # keys unlinked at once
 
 # KEYS: the marker, then the records. Returns the marker, then per record its hash as field/value pairs, or its
@@ -130,7 +132,8 @@ class RedisMarkStore:
         loop = id(asyncio.get_running_loop())
         if loop not in self._clients:
             self._clients[loop] = redis.asyncio.Redis.from_url(
-                self._url, socket_timeout=self._timeout, socket_connect_timeout=self._timeout)
+                self._url, socket_timeout=self._timeout, socket_connect_timeout=self._timeout
+            )
         return self._clients[loop]
 
     async def _execute(self, *command) -> Any:
@@ -170,30 +173,39 @@ class RedisMarkStore:
 
     async def read(self, sids: list[str]) -> dict[str, Mark]:
         present, *values = await self._script(_READ, _READ_SHA, [self._marker, *(self._key(sid) for sid in sids)], [])
-        marks = {sid: _record(raw) for sid, raw in zip(sids, values) if raw is not None}
+        marks = {sid: _record(raw) for sid, raw in zip(sids, values, strict=False) if raw is not None}
         found = {sid: mark for sid, mark in marks.items() if mark is not None}
         if present is None:
             raise StoreForgot(found)
         return found
 
-    async def write(self, changes: dict[str, Mark | None], owners: dict[str, Owners] | None = None,
-                    parts: dict[str, frozenset[str] | None] | None = None) -> Written:
+    async def write(
+        self,
+        changes: dict[str, Mark | None],
+        owners: dict[str, Owners] | None = None,
+        parts: dict[str, frozenset[str] | None] | None = None,
+    ) -> Written:
         """All or nothing as far as the caller knows: a failed command is retried whole, and each change is
         idempotent, so a partly applied one does no harm (a retried change with owners finds its own)."""
         if not changes:
             return Written()
-        args = [json.dumps(_change(mark, (owners or {}).get(sid), (parts or {}).get(sid)), separators=(",", ":"))
-                for sid, mark in changes.items()]
+        args = [
+            json.dumps(_change(mark, (owners or {}).get(sid), (parts or {}).get(sid)), separators=(",", ":"))
+            for sid, mark in changes.items()
+        ]
         try:
-            forgot, *skipped = await self._script(_GROUP_COMMIT, _GROUP_COMMIT_SHA,
-                                                  [self._marker, *(self._key(sid) for sid in changes)], args)
+            forgot, *skipped = await self._script(
+                _GROUP_COMMIT, _GROUP_COMMIT_SHA, [self._marker, *(self._key(sid) for sid in changes)], args
+            )
         except Exception:
             return Written(failed=set(changes))
         ids = list(changes)
         superseded = {ids[i - 1] for i in skipped}
         if forgot and superseded and parts:  # parts of records the store forgot: the writer's memory writes them whole
-            again = await self.write({sid: changes[sid] for sid in superseded},
-                                     {sid: owners[sid] for sid in superseded if sid in (owners or {})})
+            again = await self.write(
+                {sid: changes[sid] for sid in superseded},
+                {sid: owners[sid] for sid in superseded if sid in owners} if owners else {},
+            )
             return Written(again.failed, again.superseded, forgot=True)
         return Written(superseded=superseded, forgot=bool(forgot))
 
@@ -252,11 +264,15 @@ class RedisMarkStore:
                 try:
                     info = {**client.info("memory"), **client.info("persistence")}
                 except ResponseError as error:
-                    return (f"its eviction policy and persistence could not be read (CONFIG and INFO refused: "
-                            f"{error}); if it never evicts and persists by other means, set "
-                            "mark_store_durability_check to false")
-                config = {"maxmemory-policy": str(info.get("maxmemory_policy")),
-                          "appendonly": "yes" if info.get("aof_enabled") else "no"}
+                    return (
+                        f"its eviction policy and persistence could not be read (CONFIG and INFO refused: "
+                        f"{error}); if it never evicts and persists by other means, set "
+                        "mark_store_durability_check to false"
+                    )
+                config = {
+                    "maxmemory-policy": str(info.get("maxmemory_policy")),
+                    "appendonly": "yes" if info.get("aof_enabled") else "no",
+                }
         return durability_problem(config)
 
     def _sync_client(self):
@@ -272,9 +288,13 @@ def _change(mark: Mark | None, owners: Owners | None, changed: frozenset[str] | 
         return {**change, "d": 1}
     written = parts_of(mark, changed)
     if changed is None and written.keys() == {HEAD}:  # a fence or a bare seed: a string, smaller than a hash
-        return {**change, "w": 1, "h": written[HEAD].decode(), "x": int(mark.drop_at * 1000) + 1}
-    change |= {"s": [[json.dumps(name), value.decode()] for name, value in written.items() if value is not None],
-               "r": [json.dumps(name) for name, value in written.items() if value is None]}
+        head = written[HEAD]
+        assert head is not None  # parts_of always writes a head
+        return {**change, "w": 1, "h": head.decode(), "x": int(mark.drop_at * 1000) + 1}
+    change |= {
+        "s": [[json.dumps(name), value.decode()] for name, value in written.items() if value is not None],
+        "r": [json.dumps(name) for name, value in written.items() if value is None],
+    }
     if changed is None:
         change["w"] = 1
     if changed is None or HEAD in changed:
@@ -288,7 +308,7 @@ def _record(raw: bytes | list[bytes]) -> Mark | None:
     """A record as the read script returns it: a hash's field/value pairs, or an earlier version's one value."""
     if isinstance(raw, bytes):
         return decode(raw)
-    fields = {json.loads(field): value for field, value in zip(raw[::2], raw[1::2])}
+    fields = {json.loads(field): value for field, value in zip(raw[::2], raw[1::2], strict=False)}
     head = fields.pop(HEAD, None)
     return None if head is None else joined(head, fields)
 
@@ -297,11 +317,12 @@ def durability_problem(config: dict[str, str]) -> str | None:
     """What in a Redis's configuration lets it forget marks, and the setting that fixes it; None when nothing."""
     problems = []
     if config.get("maxmemory-policy", "noeviction") != "noeviction":
-        problems.append(f"maxmemory-policy is {config['maxmemory-policy']}, which evicts marks under memory "
-                        "pressure: set it to noeviction")
+        problems.append(
+            f"maxmemory-policy is {config['maxmemory-policy']}, which evicts marks under memory "
+            "pressure: set it to noeviction"
+        )
     if config.get("appendonly") != "yes":
-        problems.append("appendonly is no, so a restart loses every mark since the last snapshot: set appendonly "
-                        "yes")
+        problems.append("appendonly is no, so a restart loses every mark since the last snapshot: set appendonly yes")
     elif config.get("appendfsync", "everysec") not in ("always", "everysec"):
         problems.append(f"appendfsync is {config['appendfsync']}: set it to everysec (or always)")
     return "; ".join(problems) or None

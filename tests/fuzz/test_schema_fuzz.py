@@ -17,7 +17,9 @@ import os
 
 import pytest
 
-schemathesis = pytest.importorskip("schemathesis")
+from tests.extras import needs
+
+schemathesis = needs("fuzz", "schemathesis")
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
@@ -91,8 +93,14 @@ def started_app():
         yield
     held = {sid for shard in running.store.shards for sid in shard._core._sessions}
     leaked = held - (app.seeded - app.closed)
-    summary = {"cases": app.cases, "statuses": dict(sorted(app.statuses.items())), "seeded": len(app.seeded),
-               "closed": len(app.closed), "held_after": len(held), "leaked": sorted(leaked)[:10]}
+    summary = {
+        "cases": app.cases,
+        "statuses": dict(sorted(app.statuses.items())),
+        "seeded": len(app.seeded),
+        "closed": len(app.closed),
+        "held_after": len(held),
+        "leaked": sorted(leaked)[:10],
+    }
     print("\nFUZZ SUMMARY", json.dumps(summary))
     assert not leaked, f"sessions no seed of the fuzz opened, or that its close released: {summary}"
 

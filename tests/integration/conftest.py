@@ -43,8 +43,11 @@ class App:
         import ray
 
         namespace = app_actors(self.settings).namespace
-        names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
-                 if a["namespace"] == namespace and a["name"].split(".")[0] == kind]
+        names = [
+            a["name"]
+            for a in ray.util.list_named_actors(all_namespaces=True)
+            if a["namespace"] == namespace and a["name"].split(".")[0] == kind
+        ]
         assert len(names) == 1, (kind, names)
         return ray.get_actor(names[0], namespace=namespace)
 
@@ -66,13 +69,28 @@ class App:
         return asyncio.run(self.store.stats())
 
 
-def deployed_app(serve_url: str, name: str, replicas: int = 2, route_prefix: str = "/",
-                 logging_config: dict | None = None, **settings: Any) -> Iterator[App]:
+def deployed_app(
+    serve_url: str,
+    name: str,
+    replicas: int = 2,
+    route_prefix: str = "/",
+    logging_config: dict | None = None,
+    **settings: Any,
+) -> Iterator[App]:
     """The app deployed as a serve config would, at `route_prefix` (its clients' relative URLs go under it)."""
     options = dict(app_name=name, num_shards=4, corpus_dir=embedded_corpus_dir(), reaper_interval_seconds=1.0)
     app_settings = Settings(**{**options, **settings})
-    url = deploy_application(app_settings, serve_url, name=name, route_prefix=route_prefix, options={
-        "num_replicas": replicas, "ray_actor_options": {"num_cpus": 0}, "logging_config": logging_config or QUIET_LOGS})
+    url = deploy_application(
+        app_settings,
+        serve_url,
+        name=name,
+        route_prefix=route_prefix,
+        options={
+            "num_replicas": replicas,
+            "ray_actor_options": {"num_cpus": 0},
+            "logging_config": logging_config or QUIET_LOGS,
+        },
+    )
     try:
         yield App(url, app_settings, *store_of(app_settings))
     finally:
@@ -83,5 +101,3 @@ def store_of(settings: Settings) -> tuple[RaySessionStore, SessionActors]:
     """A view of the deployed app's session store, from the test process (the same named actors)."""
     actors = SessionActors(app_actors(settings), session_actors_spec(settings))
     return RaySessionStore(actors, settings.shard_transport), actors
-
-

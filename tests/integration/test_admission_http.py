@@ -19,6 +19,7 @@ from harness.bodies import ROOT
 from harness.episodes import burst
 from harness.stalling_edgar import StallingEdgar, stalling_edgar
 from tests import places
+from tests.extras import needs
 from tests.held_place import admission_settings, assert_waits_then_refuses
 
 ONE_REPLICA = {"num_replicas": 1, "ray_actor_options": {"num_cpus": 0}, "logging_config": QUIET_LOGS}
@@ -49,12 +50,13 @@ def test_requests_wait_for_a_held_place_and_only_past_the_bound_are_turned_away(
 @pytest.fixture(scope="module")
 def few_places_app(serve_url: str) -> Iterator[str]:
     # One replica: an MCP session's event stream is offered only by the replica that holds the session.
-    yield from deployed(serve_url, "places", ONE_REPLICA, num_shards=1, corpus_dir=embedded_corpus_dir(),
-                        **places.SETTINGS)
+    yield from deployed(
+        serve_url, "places", ONE_REPLICA, num_shards=1, corpus_dir=embedded_corpus_dir(), **places.SETTINGS
+    )
 
 
 def test_open_mcp_streams_hold_no_place(few_places_app):
-    pytest.importorskip("mcp")
+    needs("mcp", "mcp", "httpx2")
     places.assert_streams_hold_no_place(few_places_app)
 
 

@@ -40,8 +40,10 @@ def test_concurrent_seed_and_close_never_leave_a_live_session_behind_a_fence(app
 
     async def race(client, sid):
         # Alternate who starts first; either order must end closed and fenced.
-        seed, close = (client.post("/seed_session", json=episode_seed(sid)),
-                       client.post("/close_session", json=close_body(sid)))
+        seed, close = (
+            client.post("/seed_session", json=episode_seed(sid)),
+            client.post("/close_session", json=close_body(sid)),
+        )
         if int(sid[-1], 16) % 2:
             return await asyncio.gather(seed, close)
         close_reply, seed_reply = await asyncio.gather(close, seed)

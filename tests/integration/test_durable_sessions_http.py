@@ -48,6 +48,7 @@ def test_every_shard_and_the_document_store_killed_mid_traffic_lose_nothing(app)
                 while not stop.is_set():
                     client.cookies.clear()
                     log.append(await episode(client, retry_5xx=True, think=THINK_SECONDS if n % 2 else 0.0))
+
         await asyncio.gather(*(worker(n) for n in range(8)))
 
     async def scenario() -> None:

@@ -21,8 +21,16 @@ def test_marks_round_trip_and_the_sweep_deletes_only_what_lapsed(serve_url):
     now = time.time()
 
     async def main():
-        assert await store.write({"lapsed": Mark(now - 5, "closed"), "live": Mark(now + 3600, "closed"),
-                                  "expired": Mark(expired_until=now + 3600)}) == Written()
+        assert (
+            await store.write(
+                {
+                    "lapsed": Mark(now - 5, "closed"),
+                    "live": Mark(now + 3600, "closed"),
+                    "expired": Mark(expired_until=now + 3600),
+                }
+            )
+            == Written()
+        )
         assert set(await store.read(["lapsed", "live", "missing"])) == {"lapsed", "live"}
         assert set(await store.scan(EVERYTHING)) == {"lapsed", "live", "expired"}
         assert await store.sweep(now) == 1

@@ -26,9 +26,11 @@ from tests.serve_configs import one_replica
 # Without durable sessions, so that the open ones are lost (with them, the last test: a new cluster takes over).
 SETUPS = {
     "redis mark store": lambda redis, app: {"FINSEC_MARK_STORE_URL": redis.url, "FINSEC_DURABLE_SESSIONS": "false"},
-    "GCS fault tolerance": lambda redis, app: {"RAY_REDIS_ADDRESS": f"127.0.0.1:{redis.port}",
-                                               "RAY_external_storage_namespace": app,
-                                               "FINSEC_DURABLE_SESSIONS": "false"},
+    "GCS fault tolerance": lambda redis, app: {
+        "RAY_REDIS_ADDRESS": f"127.0.0.1:{redis.port}",
+        "RAY_external_storage_namespace": app,
+        "FINSEC_DURABLE_SESSIONS": "false",
+    },
 }
 
 

@@ -25,8 +25,14 @@ JUDGE_TIMEOUT = 8.0  # one attempt: the lease lasts 10 s
 
 @pytest.fixture(scope="module")
 def app(serve_url, llm_server):
-    yield from deployed_app(serve_url, APP, replicas=2, judge_model={"base_url": llm_server.base_url, "model": "j"},
-                            judge_retry_delays=[], judge_call_timeout=JUDGE_TIMEOUT)
+    yield from deployed_app(
+        serve_url,
+        APP,
+        replicas=2,
+        judge_model={"base_url": llm_server.base_url, "model": "j"},
+        judge_retry_delays=[],
+        judge_call_timeout=JUDGE_TIMEOUT,
+    )
 
 
 def retried(client: httpx.Client, body: dict, until: float) -> httpx.Response:

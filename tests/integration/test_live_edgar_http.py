@@ -30,11 +30,19 @@ def sec(tmp_path_factory):
 @pytest.fixture(scope="module")
 def app(serve_url, sec):
     yield from deployed_app(
-        serve_url, "it-live", edgar_source="live", sec_www_base_url=sec.url, sec_data_base_url=sec.url,
+        serve_url,
+        "it-live",
+        edgar_source="live",
+        sec_www_base_url=sec.url,
+        sec_data_base_url=sec.url,
         # 1.5 s: the margin over the 1 s window checked at the server absorbs arrival jitter on a loaded 2-core CI
-        user_agent=UA, requests_per_second=LIMIT, rate_limit_window_seconds=1.5, request_timeout=1.0,
+        user_agent=UA,
+        requests_per_second=LIMIT,
+        rate_limit_window_seconds=1.5,
+        request_timeout=1.0,
         retry_backoff_seconds=0.05,
-        edgar_search_mode=None, fetch_trusted_networks=["127.0.0.1/32"],
+        edgar_search_mode=None,
+        fetch_trusted_networks=["127.0.0.1/32"],
     )
 
 
@@ -81,7 +89,8 @@ def test_throttled_and_refused_requests_are_retried(app, sec):
         failed = client.post("/parse_html_page", json={"url": "https://www.sec.gov/" + refused, "key": "b"})
     assert ok.json()["results"].startswith("SUCCESS") and len(sec.requests_for(retried)) == 3
     assert failed.json()["results"] == (
-        f"Failed to download filing from https://www.sec.gov/{refused}. The SEC server may be temporarily unavailable.")
+        f"Failed to download filing from https://www.sec.gov/{refused}. The SEC server may be temporarily unavailable."
+    )
     assert len(sec.requests_for(refused)) == 3
 
 
@@ -103,8 +112,9 @@ def test_rate_limit_holds_for_the_whole_app_across_replicas(app, sec):
     async def burst():
         async with app.async_client() as client:
             await client.post("/seed_session", json={})
-            return await asyncio.gather(*(
-                client.post("/parse_html_page", json={"url": "https://www.sec.gov/" + p, "key": "k"}) for p in paths))
+            return await asyncio.gather(
+                *(client.post("/parse_html_page", json={"url": "https://www.sec.gov/" + p, "key": "k"}) for p in paths)
+            )
 
     replies = asyncio.run(burst())
     assert len({r.headers["x-finsec-replica"] for r in replies}) == 2  # both replicas fetched

@@ -76,8 +76,10 @@ applications:
             assert finsec(["store", "check", str(config)]) == 0
             with app.client() as resumed:
                 for shard in range(2):
-                    assert resumed.post("/seed_session", json=episode_seed(ids_on_shard(shard, 2, 1)[0])).status_code \
-                        == 200, shard
+                    assert (
+                        resumed.post("/seed_session", json=episode_seed(ids_on_shard(shard, 2, 1)[0])).status_code
+                        == 200
+                    ), shard
                 assert resumed.get("/status").json()["mark_store"] == {"ok": True, "problem": None}
     finally:
         redis.__exit__(None, None, None)

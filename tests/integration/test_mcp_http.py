@@ -11,7 +11,9 @@ import time
 
 import pytest
 
-pytest.importorskip("mcp")
+from tests.extras import needs
+
+needs("mcp", "mcp", "httpx2")
 
 import httpx2  # noqa: E402
 from mcp import Client, ClientSession  # noqa: E402
@@ -60,8 +62,11 @@ def test_an_mcp_session_across_replicas_is_one_agent_run_session(app):
     http = httpx2.AsyncClient(timeout=60)
 
     async def episode():
-        async with http, streamable_http_client(app.base_url + "/mcp", http_client=http) as (read, write), \
-                ClientSession(read, write) as session:
+        async with (
+            http,
+            streamable_http_client(app.base_url + "/mcp", http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
             await session.initialize()
             assert [t.name for t in (await session.list_tools()).tools][0] == "sec_filing_search"
             await play(session)
@@ -93,10 +98,18 @@ def test_an_mcp_session_idle_on_its_replica_but_used_through_the_other_stays_ope
     """The calls reach both replicas by the cookie (a POST naming an MCP session a replica does not hold goes on by
     it); the MCP session's own replica idles it out meanwhile (2 s) and must not retire what the calls still use."""
     http = httpx2.AsyncClient(timeout=60)
-    foreign = {"content-type": "application/json", "accept": "application/json, text/event-stream",
-               "mcp-protocol-version": "2025-11-25", "mcp-session-id": "held-by-no-replica"}
-    ask = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-           "params": {"name": "retrieve_information", "arguments": {"prompt": Q["question"] + " {{filing}}"}}}
+    foreign = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+        "mcp-session-id": "held-by-no-replica",
+    }
+    ask = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "retrieve_information", "arguments": {"prompt": Q["question"] + " {{filing}}"}},
+    }
 
     async def episode():
         manager = streamable_http_client(app.base_url + "/mcp", http_client=http, terminate_on_close=False)

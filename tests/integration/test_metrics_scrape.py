@@ -34,11 +34,24 @@ def sec(tmp_path_factory):
 @pytest.fixture(scope="module")
 def app(serve_url, sec, llm_server):
     yield from deployed_app(
-        serve_url, "it-metrics", replicas=1, num_shards=1, max_sessions_per_shard=2, admission_running=1,
-        edgar_source="live", sec_www_base_url=sec.url, sec_data_base_url=sec.url, edgar_search_mode=None,
-        fetch_trusted_networks=["127.0.0.1/32"], request_timeout=2.0, retry_backoff_seconds=0.01,
-        judge_model={"base_url": llm_server.base_url, "model": "judge"}, judge_retry_delays=[0.0, 0.0],
-        judge_call_timeout=5.0, logging_config={**QUIET_LOGS, "encoding": "JSON"})
+        serve_url,
+        "it-metrics",
+        replicas=1,
+        num_shards=1,
+        max_sessions_per_shard=2,
+        admission_running=1,
+        edgar_source="live",
+        sec_www_base_url=sec.url,
+        sec_data_base_url=sec.url,
+        edgar_search_mode=None,
+        fetch_trusted_networks=["127.0.0.1/32"],
+        request_timeout=2.0,
+        retry_backoff_seconds=0.01,
+        judge_model={"base_url": llm_server.base_url, "model": "judge"},
+        judge_retry_delays=[0.0, 0.0],
+        judge_call_timeout=5.0,
+        logging_config={**QUIET_LOGS, "encoding": "JSON"},
+    )
 
 
 def scrape() -> str:
@@ -95,8 +108,11 @@ def test_every_metric_the_readme_names_is_exported_with_its_labels(app, sec, stu
     while True:
         text = scrape()
         missing = {name for name in wanted if not re.search(rf"^{name}[{{ ]", text, re.M)}
-        if not missing and sample(text, "ray_finsec_verifies_total", app="it-metrics", outcome="scored") >= 1 \
-                and sample(text, "ray_finsec_shard_calls_total", app="it-metrics", phase="batch") >= 6:
+        if (
+            not missing
+            and sample(text, "ray_finsec_verifies_total", app="it-metrics", outcome="scored") >= 1
+            and sample(text, "ray_finsec_shard_calls_total", app="it-metrics", phase="batch") >= 6
+        ):
             break  # the reaper publishes the shards' totals at its ticks: wait for one after the closes
         assert time.monotonic() < deadline, f"never exported: {sorted(missing)}"
         time.sleep(1)
@@ -133,8 +149,12 @@ def test_the_apps_own_warnings_are_json_lines_in_the_replicas_serve_log(app, sec
     folder = Path(ray._private.worker._global_node.get_logs_dir_path()) / "serve"
     deadline = time.monotonic() + 30
     while True:
-        lines = [line for path in folder.glob("replica_it-metrics_*.log") for line in path.read_text().splitlines()
-                 if "failed after its retries" in line]
+        lines = [
+            line
+            for path in folder.glob("replica_it-metrics_*.log")
+            for line in path.read_text().splitlines()
+            if "failed after its retries" in line
+        ]
         if lines or time.monotonic() > deadline:
             break
         time.sleep(0.5)

@@ -17,11 +17,14 @@ URL = next(f.url for f in filings() if f.form == "10-K")
 def app(serve_url, llm_server):
     stub = llm_server
     yield from deployed_app(
-        serve_url, "it-models",
+        serve_url,
+        "it-models",
         judge_model={"base_url": stub.base_url, "model": "judge-model"},
         retrieval_model={"base_url": stub.base_url, "model": "reader-model", "api": "responses"},
         retrieval_max_output_tokens=512,
-        judge_retry_delays=[0.0, 0.0], judge_call_timeout=5.0, reward_mode="scaled",
+        judge_retry_delays=[0.0, 0.0],
+        judge_call_timeout=5.0,
+        reward_mode="scaled",
     )
 
 
@@ -70,7 +73,11 @@ def test_judge_without_a_verdict_is_a_real_zero(app, stub):
     with app.client() as client:
         row = client.post("/verify", json=verify_body("42")).json()
     assert (row["reward"], row["mask_sample"], row["failure_kind"], row["judge_rating"]) == (
-        0.0, False, "judge_unparseable", None)
+        0.0,
+        False,
+        "judge_unparseable",
+        None,
+    )
     assert len(stub.bodies) == 3
 
 
@@ -85,9 +92,13 @@ def test_retrieval_model_reads_the_substituted_documents(app, stub):
     with app.client() as client:
         client.post("/seed_session", json={})
         client.post("/parse_html_page", json={"url": URL, "key": "filing"})
-        r = client.post("/retrieve_information", json={
-            "prompt": "From {{filing}}: what was revenue?",
-            "input_character_ranges": [{"key": "filing", "start": 0, "end": 300}]})
+        r = client.post(
+            "/retrieve_information",
+            json={
+                "prompt": "From {{filing}}: what was revenue?",
+                "input_character_ranges": [{"key": "filing", "start": 0, "end": 300}],
+            },
+        )
         assert r.json()["results"] == "Revenue was $1 thousand."
         stub.reply("upstream exploded " * 100, status=500)
         failed = client.post("/retrieve_information", json={"prompt": "{{filing}}"}).json()["results"]

@@ -15,11 +15,16 @@ from harness.bodies import ROOT
 
 @pytest.fixture(scope="module")
 def summary() -> dict:
-    run = subprocess.run([sys.executable, "-m", "harness.fault_scenarios", "node-loss", "--seconds", "10"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=400)
+    run = subprocess.run(
+        [sys.executable, "-m", "harness.fault_scenarios", "node-loss", "--seconds", "10"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     lines = [line for line in run.stdout.splitlines() if line.startswith("SUMMARY ")]
     assert run.returncode == 0 and lines, run.stderr[-3000:]
-    return json.loads(lines[-1][len("SUMMARY "):])
+    return json.loads(lines[-1][len("SUMMARY ") :])
 
 
 def test_state_actors_sit_only_on_the_nodes_meant_for_them(summary):
@@ -59,9 +64,14 @@ def test_finsec_serve_deployed_it_and_its_stop_removes_the_apps_actors_not_the_c
 
 def test_serve_shutdown_removes_the_apps_detached_actors():
     """They are registered with Serve's controller, which kills registered actors on `serve shutdown`."""
-    run = subprocess.run([sys.executable, "-m", "harness.fault_scenarios", "serve-shutdown"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "harness.fault_scenarios", "serve-shutdown"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     lines = [line for line in run.stdout.splitlines() if line.startswith("SUMMARY ")]
     assert run.returncode == 0 and lines, run.stderr[-3000:]
-    summary = json.loads(lines[-1][len("SUMMARY "):])
+    summary = json.loads(lines[-1][len("SUMMARY ") :])
     assert summary["actors_before"] >= 5 and summary["actors_after_serve_shutdown"] == 0

@@ -22,6 +22,7 @@ def app(serve_url):
 
 async def race(app, sid: str) -> dict[str, list]:
     """Each client does its own thing with the ID at the same moment; returns every reply by kind."""
+
     async def seeded_then(client, rollout: str, then: str):
         seed = await client.post("/seed_session", json=episode_seed(sid, rollout=rollout))
         follow = None
@@ -37,10 +38,15 @@ async def race(app, sid: str) -> dict[str, list]:
     clients = [app.async_client() for _ in range(8)]
     try:
         results = await asyncio.gather(
-            seeded_then(clients[0], "A", "parse"), seeded_then(clients[1], "A", "verify"),
-            seeded_then(clients[2], "B", "parse"), seeded_then(clients[3], "B", "verify"),
-            seeded_then(clients[4], "A", "none"), close(clients[5], "A"), close(clients[6], "B"),
-            close(clients[7], "A"))
+            seeded_then(clients[0], "A", "parse"),
+            seeded_then(clients[1], "A", "verify"),
+            seeded_then(clients[2], "B", "parse"),
+            seeded_then(clients[3], "B", "verify"),
+            seeded_then(clients[4], "A", "none"),
+            close(clients[5], "A"),
+            close(clients[6], "B"),
+            close(clients[7], "A"),
+        )
     finally:
         await asyncio.gather(*(c.aclose() for c in clients))
     seeds = [(r[0], r[1]) for r in results if len(r) == 4]
@@ -55,7 +61,7 @@ def test_racing_operations_on_one_id_end_in_a_state_the_contract_allows(app):
         return sids, await asyncio.gather(*(race(app, sid) for sid in sids))
 
     sids, outcomes = asyncio.run(many())
-    for sid, got in zip(sids, outcomes):
+    for sid, got in zip(sids, outcomes, strict=False):
         # each kind of call has its own answers: a seed or a close is a 200 or a 409, never a 404 or a 5xx
         assert {r.status_code for _, r in got["seeds"]} <= {200, 409}, [r.status_code for _, r in got["seeds"]]
         assert {r.status_code for _, r in got["closes"]} <= {200, 409}, [r.status_code for _, r in got["closes"]]
@@ -65,7 +71,7 @@ def test_racing_operations_on_one_id_end_in_a_state_the_contract_allows(app):
         assert len(closed) <= 1, f"{sid}: closed for two episodes: {closed}"
         if seeded and closed:
             assert seeded == closed, f"{sid}: episode {seeded} seeded but {closed} closed it"
-        for rollout, seed, then, follow in got["follows"]:
+        for _rollout, seed, then, follow in got["follows"]:
             if seed.status_code != 200:
                 continue
             if then == "parse":  # the seed's cookie reaches its session, or a close of it came first
@@ -77,7 +83,7 @@ def test_racing_operations_on_one_id_end_in_a_state_the_contract_allows(app):
             else:  # a right answer: scored 1.0 on the open session, or masked because a close came first
                 assert follow.status_code == 200, follow.text
                 row = follow.json()
-                expected = ((True, "session_lost", 0.0) if row["mask_sample"] is True else (False, None, 1.0))
+                expected = (True, "session_lost", 0.0) if row["mask_sample"] is True else (False, None, 1.0)
                 assert (row["mask_sample"], row["failure_kind"], row["reward"]) == expected, (sid, row)
         state = app.describe(sid)
         assert closed, f"{sid}: every close was refused"  # a close of the never-seeded or seeded episode wins

@@ -25,16 +25,25 @@ def test_amazon_operating_cash_flow_end_to_end(app):
     sid = new_session_id()
     with app.client() as client:
         client.post("/seed_session", json=episode_seed(sid, question=QUESTION, expected_answer=EXPECTED))
-        hits = json.loads(client.post("/edgar_search", json={
-            "search_query": "Amazon net cash provided by operating activities",
-            "form_types": ["10-K"]}).json()["results"])
+        hits = json.loads(
+            client.post(
+                "/edgar_search",
+                json={"search_query": "Amazon net cash provided by operating activities", "form_types": ["10-K"]},
+            ).json()["results"]
+        )
         assert hits[0]["ticker"] == "AMZN"
-        filings = json.loads(client.post("/sec_filing_search", json={
-            "ticker": "AMZN", "form_types": ["10-K"], "start_date": "2025-01-01"}).json()["results"])
+        filings = json.loads(
+            client.post(
+                "/sec_filing_search", json={"ticker": "AMZN", "form_types": ["10-K"], "start_date": "2025-01-01"}
+            ).json()["results"]
+        )
         url = filings[0]["filing_url"]
         assert url == hits[0]["filingUrl"]
-        assert client.post("/parse_html_page", json={"url": url, "key": "amzn_10k"}).json()["results"].startswith(
-            "SUCCESS")
+        assert (
+            client.post("/parse_html_page", json={"url": url, "key": "amzn_10k"})
+            .json()["results"]
+            .startswith("SUCCESS")
+        )
         passages = client.post("/retrieve_information", json={"prompt": QUESTION + " {{amzn_10k}}"}).json()["results"]
         assert "115,877" in passages[:8000]
         rewards = {}

@@ -28,8 +28,13 @@ def test_a_redeploy_with_new_settings_takes_effect_and_loses_old_sessions_loudly
     import httpx
 
     # Without durable sessions: with them (the default) the new shards restore the old sessions (§C.11).
-    common = dict(app_name="it-redeploy", num_shards=2, corpus_dir=embedded_corpus_dir(), reaper_interval_seconds=0.5,
-                  durable_sessions=False)
+    common = dict(
+        app_name="it-redeploy",
+        num_shards=2,
+        corpus_dir=embedded_corpus_dir(),
+        reaper_interval_seconds=0.5,
+        durable_sessions=False,
+    )
     first = Settings(**common, session_ttl_seconds=600)
     deploy(first, serve_url, replicas=2)
     try:
@@ -84,8 +89,9 @@ def retried(send, attempts: int = 20):
         if response.status_code < 500:
             return response
         # Serve's (no content type) or HAProxy's page; the app's 5xx are JSON 503s. Never Starlette's own 500.
-        assert response.status_code != 500 or ingress_error_page(response) or (
-            "content-type" not in response.headers), (response.headers, response.text[:300])
+        assert (
+            response.status_code != 500 or ingress_error_page(response) or ("content-type" not in response.headers)
+        ), (response.headers, response.text[:300])
         time.sleep(0.5)
     return response
 
@@ -107,14 +113,16 @@ def test_a_redeploy_that_changes_shard_settings_under_traffic_splits_no_session(
 
     from harness.two_owners import MUST_BE_ZERO, two_owners
 
-    common = dict(app_name="it-redeploy-traffic", num_shards=2, corpus_dir=embedded_corpus_dir(),
-                  reaper_interval_seconds=0.5)
+    common = dict(
+        app_name="it-redeploy-traffic", num_shards=2, corpus_dir=embedded_corpus_dir(), reaper_interval_seconds=0.5
+    )
     first = Settings(**common, session_ttl_seconds=600)
     deploy(first, serve_url, replicas=2)
     try:
         counts = {}
-        traffic = threading.Thread(target=lambda: counts.update(asyncio.run(two_owners([serve_url], workers=6,
-                                                                                       seconds=40))))
+        traffic = threading.Thread(
+            target=lambda: counts.update(asyncio.run(two_owners([serve_url], workers=6, seconds=40)))
+        )
         traffic.start()
         time.sleep(5)
         deploy(Settings(**common, session_ttl_seconds=900), serve_url, replicas=2)  # new shards beside the old

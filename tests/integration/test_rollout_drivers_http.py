@@ -33,6 +33,7 @@ def play(url: str, driver, policy=None, index: int = 0):
     async def go():
         async with ServerClient(url, timeout=10) as client:
             return await driver.run(client, Episode(index, TASK, 0, "drv", driver.name), policy or ScriptedPolicy())
+
     return asyncio.run(go())
 
 

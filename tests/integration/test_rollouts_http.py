@@ -16,8 +16,10 @@ from finsec_client.cli import main
 from .conftest import deployed_app
 
 TOOLS = ["sec_filing_search", "parse_html_page", "retrieve_information", "submit_final_result"]
-LIFECYCLE = {"environment-server": (["seed_session"], ["verify", "close_session"]),
-             "legacy-agent": (["seed_session"], ["verify"])}
+LIFECYCLE = {
+    "environment-server": (["seed_session"], ["verify", "close_session"]),
+    "legacy-agent": (["seed_session"], ["verify"]),
+}
 
 
 @pytest.fixture(scope="module")
@@ -38,13 +40,15 @@ def counters(app) -> dict[str, int]:
 
 
 def delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
-    return {k: after.get(k, 0) - before.get(k, 0) for k in set(before) | set(after)
-            if after.get(k, 0) != before.get(k, 0)}
+    return {
+        k: after.get(k, 0) - before.get(k, 0) for k in set(before) | set(after) if after.get(k, 0) != before.get(k, 0)
+    }
 
 
 def test_both_drivers_play_every_episode_to_a_verdict_and_leave_no_session(app, tmp_path):
-    status, records, summary = rollouts(tmp_path, app, "-n", "32", "-c", "8", "--driver", "environment-server",
-                                        "--driver", "legacy-agent")
+    status, records, summary = rollouts(
+        tmp_path, app, "-n", "32", "-c", "8", "--driver", "environment-server", "--driver", "legacy-agent"
+    )
     assert status == 0
     assert sorted(r["episode"] for r in records) == list(range(32))
     for r in records:
@@ -63,12 +67,27 @@ def test_both_drivers_play_every_episode_to_a_verdict_and_leave_no_session(app, 
 
 
 def test_the_session_counters_match_what_the_run_did(app, tmp_path):
-    status, records, summary = rollouts(tmp_path, app, "-n", "12", "-c", "4", "--driver", "environment-server",
-                                        "--driver", "legacy-agent", name="counted")
+    status, records, summary = rollouts(
+        tmp_path,
+        app,
+        "-n",
+        "12",
+        "-c",
+        "4",
+        "--driver",
+        "environment-server",
+        "--driver",
+        "legacy-agent",
+        name="counted",
+    )
     assert status == 0
     episodes = sum(r["driver"] == "environment-server" for r in records)
-    assert summary["counters"] == {"seeds.episode.created": episodes, "closes": episodes,
-                                   "seeds.agent_run": len(records) - episodes, "verifies.scored": len(records)}
+    assert summary["counters"] == {
+        "seeds.episode.created": episodes,
+        "closes": episodes,
+        "seeds.agent_run": len(records) - episodes,
+        "verifies.scored": len(records),
+    }
     # the shards timed their batches, and the durable writes of the seeds' and closes' marks inside them
     timed = summary["shard_time"]
     assert timed["batches"] >= episodes and timed["batch_ms"] > 0
@@ -78,8 +97,14 @@ def test_the_session_counters_match_what_the_run_did(app, tmp_path):
     before = counters(app)
     assert main(["rollouts", "--url", app.base_url, "--trace"]) == 0
     assert delta(before, counters(app)) == {
-        "seeds.episode.created": 1, "verifies.scored": 1, "verifies.cached": 1, "closes": 1, "session_lost": 1,
-        "verifies.masked.session_lost": 1, "conflicts.fenced": 1}
+        "seeds.episode.created": 1,
+        "verifies.scored": 1,
+        "verifies.cached": 1,
+        "closes": 1,
+        "session_lost": 1,
+        "verifies.masked.session_lost": 1,
+        "conflicts.fenced": 1,
+    }
     before = counters(app)
     assert main(["rollouts", "--url", app.base_url, "--trace", "--driver", "legacy-agent"]) == 0
     assert delta(before, counters(app)) == {"seeds.agent_run": 1, "verifies.scored": 1, "session_lost": 1}
@@ -110,15 +135,18 @@ def test_resume_plays_only_what_the_file_lacks(app, tmp_path):
     assert status == 0
     out = tmp_path / "resumed.jsonl"
     failed = {"kind": "transport", "route": "verify", "detail": "cut"}
-    kept = [r if r["episode"] else {**r, "failure": failed}  # 0 failed, and a run cut short never recorded 1 and 4
-            for r in records if r["episode"] not in (1, 4)]
+    kept = [
+        r if r["episode"] else {**r, "failure": failed}  # 0 failed, and a run cut short never recorded 1 and 4
+        for r in records
+        if r["episode"] not in (1, 4)
+    ]
     out.write_text("".join(json.dumps(r) + "\n" for r in kept))
     before = counters(app)
     status = main(["rollouts", "--url", app.base_url, "--resume", str(out), "-n", "8", "-c", "3", "--quiet"])
     assert status == 0
     assert delta(before, counters(app))["seeds.episode.created"] == 5  # 0, 1, 4, and the new 6 and 7
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    played = [r["episode"] for r in rows[len(kept):]]
+    played = [r["episode"] for r in rows[len(kept) :]]
     assert sorted(played) == [0, 1, 4, 6, 7]
     summary = json.loads(out.with_suffix(".summary.json").read_text())
     assert summary["episodes"] == 8 and summary["scored"] == 8
@@ -129,8 +157,9 @@ def test_resume_plays_only_what_the_file_lacks(app, tmp_path):
 def test_resume_with_the_file_alone_goes_on_with_its_run(app, tmp_path):
     """The file's first line keeps the run's options: `--resume FILE` needs nothing else, and refuses options
     that would make it another run."""
-    status, records, _ = rollouts(tmp_path, app, "-n", "6", "-c", "3", "--driver", "legacy-agent",
-                                  "--agent-run-seed", "empty", name="alone")
+    status, records, _ = rollouts(
+        tmp_path, app, "-n", "6", "-c", "3", "--driver", "legacy-agent", "--agent-run-seed", "empty", name="alone"
+    )
     assert status == 0
     out = tmp_path / "alone.jsonl"
     run, *rows = out.read_text().splitlines()
@@ -186,15 +215,37 @@ def fake_analyst(body: dict) -> dict:
 
 
 def test_the_llm_policy_plays_through_tool_calls_and_is_scored_on_its_submission(app, tmp_path, stub):
-    asked = [q for q in questions() if q["form"] == "10-K" and "total net revenues for fiscal year 2024" in
-             q["question"]][:3]
+    asked = [
+        q for q in questions() if q["form"] == "10-K" and "total net revenues for fiscal year 2024" in q["question"]
+    ][:3]
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(q) + "\n" for q in asked))
     stub.respond_with(fake_analyst)
-    status, records, _ = rollouts(tmp_path, app, "--policy", "llm", "--model-url", stub.base_url, "--model",
-                                  "fake", "--tasks", str(tasks), "-n", "6", "-c", "3", "--driver",
-                                  "environment-server", "--driver", "legacy-agent", "-T", "0.7", "--max-tokens",
-                                  "256", name="llm")
+    status, records, _ = rollouts(
+        tmp_path,
+        app,
+        "--policy",
+        "llm",
+        "--model-url",
+        stub.base_url,
+        "--model",
+        "fake",
+        "--tasks",
+        str(tasks),
+        "-n",
+        "6",
+        "-c",
+        "3",
+        "--driver",
+        "environment-server",
+        "--driver",
+        "legacy-agent",
+        "-T",
+        "0.7",
+        "--max-tokens",
+        "256",
+        name="llm",
+    )
     assert status == 0
     for r in records:
         assert r["policy"] == "llm" and r["tools"] == TOOLS
@@ -210,8 +261,23 @@ def test_a_model_that_never_submits_stops_after_its_turns_and_scores_zero(app, t
     from tests.llm_stub import tool_calls_reply
 
     stub.respond_with(lambda body: tool_calls_reply(("sec_filing_search", {"ticker": "HLXR1"})))
-    status, records, _ = rollouts(tmp_path, app, "--policy", "llm", "--model-url", stub.base_url, "--model", "m",
-                                  "--max-turns", "3", "-n", "2", "-c", "2", name="stubborn")
+    status, records, _ = rollouts(
+        tmp_path,
+        app,
+        "--policy",
+        "llm",
+        "--model-url",
+        stub.base_url,
+        "--model",
+        "m",
+        "--max-turns",
+        "3",
+        "-n",
+        "2",
+        "-c",
+        "2",
+        name="stubborn",
+    )
     assert status == 0  # completed: scored, by the hard gate
     for r in records:
         assert r["tools"] == ["sec_filing_search"] * 3 and r["final_answer"] is None
@@ -220,8 +286,9 @@ def test_a_model_that_never_submits_stops_after_its_turns_and_scores_zero(app, t
 
 
 def test_a_model_endpoint_that_fails_fails_its_episodes_and_still_closes_them(app, tmp_path, stub):
-    status, records, summary = rollouts(tmp_path, app, "--policy", "llm", "--model-url", stub.base_url,
-                                        "--model", "m", "-n", "2", name="no-model")  # no replies scripted: 500s
+    status, records, summary = rollouts(
+        tmp_path, app, "--policy", "llm", "--model-url", stub.base_url, "--model", "m", "-n", "2", name="no-model"
+    )  # no replies scripted: 500s
     assert status == 1
     assert summary["failed"] == {"model": 2}
     assert all(r["failure"]["kind"] == "model" and r["closed"] for r in records)

@@ -19,8 +19,25 @@ def run_against_dying_server(tmp_path, failure: str, *extra: str) -> tuple[int, 
     process, url = start(fail_after=7 * 8 + 3, failure=failure)
     out = tmp_path / "episodes.jsonl"
     try:
-        status = main(["rollouts", "--url", url, "-n", str(EPISODES), "-c", "4", "--driver", "environment-server",
-                       "--driver", "legacy-agent", "--out", str(out), "--quiet", *extra])
+        status = main(
+            [
+                "rollouts",
+                "--url",
+                url,
+                "-n",
+                str(EPISODES),
+                "-c",
+                "4",
+                "--driver",
+                "environment-server",
+                "--driver",
+                "legacy-agent",
+                "--out",
+                str(out),
+                "--quiet",
+                *extra,
+            ]
+        )
     finally:
         process.kill()
         process.wait(10)
@@ -56,8 +73,9 @@ def test_a_server_that_exits_mid_run_gives_transport_failures_and_exit_status_1(
 
 @pytest.mark.timeout(120)
 def test_a_server_that_hangs_mid_run_is_ended_by_request_timeouts(tmp_path):
-    status, records, summary = run_against_dying_server(tmp_path, "hang", "--request-timeout", "1",
-                                                        "--give-up-after", "6")
+    status, records, summary = run_against_dying_server(
+        tmp_path, "hang", "--request-timeout", "1", "--give-up-after", "6"
+    )
     failed = check(status, records, summary)
     timed_out = [c for r in failed for c in r["calls"] if c["status"] is None]
     assert timed_out and all(c["error"] == "timed out" for c in timed_out)

@@ -26,10 +26,20 @@ Q = questions()[0]
 
 @pytest.fixture(scope="module")
 def app(serve_url):
-    settings = Settings(app_name="it-route-prefix", num_shards=2, corpus_dir=embedded_corpus_dir(),
-                        reaper_interval_seconds=1.0, max_request_bytes=CAP)
-    url = deploy_application(settings, serve_url, name=settings.app_name, route_prefix=PREFIX, options={
-        "num_replicas": 1, "ray_actor_options": {"num_cpus": 0}, "logging_config": QUIET_LOGS})
+    settings = Settings(
+        app_name="it-route-prefix",
+        num_shards=2,
+        corpus_dir=embedded_corpus_dir(),
+        reaper_interval_seconds=1.0,
+        max_request_bytes=CAP,
+    )
+    url = deploy_application(
+        settings,
+        serve_url,
+        name=settings.app_name,
+        route_prefix=PREFIX,
+        options={"num_replicas": 1, "ray_actor_options": {"num_cpus": 0}, "logging_config": QUIET_LOGS},
+    )
     assert url == serve_url.rstrip("/") + PREFIX
     try:
         yield App(url, settings, *store_of(settings))  # its clients' relative URLs go under /finsec
@@ -70,7 +80,7 @@ def test_strict_json_and_the_body_cap_hold_under_the_prefix(app):
 
         def chunks():
             for start in range(0, len(oversize), 65_536):
-                yield oversize[start:start + 65_536]
+                yield oversize[start : start + 65_536]
 
         for body in (oversize, chunks()):  # declared, then streamed without a length
             r = client.post("/submit_final_result", content=body, headers=JSON)
@@ -97,9 +107,11 @@ def test_the_cookie_is_set_for_the_mount_and_honoured(app):
     that stripped the prefix from the path (or left root_path empty) would make it `path=/`."""
     sid = new_session_id()
     with app.client() as client, app.client() as stranger:
-        replies = [client.post("/seed_session", json=episode_seed(sid)),
-                   client.post("/verify", content=b'{"x": NaN}', headers=JSON),  # 422
-                   client.get("/healthz")]
+        replies = [
+            client.post("/seed_session", json=episode_seed(sid)),
+            client.post("/verify", content=b'{"x": NaN}', headers=JSON),  # 422
+            client.get("/healthz"),
+        ]
         for r in replies:
             assert cookie_claims(r, app.settings.cookie_name)["session_id"] == sid, r.status_code
             (header,) = [h for h in r.headers.get_list("set-cookie") if h.startswith(app.settings.cookie_name + "=")]
@@ -107,7 +119,8 @@ def test_the_cookie_is_set_for_the_mount_and_honoured(app):
         assert parse(client).status_code == 200  # the cookie comes back: the session's documents are there
         assert parse(stranger).status_code == 404  # no cookie, no session (§C.6)
         assert stranger.post("/retrieve_information", json={"prompt": "{{doc}}"}).json()["failure_kind"] == (
-            "session_lost")
+            "session_lost"
+        )
 
 
 @pytest.mark.parametrize("path", ["", "/verify/"])

@@ -45,13 +45,34 @@ def app(serve_url, upstream, tmp_path_factory):
     unusable.write_text("not a folder")
     model = {"base_url": f"{upstream.url}/v1", "model": "m", "timeout_seconds": 2.0}
     for deployed in deployed_app(
-            serve_url, "it-fuzz", replicas=1, route_prefix=PREFIX, edgar_source="live", corpus_dir=None,
-            sec_www_base_url=upstream.url, sec_data_base_url=upstream.url, fetch_trusted_networks=["127.0.0.1/32"],
-            edgar_search_mode="live", sec_api_key="k", sec_api_base_url=upstream.url, tavily_api_key="t",
-            tavily_base_url=upstream.url, judge_model=model, retrieval_model=model, judge_call_timeout=2.0,
-            judge_retry_delays=[0, 0], use_cache=True, cache_dir=unusable, sec_dump_path=unusable,
-            request_timeout=2.0, max_retries=2, retry_backoff_seconds=0.001, requests_per_second=10_000,
-            max_rollout_time_seconds=600, admin_token=ADMIN):
+        serve_url,
+        "it-fuzz",
+        replicas=1,
+        route_prefix=PREFIX,
+        edgar_source="live",
+        corpus_dir=None,
+        sec_www_base_url=upstream.url,
+        sec_data_base_url=upstream.url,
+        fetch_trusted_networks=["127.0.0.1/32"],
+        edgar_search_mode="live",
+        sec_api_key="k",
+        sec_api_base_url=upstream.url,
+        tavily_api_key="t",
+        tavily_base_url=upstream.url,
+        judge_model=model,
+        retrieval_model=model,
+        judge_call_timeout=2.0,
+        judge_retry_delays=[0, 0],
+        use_cache=True,
+        cache_dir=unusable,
+        sec_dump_path=unusable,
+        request_timeout=2.0,
+        max_retries=2,
+        retry_backoff_seconds=0.001,
+        requests_per_second=10_000,
+        max_rollout_time_seconds=600,
+        admin_token=ADMIN,
+    ):
         served = ServedApp(deployed.base_url, deployed.settings)
         try:
             yield served

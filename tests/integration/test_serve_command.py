@@ -22,8 +22,6 @@ from tests.serve_configs import one_replica
 APP = "it-serve-cli"
 
 
-
-
 def named_actors(settings: Settings) -> list[str]:
     import ray
 
@@ -56,8 +54,15 @@ def test_serve_joins_a_cluster_and_stops_without_taking_it_down(serve_url, tmp_p
     port = int(serve_url.rsplit(":", 1)[1])
     address = ray.get_runtime_context().gcs_address
     sid = new_session_id()
-    serve_and_stop(tmp_path, port, address, lambda client: (
-        client.post("/seed_session", json=episode_seed(sid)), client.post("/close_session", json=close_body(sid))))
+    serve_and_stop(
+        tmp_path,
+        port,
+        address,
+        lambda client: (
+            client.post("/seed_session", json=episode_seed(sid)),
+            client.post("/close_session", json=close_body(sid)),
+        ),
+    )
     assert APP not in serve.status().applications
     assert named_actors(Settings(app_name=APP)) == []
     assert ray.is_initialized() and ray.cluster_resources()  # the cluster is still up
@@ -69,10 +74,21 @@ def test_serve_joins_a_cluster_and_stops_without_taking_it_down(serve_url, tmp_p
 
 
 def serve_and_stop(tmp_path, port: int, address: str, traffic, *flags: str) -> str:
-    command = [str(Path(sys.executable).parent / "finsec"), "serve", str(one_replica(tmp_path, APP, port)),
-               "--address", address, *flags]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    command = [
+        str(Path(sys.executable).parent / "finsec"),
+        "serve",
+        str(one_replica(tmp_path, APP, port)),
+        "--address",
+        address,
+        *flags,
+    ]
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     seen: list[str] = []
     try:
         deadline = time.monotonic() + 180
@@ -134,10 +150,20 @@ def test_serve_on_its_own_cluster_stops_it_and_its_haproxy(tmp_path):
     from deployments.local import free_port
 
     port = free_port()
-    command = [str(Path(sys.executable).parent / "finsec"), "serve", str(one_replica(tmp_path, APP, 8000)),
-               "--port", str(port)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    command = [
+        str(Path(sys.executable).parent / "finsec"),
+        "serve",
+        str(one_replica(tmp_path, APP, 8000)),
+        "--port",
+        str(port),
+    ]
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     seen: list[str] = []
     try:
         while not any("is up at" in line for line in seen):  # --port overrides the config's 8000
@@ -160,6 +186,7 @@ def test_serve_on_its_own_cluster_stops_it_and_its_haproxy(tmp_path):
     finally:
         if process.poll() is None:
             process.kill()
-    alive = {p for p in cluster if Path(f"/proc/{p}").exists() and command_name(p) in ("haproxy", "raylet",
-                                                                                        "gcs_server")}
+    alive = {
+        p for p in cluster if Path(f"/proc/{p}").exists() and command_name(p) in ("haproxy", "raylet", "gcs_server")
+    }
     assert not alive

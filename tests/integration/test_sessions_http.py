@@ -119,7 +119,12 @@ def test_cookieless_close_after_lost_seed_reply_releases_state(app):
     with app.client() as cleanup:  # ...so cleanup closes with no cookie at all
         assert cleanup.post("/close_session", json=close_body(sid)).status_code == 200
     assert app.describe(sid) == {
-        "open": False, "episode": False, "documents": [], "fenced": True, "fence_cause": "closed", "expired": False
+        "open": False,
+        "episode": False,
+        "documents": [],
+        "fenced": True,
+        "fence_cause": "closed",
+        "expired": False,
     }
 
 
@@ -168,7 +173,11 @@ def test_retired_attempt_releases_its_session(app):
         for _ in range(2):  # idempotent
             asyncio.run(app.store.retire(sid))
             assert app.describe(sid) == {
-                "open": False, "episode": False, "documents": [], "fenced": False, "fence_cause": None,
+                "open": False,
+                "episode": False,
+                "documents": [],
+                "fenced": False,
+                "fence_cause": None,
                 "expired": False,
             }
         assert parse(client).status_code == 404
@@ -272,8 +281,9 @@ def test_requests_of_one_session_spread_over_both_replicas_see_one_session(app):
             await client.post("/seed_session", json=episode_seed(sid))
             replies = []
             for _ in range(10):  # three at a time, so the ingress spreads them over both replicas
-                replies += await asyncio.gather(*(client.post(
-                    "/parse_html_page", json={"url": FILING_URL, "key": f"k{i}"}) for i in range(3)))
+                replies += await asyncio.gather(
+                    *(client.post("/parse_html_page", json={"url": FILING_URL, "key": f"k{i}"}) for i in range(3))
+                )
             return replies, await client.post("/retrieve_information", json={"prompt": "{{k0}} {{k1}} {{k2}}"})
 
     parses, retrieve = asyncio.run(run())
@@ -372,8 +382,13 @@ def test_aggregate_metrics_excludes_masked_rows(app):
     assert metrics["key_metrics"]["coverage/fully_masked_tasks"] == 1
     assert [g["_ng_task_index"] for g in metrics["group_level_metrics"]] == [0]
     assert metrics["agent_metrics"]["num_repeats"] == 2
-    assert empty == {"group_level_metrics": [], "agent_metrics": {}, "key_metrics": {}, "perf_summary": None,
-                     "repeat_level_metrics": []}
+    assert empty == {
+        "group_level_metrics": [],
+        "agent_metrics": {},
+        "key_metrics": {},
+        "perf_summary": None,
+        "repeat_level_metrics": [],
+    }
 
 
 def test_health_reverify_and_unknown_tool_routes(app):

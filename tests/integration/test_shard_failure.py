@@ -53,7 +53,7 @@ def wait_for_restart(app, shard: int, before: str) -> float:
     raise AssertionError("the killed shard did not come back")
 
 
-def test_a_sigkilled_shard_loses_only_its_sessions_loudly(app):
+def test_a_sigkilled_shard_loses_only_its_sessions_loudly(app):  # noqa: C901 (a fault scenario asserts each outcome in turn)
     k = app.settings.num_shards
     victim = 1
     open_ids = {s: ids_on_shard(s, k, 2) for s in range(k)}
@@ -77,6 +77,7 @@ def test_a_sigkilled_shard_loses_only_its_sessions_loudly(app):
                 while not stop.is_set():
                     client.cookies.clear()
                     log.append(await episode(client, retry_5xx=False, think=THINK_SECONDS if n % 2 else 0.0))
+
         await asyncio.gather(*(worker(n) for n in range(8)))
 
     async def scenario() -> tuple[Fault, float]:
@@ -179,8 +180,9 @@ def test_a_killed_document_store_loses_no_filing_text(app):
 
         async def both_replicas():  # concurrent, so at least one replica may miss its own cache
             async with app.async_client(cookies=client.cookies) as c:
-                return await asyncio.gather(*(c.post("/retrieve_information", json={
-                    "prompt": "total net revenues {{doc}}"}) for _ in range(6)))
+                return await asyncio.gather(
+                    *(c.post("/retrieve_information", json={"prompt": "total net revenues {{doc}}"}) for _ in range(6))
+                )
 
         deadline = time.monotonic() + 60
         while True:
@@ -254,6 +256,7 @@ def test_a_sigkilled_ingress_replica_loses_no_session(app):
                     r = await retrying(client, "/retrieve_information", {"prompt": "total net revenues {{doc}}"})
                     assert r.status_code == 200, r.text  # the session never lost its document
                     await asyncio.sleep(0.1)
+
         running = asyncio.gather(*(session_loop(sid) for sid in sids))
         await asyncio.sleep(0.3)
         victim = replica_pids(app.settings.app_name)[0]

@@ -46,7 +46,12 @@ def test_reaper_evicts_the_abandoned_session_and_keeps_the_fresh_one(app):
         assert status["evicted"].sessions >= 1 and status["held"]["sessions"] >= 1  # it was the reaper
         assert app.describe(young)["open"]
         assert app.describe(old) | {"fence_cause": None} == {
-            "open": False, "episode": False, "documents": [], "fenced": True, "fence_cause": None, "expired": True
+            "open": False,
+            "episode": False,
+            "documents": [],
+            "fenced": True,
+            "fence_cause": None,
+            "expired": True,
         }
         row = abandoned.post("/verify", json=verify_body()).json()
         assert (row["mask_sample"], row["failure_kind"], row["reward"]) == (True, "session_expired", 0.0)
@@ -76,15 +81,19 @@ def test_time_budget_stops_tools_but_not_submit(app):
         assert "SUCCESS" in client.post("/parse_html_page", json={"url": FILING_URL, "key": "doc"}).json()["results"]
         time.sleep(BUDGET + 0.3)
         client.post("/seed_session", json=episode_seed(sid))  # a retried seed does not restart the budget
-        for route, body in (("/parse_html_page", {"url": "", "key": ""}),
-                            ("/retrieve_information", {"prompt": "{{doc}}"}),
-                            ("/sec_filing_search", {"ticker": "HLXR1"}),
-                            ("/edgar_search", {"search_query": "revenue"}),
-                            ("/web_search", {"search_query": "revenue"})):
+        for route, body in (
+            ("/parse_html_page", {"url": "", "key": ""}),
+            ("/retrieve_information", {"prompt": "{{doc}}"}),
+            ("/sec_filing_search", {"ticker": "HLXR1"}),
+            ("/edgar_search", {"search_query": "revenue"}),
+            ("/web_search", {"search_query": "revenue"}),
+        ):
             r = client.post(route, json=body)
             assert r.status_code == 200, route
-            assert re.match(r"Time budget exhausted \(\d+s / 1s\)\. No further tool calls will be executed\.",
-                            json.loads(r.json()["results"])["error"]), route
+            assert re.match(
+                r"Time budget exhausted \(\d+s / 1s\)\. No further tool calls will be executed\.",
+                json.loads(r.json()["results"])["error"],
+            ), route
         r = client.post("/submit_final_result", json={"final_result": "42"})
         assert json.loads(r.json()["results"]) == {"success": True, "result": "42"}
         client.post("/close_session", json=close_body(sid))
@@ -113,8 +122,10 @@ def test_a_killed_reaper_comes_back_and_no_expired_session_is_served_meanwhile(a
 
     def ticking_again() -> bool:
         try:
-            return ray.get(reaper.pid.remote(), timeout=5) != first and ray.get(
-                reaper.status.remote(), timeout=5)["ticks"] >= 1
+            return (
+                ray.get(reaper.pid.remote(), timeout=5) != first
+                and ray.get(reaper.status.remote(), timeout=5)["ticks"] >= 1
+            )
         except ray.exceptions.RayError:
             return False
 

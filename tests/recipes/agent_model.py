@@ -39,10 +39,12 @@ class AgentModel:
         task = next((t for t in self._tasks if t.question in said), None)
         if task is None:
             return "I was not asked one of my questions."
-        plan = [("sec_filing_search", {"ticker": task.hint("ticker"), "form_types": [task.hint("form")]}),
-                ("parse_html_page", {"url": task.data["url"], "key": "filing"}),
-                ("retrieve_information", {"prompt": task.question + " {{filing}}"}),
-                ("submit_final_result", {"final_result": self.answer(task)})]
+        plan = [
+            ("sec_filing_search", {"ticker": task.hint("ticker"), "form_types": [task.hint("form")]}),
+            ("parse_html_page", {"url": task.data["url"], "key": "filing"}),
+            ("retrieve_information", {"prompt": task.question + " {{filing}}"}),
+            ("submit_final_result", {"final_result": self.answer(task)}),
+        ]
         return plan[done] if done < len(plan) else f"The answer is {self.answer(task)}."
 
 
@@ -61,14 +63,40 @@ def _response(request: dict[str, Any], step: tuple[str, dict[str, Any]] | str) -
     """A Responses-API object whose output calls the step's tool, or says its text."""
     if isinstance(step, tuple):
         call = uuid.uuid4().hex[:12]
-        output = {"type": "function_call", "id": f"fc_{call}", "call_id": f"call_{call}", "name": step[0],
-                  "arguments": json.dumps(step[1]), "status": "completed"}
+        output = {
+            "type": "function_call",
+            "id": f"fc_{call}",
+            "call_id": f"call_{call}",
+            "name": step[0],
+            "arguments": json.dumps(step[1]),
+            "status": "completed",
+        }
     else:
-        output = {"type": "message", "id": f"msg_{uuid.uuid4().hex[:12]}", "role": "assistant", "status": "completed",
-                  "content": [{"type": "output_text", "text": step, "annotations": []}]}
-    return {"id": f"resp_{uuid.uuid4().hex}", "object": "response", "created_at": time.time(),
-            "model": request.get("model", "stub"), "status": "completed", "output": [output],
-            "tools": request.get("tools", []), "parallel_tool_calls": False, "tool_choice": "auto",
-            "incomplete_details": None, "error": None, "metadata": {},
-            "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
-                      "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+        output = {
+            "type": "message",
+            "id": f"msg_{uuid.uuid4().hex[:12]}",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": step, "annotations": []}],
+        }
+    return {
+        "id": f"resp_{uuid.uuid4().hex}",
+        "object": "response",
+        "created_at": time.time(),
+        "model": request.get("model", "stub"),
+        "status": "completed",
+        "output": [output],
+        "tools": request.get("tools", []),
+        "parallel_tool_calls": False,
+        "tool_choice": "auto",
+        "incomplete_details": None,
+        "error": None,
+        "metadata": {},
+        "usage": {
+            "input_tokens": 10,
+            "output_tokens": 5,
+            "total_tokens": 15,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }

@@ -38,20 +38,28 @@ from tests.recipes.conftest import Finsec, recipe_python
 
 _ALL = embedded_tasks()
 # Four 10-K questions, a 10-Q and an 8-K; the second and the fifth are answered wrongly.
-TASKS = [t for t in _ALL if t.hint("form") == "10-K"][:4] + [next(t for t in _ALL if t.hint("form") == form)
-                                                            for form in ("10-Q", "8-K")]
+TASKS = [t for t in _ALL if t.hint("form") == "10-K"][:4] + [
+    next(t for t in _ALL if t.hint("form") == form) for form in ("10-Q", "8-K")
+]
 WRONG = {TASKS[1].question, TASKS[4].question}
 EXPECTED = [0.0 if t.question in WRONG else 1.0 for t in TASKS]
 TASKSET = "recipe-tasks"  # the task file's name, so its episode rows' taskset
 SERVER_TYPES = ("resources_servers", "responses_api_models", "responses_api_agents", "environment_servers")
 
 # Nothing leaves loopback: no Ray usage stats, Hugging Face hub or W&B calls.
-OFFLINE = {"RAY_USAGE_STATS_ENABLED": "0", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "WANDB_MODE": "disabled", "DO_NOT_TRACK": "1", "PYTHONUNBUFFERED": "1"}
+OFFLINE = {
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "WANDB_MODE": "disabled",
+    "DO_NOT_TRACK": "1",
+    "PYTHONUNBUFFERED": "1",
+}
 # A process started in the background may have SIGINT ignored, which exec keeps: then `gym env start` could not
 # be stopped as Ctrl-C stops it (its servers would outlive it). So it starts through this.
-WITH_SIGINT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-               "os.execv(sys.argv[1], sys.argv[1:])")
+WITH_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+)
 
 
 class GymRayHead(RayHead):
@@ -62,10 +70,24 @@ class GymRayHead(RayHead):
         self.bin = bin_dir
 
     def start(self) -> None:
-        subprocess.run([str(self.bin / "ray"), "start", "--head", f"--port={self.gcs_port}",
-                        "--node-ip-address=127.0.0.1", f"--temp-dir={self.folder}",
-                        f"--ray-client-server-port={self.client_port}", "--num-cpus=2", "--include-dashboard=false",
-                        "--disable-usage-stats"], env=self.env, check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [
+                str(self.bin / "ray"),
+                "start",
+                "--head",
+                f"--port={self.gcs_port}",
+                "--node-ip-address=127.0.0.1",
+                f"--temp-dir={self.folder}",
+                f"--ray-client-server-port={self.client_port}",
+                "--num-cpus=2",
+                "--include-dashboard=false",
+                "--disable-usage-stats",
+            ],
+            env=self.env,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
 
 
 IN_FLIGHT = 512
@@ -82,10 +104,19 @@ def finsec(request, finsec_in_process: Finsec) -> Iterator[Finsec]:
         return
     recipe_python("nemo-gym")  # skip before deploying anything
     target = load_serve_config(ROOT / "configs/serve.yaml")
-    settings = Settings(**{**target.settings.model_dump(exclude_unset=True), "app_name": "recipe-gym",
-                           "corpus_dir": embedded_corpus_dir()})
-    url = deploy_application(settings, request.getfixturevalue("serve_url"), name="recipe-gym", options={
-        **target.deployment_options, "ray_actor_options": {"num_cpus": 0}, "logging_config": QUIET_LOGS})
+    settings = Settings(
+        **{
+            **target.settings.model_dump(exclude_unset=True),
+            "app_name": "recipe-gym",
+            "corpus_dir": embedded_corpus_dir(),
+        }
+    )
+    url = deploy_application(
+        settings,
+        request.getfixturevalue("serve_url"),
+        name="recipe-gym",
+        options={**target.deployment_options, "ray_actor_options": {"num_cpus": 0}, "logging_config": QUIET_LOGS},
+    )
     try:
         yield Finsec(url, None)
     finally:
@@ -101,8 +132,14 @@ class Gym:
 
     def eval_run(self, *args: str) -> list[dict]:
         """`gym eval run --no-serve --config gym.yaml ARGS`, run as the recipe page gives it; its rollouts."""
-        done = subprocess.run([str(self.bin / "gym"), "eval", "run", "--no-serve", "--config", "gym.yaml", *args],
-                              cwd=self.folder, env=self.env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [str(self.bin / "gym"), "eval", "run", "--no-serve", "--config", "gym.yaml", *args],
+            cwd=self.folder,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         self.said = done.stdout + done.stderr
         assert done.returncode == 0, self.said[-4000:]
         out = self.folder / args[args.index("-o") + 1]
@@ -118,14 +155,37 @@ def gym(finsec, model, tmp_path_factory) -> Iterator[Gym]:
     model.respond_with(AgentModel(TASKS, wrong=WRONG))
     folder = tmp_path_factory.mktemp("nemo-gym") / "recipe"
     ray = GymRayHead(bin_dir)
-    assert main(["recipe", "nemo-gym", str(folder), "--finsec-url", finsec.url, "--model-url", model.base_url,
-                 "--model", "agent-model", "--gym-venv", str(bin_dir.parent), "--head-port", str(free_port()),
-                 "--ray-address", ray.address, "--taskset", TASKSET]) == 0
+    assert (
+        main(
+            [
+                "recipe",
+                "nemo-gym",
+                str(folder),
+                "--finsec-url",
+                finsec.url,
+                "--model-url",
+                model.base_url,
+                "--model",
+                "agent-model",
+                "--gym-venv",
+                str(bin_dir.parent),
+                "--head-port",
+                str(free_port()),
+                "--ray-address",
+                ray.address,
+                "--taskset",
+                TASKSET,
+            ]
+        )
+        == 0
+    )
     task_file = folder / f"{TASKSET}.jsonl"
     task_file.write_text("".join(json.dumps(t.data) + "\n" for t in TASKS))
     assert main(["tasks", "nemo-gym", "--tasks", str(task_file), "--out", str(folder / "tasks.jsonl")]) == 0
-    assert main(["tasks", "nemo-gym", "--tasks", str(task_file), "--episode",
-                 "--out", str(folder / "episodes.jsonl")]) == 0
+    assert (
+        main(["tasks", "nemo-gym", "--tasks", str(task_file), "--episode", "--out", str(folder / "episodes.jsonl")])
+        == 0
+    )
 
     log = folder / "gym-env-start.log"
     server = None
@@ -133,9 +193,14 @@ def gym(finsec, model, tmp_path_factory) -> Iterator[Gym]:
         ray.start()
         with log.open("wb") as out:
             # Its own process group: the servers it starts (a shell each) stay in it, so none can outlive the test.
-            server = subprocess.Popen([str(python), "-c", WITH_SIGINT, str(bin_dir / "gym"), "env", "start",
-                                       "--config", "gym.yaml"], cwd=folder, env=ray.env, stdout=out,
-                                      stderr=subprocess.STDOUT, start_new_session=True)
+            server = subprocess.Popen(
+                [str(python), "-c", WITH_SIGINT, str(bin_dir / "gym"), "env", "start", "--config", "gym.yaml"],
+                cwd=folder,
+                env=ray.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         _wait_until_ready(server, log)
         yield Gym(folder, bin_dir, ray.env)
     finally:
@@ -226,8 +291,17 @@ def test_512_rollouts_in_flight_all_complete_clean(gym, finsec, agent, rows):
     its reward (none in the failures file, which eval_run checks), and no tool result carries a refusal."""
     chosen = ["--agent", agent] if agent else []
     with HeldPeak(finsec) as peak:
-        rollouts = gym.eval_run(*chosen, "-i", rows, "-o", f"runs/scale-{agent or 'episodes'}.jsonl",
-                                "--num-repeats", str(REPEATS), "--concurrency", str(IN_FLIGHT))
+        rollouts = gym.eval_run(
+            *chosen,
+            "-i",
+            rows,
+            "-o",
+            f"runs/scale-{agent or 'episodes'}.jsonl",
+            "--num-repeats",
+            str(REPEATS),
+            "--concurrency",
+            str(IN_FLIGHT),
+        )
     assert len(rollouts) == REPEATS * len(TASKS)
     assert f"Querying with {IN_FLIGHT} concurrent requests" in gym.said, gym.said[-2000:]
     # Sessions held at once, polled: the first rollouts end while the burst's last seeds still wait for a place,
@@ -246,40 +320,111 @@ def test_the_folder_holds_gyms_config_for_the_running_finsec(tmp_path, capsys):
         (venv / "bin").mkdir(parents=True, exist_ok=True)
         (venv / "bin" / name).touch()
     folder = tmp_path / "recipe"
-    assert main(["recipe", "nemo-gym", str(folder), "--finsec-url", "http://finsec.internal:8000/",
-                 "--model-url", "http://127.0.0.1:8001/v1", "--model", "Qwen/Qwen3-8B", "--gym-venv", str(venv),
-                 "--taskset", "a", "--taskset", "b"]) == 0
+    assert (
+        main(
+            [
+                "recipe",
+                "nemo-gym",
+                str(folder),
+                "--finsec-url",
+                "http://finsec.internal:8000/",
+                "--model-url",
+                "http://127.0.0.1:8001/v1",
+                "--model",
+                "Qwen/Qwen3-8B",
+                "--gym-venv",
+                str(venv),
+                "--taskset",
+                "a",
+                "--taskset",
+                "b",
+            ]
+        )
+        == 0
+    )
     assert "gym env start --config gym.yaml" in capsys.readouterr().out
     config = yaml.safe_load((folder / "gym.yaml").read_text())
     finsec = config["finsec_resources_server"]["resources_servers"]["finsec_external"]
     assert (finsec["host"], finsec["port"]) == ("finsec.internal", 8000)
     assert (config["policy_base_url"], config["policy_model_name"]) == ("http://127.0.0.1:8001/v1", "Qwen/Qwen3-8B")
-    assert config["environment_server_routes"] == {"a": "finsec_episode_environment_server",
-                                                   "b": "finsec_episode_environment_server"}
+    assert config["environment_server_routes"] == {
+        "a": "finsec_episode_environment_server",
+        "b": "finsec_episode_environment_server",
+    }
     assert "ray_head_node_address" not in config  # Gym starts its own Ray unless told to join one
     # every server the config runs has its link to the one virtualenv, so Gym builds none (no uv, no PyPI)
-    servers = {f"{kind}/{impl}" for entry in config.values() if isinstance(entry, dict)
-               for kind in SERVER_TYPES if kind in entry for impl in entry[kind]}
+    servers = {
+        f"{kind}/{impl}"
+        for entry in config.values()
+        if isinstance(entry, dict)
+        for kind in SERVER_TYPES
+        if kind in entry
+        for impl in entry[kind]
+    }
     assert servers == set(GYM_SERVERS)
     assert config["skip_venv_if_present"] is True and config["uv_venv_dir"] == str(folder / "venvs")
     assert all((folder / "venvs" / s / ".venv").resolve() == venv.resolve() for s in GYM_SERVERS)
     assert (folder / "resources_servers/finsec_external/app.py").is_file()
-    assert main(["recipe", "nemo-gym", str(folder), "--finsec-url", "http://127.0.0.1:8000",
-                 "--model-url", "http://127.0.0.1:8001/v1", "--model", "m"]) == 2  # not over an existing one
+    assert (
+        main(
+            [
+                "recipe",
+                "nemo-gym",
+                str(folder),
+                "--finsec-url",
+                "http://127.0.0.1:8000",
+                "--model-url",
+                "http://127.0.0.1:8001/v1",
+                "--model",
+                "m",
+            ]
+        )
+        == 2
+    )  # not over an existing one
     assert "--force" in capsys.readouterr().err
     mine = tmp_path / "mine"
     (mine / "resources_servers/finsec_external").mkdir(parents=True)
     (mine / "resources_servers/finsec_external/app.py").write_text("# the user's own\n")  # no gym.yaml beside it
-    assert main(["recipe", "nemo-gym", str(mine), "--finsec-url", "http://127.0.0.1:8000",
-                 "--model-url", "http://127.0.0.1:8001/v1", "--model", "m"]) == 2
+    assert (
+        main(
+            [
+                "recipe",
+                "nemo-gym",
+                str(mine),
+                "--finsec-url",
+                "http://127.0.0.1:8000",
+                "--model-url",
+                "http://127.0.0.1:8001/v1",
+                "--model",
+                "m",
+            ]
+        )
+        == 2
+    )
     assert "not empty" in capsys.readouterr().err
     assert (mine / "resources_servers/finsec_external/app.py").read_text() == "# the user's own\n"
 
 
-@pytest.mark.parametrize("url, says", [("http://127.0.0.1:8000/finsec", "route prefix"), ("https://h:8000", "http"),
-                                       ("http://[::1]:8000", "IPv6")])
+@pytest.mark.parametrize(
+    "url, says",
+    [("http://127.0.0.1:8000/finsec", "route prefix"), ("https://h:8000", "http"), ("http://[::1]:8000", "IPv6")],
+)
 def test_a_finsec_url_gym_cannot_call_is_refused(url, says, tmp_path, capsys):
-    assert main(["recipe", "nemo-gym", str(tmp_path / "r"), "--finsec-url", url,
-                 "--model-url", "http://127.0.0.1:8001/v1", "--model", "m"]) == 2
+    assert (
+        main(
+            [
+                "recipe",
+                "nemo-gym",
+                str(tmp_path / "r"),
+                "--finsec-url",
+                url,
+                "--model-url",
+                "http://127.0.0.1:8001/v1",
+                "--model",
+                "m",
+            ]
+        )
+        == 2
+    )
     assert says in capsys.readouterr().err
     assert not (tmp_path / "r").exists()

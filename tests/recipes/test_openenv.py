@@ -11,7 +11,9 @@ import time
 import httpx
 import pytest
 
-pytest.importorskip("openenv")
+from tests.extras import needs
+
+needs("openenv", "openenv")
 
 from deployments.inprocess import in_process_app  # noqa: E402
 from deployments.settings import Settings  # noqa: E402
@@ -26,8 +28,10 @@ TASK = next(t for t in embedded_tasks() if t.hint("ticker") and t.hint("form") =
 @pytest.fixture(scope="module")
 def servers():
     app = in_process_app(Settings(app_name="openenv", num_shards=2, corpus_dir=embedded_corpus_dir()))
-    with ThreadedServer(app.api, lifespan="on") as finsec, \
-            ThreadedServer(make_app(finsec.url), lifespan="on") as openenv:
+    with (
+        ThreadedServer(app.api, lifespan="on") as finsec,
+        ThreadedServer(make_app(finsec.url), lifespan="on") as openenv,
+    ):
         yield finsec.url, openenv.url
 
 
@@ -39,8 +43,9 @@ def play(env, answer: str):
     """An episode as an agent plays it: find the filing, store it, ask it, submit `answer`."""
     reset = env.reset(task=TASK.data)
     assert reset.observation.question == TASK.question and not reset.done
-    found = env.step(FinsecAction(tool="sec_filing_search", arguments={"ticker": TASK.hint("ticker"),
-                                                                         "form_types": ["10-K"]}))
+    found = env.step(
+        FinsecAction(tool="sec_filing_search", arguments={"ticker": TASK.hint("ticker"), "form_types": ["10-K"]})
+    )
     assert found.observation.status_code == 200 and found.reward is None and not found.done
     url = json.loads(found.observation.result)[0]["filing_url"]
     parsed = env.step(FinsecAction(tool="parse_html_page", arguments={"url": url, "key": "filing"}))

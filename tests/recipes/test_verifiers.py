@@ -58,14 +58,28 @@ def test_vf_eval_scores_rollouts_with_verify(finsec, model, tmp_path):
     before = finsec.counters()["counters"]
 
     bin_dir = python.parent  # vf-eval, and the uv that runs verifiers' harness program
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "AGENT_MODEL_KEY": "unused",
-           "UV_PYTHON_DOWNLOADS": "never"}  # uv uses this machine's Python, never downloads one
-    run = subprocess.run([str(bin_dir / "vf-eval"), "@", str(config), "--output-dir", str(tmp_path / "out")],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "AGENT_MODEL_KEY": "unused",
+        "UV_PYTHON_DOWNLOADS": "never",
+    }  # uv uses this machine's Python, never downloads one
+    run = subprocess.run(
+        [str(bin_dir / "vf-eval"), "@", str(config), "--output-dir", str(tmp_path / "out")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
 
-    episodes = [json.loads(line) for path in (tmp_path / "out").rglob("traces.jsonl")
-                for line in path.read_text().splitlines() if line.strip()]
+    episodes = [
+        json.loads(line)
+        for path in (tmp_path / "out").rglob("traces.jsonl")
+        for line in path.read_text().splitlines()
+        if line.strip()
+    ]
     assert len(episodes) == len(tasks) and all(e["ok"] for e in episodes), [e["errors"] for e in episodes]
     traces = [trace for episode in episodes for trace in episode["traces"]]
     rewards = {t["task"]["data"]["row"]["question"]: t["rewards"]["nemo_gym"]["score"] for t in traces}
@@ -76,7 +90,6 @@ def test_vf_eval_scores_rollouts_with_verify(finsec, model, tmp_path):
     assert after.get("seeds.agent_run", 0) - before.get("seeds.agent_run", 0) == len(tasks)
     assert after.get("verifies.scored", 0) - before.get("verifies.scored", 0) == len(tasks)
     assert finsec.held() == 0  # each agent-run session released by its verify (§C.5 step 7)
-
 
 
 LOAD_ROWS = """
@@ -92,8 +105,25 @@ print(len(tasks), tasks[0].data.row["question"] == tasks[0].data.prompt[-1].cont
 def test_verifiers_loads_the_rows_tasks_build_writes(tmp_path):
     python = recipe_python("verifiers")
     out = tmp_path / "tasks"
-    assert main(["tasks", "build", "--corpus", str(EDGAR_REAL), "--out", str(out), "--tickers", "AAPL",
-                 "--forms", "10-Q", "--split", "1,0,0"]) == 0
+    assert (
+        main(
+            [
+                "tasks",
+                "build",
+                "--corpus",
+                str(EDGAR_REAL),
+                "--out",
+                str(out),
+                "--tickers",
+                "AAPL",
+                "--forms",
+                "10-Q",
+                "--split",
+                "1,0,0",
+            ]
+        )
+        == 0
+    )
     rows = out / "nemo-gym" / "train.jsonl"
     loaded = subprocess.run([str(python), "-c", LOAD_ROWS, str(rows)], capture_output=True, text=True, timeout=300)
     assert loaded.returncode == 0, loaded.stderr[-2000:]

@@ -22,6 +22,7 @@ from finsec.corpus.generate import embedded_corpus_dir
 from finsec_client.threaded_server import ThreadedServer
 from harness.stalling_edgar import settings_for, stalling_edgar
 from tests import places
+from tests.extras import needs
 from tests.held_place import hold_the_place
 
 
@@ -92,6 +93,7 @@ def test_a_cancelled_waiter_that_was_just_given_the_place_passes_it_on():
 def test_a_waiter_that_expired_and_was_cancelled_before_it_ran_is_forgotten_once():
     """The deadline's timer and a cancellation can both reach one waiter before it runs: the queue's count of
     live waiters stays right, so no newcomer takes a place ahead of them."""
+
     async def scenario() -> None:
         places_, loop = await one_place_held()
         doomed = asyncio.create_task(places_.take(loop.time() + 10))
@@ -119,8 +121,17 @@ def test_waiters_that_left_are_forgotten_so_the_queue_does_not_grow_with_them():
     run(scenario())
 
 
-@pytest.mark.parametrize("declared, over", [(b"1000001", True), (b"1000000", False), (b"0001000000", False),
-                                             (b"9" * 5000, True), (b"12ab", False), (b"", False)])
+@pytest.mark.parametrize(
+    "declared, over",
+    [
+        (b"1000001", True),
+        (b"1000000", False),
+        (b"0001000000", False),
+        (b"9" * 5000, True),
+        (b"12ab", False),
+        (b"", False),
+    ],
+)
 def test_a_declared_length_is_compared_without_converting_it(declared, over):
     """A Content-Length of thousands of digits is past Python's int conversion limit: compared as digits, it is
     simply too large, never an exception (a 500)."""
@@ -129,8 +140,13 @@ def test_a_declared_length_is_compared_without_converting_it(declared, over):
 
 
 def test_serve_is_told_to_hand_a_replica_all_that_its_admission_may_hold():
-    admission = Admission(running=32, wait_seconds=60, waiting_bytes=REQUEST_OVERHEAD_BYTES * 1000,
-                          retry_after_seconds=5, max_body_bytes=1_000_000)
+    admission = Admission(
+        running=32,
+        wait_seconds=60,
+        waiting_bytes=REQUEST_OVERHEAD_BYTES * 1000,
+        retry_after_seconds=5,
+        max_body_bytes=1_000_000,
+    )
     assert admission.most_held() == 32 + 1000
 
 
@@ -145,8 +161,11 @@ def serving(**settings: Any) -> Iterator[tuple[InProcessApp, str]]:
 def test_past_the_memory_bound_a_request_is_turned_away_at_once():
     """Waiting requests hold their bodies: one that would take the waiting ones past admission_waiting_bytes gets
     503 with Retry-After at once, while those within it wait and are served."""
-    with stalling_edgar() as edgar, serving(**settings_for(edgar), admission_running=1,
-                                            admission_waiting_bytes=1_000_000) as (app, url):
+    with (
+        stalling_edgar() as edgar,
+        serving(**settings_for(edgar), admission_running=1, admission_waiting_bytes=1_000_000) as (app, url),
+    ):
+
         async def scenario() -> tuple[httpx.Response, list[httpx.Response]]:
             async with httpx.AsyncClient(base_url=url + "/", timeout=60) as client:
                 held = await hold_the_place(client, edgar)
@@ -169,10 +188,11 @@ def test_past_the_memory_bound_a_request_is_turned_away_at_once():
 def test_an_mcp_tool_call_is_served_in_its_own_place():
     """The MCP endpoint's calls to the app's routes are inside the /mcp request's place: with one place, a tool call
     still runs (taking a second place would wait for itself until the bound)."""
-    pytest.importorskip("mcp")
+    needs("mcp", "mcp", "httpx2")
     from mcp import Client
 
     with serving(admission_running=1, admission_wait_seconds=2) as (_, url):
+
         async def call() -> Any:
             async with Client(url + "/mcp") as client:
                 return await client.call_tool("sec_filing_search", {"ticker": "AAPL"})
@@ -183,7 +203,7 @@ def test_an_mcp_tool_call_is_served_in_its_own_place():
 
 
 def test_open_mcp_streams_hold_no_place():
-    pytest.importorskip("mcp")
+    needs("mcp", "mcp", "httpx2")
     with serving(**places.SETTINGS) as (app, url):
         places.assert_streams_hold_no_place(url)
         assert app.api.state.admission.report()["refused"] == {"waited": 0, "memory": 0, "slow_body": 0}
@@ -196,8 +216,11 @@ def test_a_slow_body_holds_no_place_and_times_out_on_its_own():
 
 
 def test_health_checks_are_never_made_to_wait():
-    with stalling_edgar() as edgar, serving(**settings_for(edgar), admission_running=1,
-                                            admission_wait_seconds=1) as (app, url):
+    with (
+        stalling_edgar() as edgar,
+        serving(**settings_for(edgar), admission_running=1, admission_wait_seconds=1) as (app, url),
+    ):
+
         async def scenario() -> httpx.Response:
             async with httpx.AsyncClient(base_url=url + "/", timeout=60) as client:
                 held = await hold_the_place(client, edgar)

@@ -24,9 +24,15 @@ def groups(result) -> dict[int, dict]:
 
 def test_ordinary_rows_keep_the_usual_statistics() -> None:
     rewards = [1.0, 0.0, 0.5, 0.25]
-    rows = [{"reward": r, "_ng_task_index": i % 2, "_ng_rollout_index": i // 2,
-             "response": {"usage": {"input_tokens": 10 * i}}}
-            for i, r in enumerate(rewards)]
+    rows = [
+        {
+            "reward": r,
+            "_ng_task_index": i % 2,
+            "_ng_rollout_index": i // 2,
+            "response": {"usage": {"input_tokens": 10 * i}},
+        }
+        for i, r in enumerate(rewards)
+    ]
     result = strict_json(aggregate_metrics(rows))
     agent = result["agent_metrics"]
     assert agent["mean/reward"] == statistics.fmean(rewards) and agent["median/reward"] == statistics.median(rewards)
@@ -57,8 +63,12 @@ def test_rewards_at_the_edge_of_float_range() -> None:
 
 
 def test_non_finite_and_unrepresentable_values_are_left_out() -> None:
-    rows = [{"reward": float("inf"), "x": float("nan")}, {"reward": 10**400}, {"reward": 1.0, "x": 2},
-            {"reward": 0.0, "response": {"usage": {"input_tokens": float("-inf"), "output_tokens": 10**400}}}]
+    rows = [
+        {"reward": float("inf"), "x": float("nan")},
+        {"reward": 10**400},
+        {"reward": 1.0, "x": 2},
+        {"reward": 0.0, "response": {"usage": {"input_tokens": float("-inf"), "output_tokens": 10**400}}},
+    ]
     agent = strict_json(aggregate_metrics(rows))["agent_metrics"]
     assert agent["mean/reward"] == 0.5 and agent["mean/x"] == 2.0
     assert not any("input_tokens" in k or "output_tokens" in k for k in agent)
@@ -71,33 +81,68 @@ def test_the_echoed_sample_has_no_nan_or_infinity() -> None:
 
 
 def test_perf_summary_survives_overflow() -> None:
-    rows = [{"reward": 1.0, "ng_perf": {"seconds": 1e308}}, {"reward": 1.0, "ng_perf": {"seconds": 1e308}},
-            {"reward": 1.0, "ng_perf": "not a dict"}]
+    rows = [
+        {"reward": 1.0, "ng_perf": {"seconds": 1e308}},
+        {"reward": 1.0, "ng_perf": {"seconds": 1e308}},
+        {"reward": 1.0, "ng_perf": "not a dict"},
+    ]
     perf = strict_json(aggregate_metrics(rows))["perf_summary"]
     assert perf["rows"] == 2 and perf["mean/seconds"] == 1e308
 
 
 def test_masking_and_empty_requests_unchanged() -> None:
-    rows = [{"reward": 1.0, "_ng_task_index": 0}, {"reward": 0.0, "mask_sample": True, "_ng_task_index": "1"},
-            {"reward": 0.0, "mask_sample": True, "_ng_task_index": 2}]
+    rows = [
+        {"reward": 1.0, "_ng_task_index": 0},
+        {"reward": 0.0, "mask_sample": True, "_ng_task_index": "1"},
+        {"reward": 0.0, "mask_sample": True, "_ng_task_index": 2},
+    ]
     result = strict_json(aggregate_metrics(rows))
     assert result["key_metrics"]["coverage/masked_rollouts"] == 2
     assert result["key_metrics"]["coverage/fully_masked_tasks"] == 1  # task "1" counts as task 0, which is measured
-    assert aggregate_metrics([]) == {"group_level_metrics": [], "agent_metrics": {}, "key_metrics": {},
-                                     "perf_summary": None, "repeat_level_metrics": []}
+    assert aggregate_metrics([]) == {
+        "group_level_metrics": [],
+        "agent_metrics": {},
+        "key_metrics": {},
+        "perf_summary": None,
+        "repeat_level_metrics": [],
+    }
 
 
-HOSTILE = [0, 1, -1, True, False, None, "", "x", "1", 1e308, -1e308, 1.7976931348623157e308, 5e-324,
-           float("inf"), float("-inf"), float("nan"), 10**400, -(10**400), [], [1e308], {}, {"usage": 1e308},
-           {"usage": {"input_tokens": 1e308, "output_tokens": float("nan"), "total_tokens": "9"}}]
+HOSTILE = [
+    0,
+    1,
+    -1,
+    True,
+    False,
+    None,
+    "",
+    "x",
+    "1",
+    1e308,
+    -1e308,
+    1.7976931348623157e308,
+    5e-324,
+    float("inf"),
+    float("-inf"),
+    float("nan"),
+    10**400,
+    -(10**400),
+    [],
+    [1e308],
+    {},
+    {"usage": 1e308},
+    {"usage": {"input_tokens": 1e308, "output_tokens": float("nan"), "total_tokens": "9"}},
+]
 KEYS = ["reward", "judge_rating", "_ng_task_index", "_ng_rollout_index", "mask_sample", "response", "ng_perf", "x"]
 
 
 def test_random_hostile_rows_never_raise() -> None:
     rng = random.Random(20261201)
     for _ in range(300):
-        rows = [{key: rng.choice(HOSTILE) for key in rng.sample(KEYS, rng.randrange(len(KEYS)))}
-                for _ in range(rng.randrange(1, 6))]
+        rows = [
+            {key: rng.choice(HOSTILE) for key in rng.sample(KEYS, rng.randrange(len(KEYS)))}
+            for _ in range(rng.randrange(1, 6))
+        ]
         strict_json(aggregate_metrics(rows))
 
 
@@ -108,9 +153,11 @@ def test_over_http_a_hostile_body_gets_200() -> None:
     def route(body: AggregateMetricsRequest) -> dict:  # the shape of routes/sessions.py's route
         return aggregate_metrics(body.verify_responses)
 
-    body = ('{"verify_responses": [{"reward": 1e400, "_ng_task_index": 1e308, "_ng_rollout_index": "a"},'
-            ' {"reward": NaN, "judge_rating": 1e308, "_ng_task_index": {"a": 1}},'
-            ' {"reward": 1e308, "judge_rating": 1e308, "_ng_task_index": true}]}')
+    body = (
+        '{"verify_responses": [{"reward": 1e400, "_ng_task_index": 1e308, "_ng_rollout_index": "a"},'
+        ' {"reward": NaN, "judge_rating": 1e308, "_ng_task_index": {"a": 1}},'
+        ' {"reward": 1e308, "judge_rating": 1e308, "_ng_task_index": true}]}'
+    )
     with TestClient(app) as client:
         reply = client.post("/aggregate_metrics", content=body, headers={"Content-Type": "application/json"})
     assert reply.status_code == 200, reply.text
@@ -120,9 +167,14 @@ def test_over_http_a_hostile_body_gets_200() -> None:
 def test_the_grounded_share_counts_measured_rows_that_were_checked() -> None:
     """Null grounding (nothing to check) and masked rows are left out of the denominator; no checked row, no keys.
     Mutation: counting null as ungrounded, or masked rows, fails this."""
-    rows = [{"reward": 1.0, "grounded": True}, {"reward": 0.0, "grounded": False}, {"reward": 1.0, "grounded": True},
-            {"reward": 1.0, "grounded": None}, {"reward": 0.0, "mask_sample": True, "grounded": False},
-            {"reward": 1.0, "grounded": "yes"}]
+    rows = [
+        {"reward": 1.0, "grounded": True},
+        {"reward": 0.0, "grounded": False},
+        {"reward": 1.0, "grounded": True},
+        {"reward": 1.0, "grounded": None},
+        {"reward": 0.0, "mask_sample": True, "grounded": False},
+        {"reward": 1.0, "grounded": "yes"},
+    ]
     result = strict_json(aggregate_metrics(rows))
     for block in ("agent_metrics", "key_metrics"):
         assert result[block]["grounding/checked_rollouts"] == 3

@@ -20,9 +20,14 @@ def submitted(*items: dict[str, Any]) -> str:
 
 
 def test_question_of_is_the_last_user_message_with_string_content() -> None:
-    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "first"},
-                {"role": "assistant", "content": "x"}, {"role": "user", "content": "second"},
-                {"role": "user", "content": [{"type": "input_text", "text": "parts"}]}, "not a message"]
+    messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": "x"},
+        {"role": "user", "content": "second"},
+        {"role": "user", "content": [{"type": "input_text", "text": "parts"}]},
+        "not a message",
+    ]
     assert question_of(messages) == "second"
 
 

@@ -38,8 +38,9 @@ def least_time(work: Callable[[], object], runs: int = 3) -> float:
     return min(timed(work) for _ in range(runs))
 
 
-def growth(work: Callable[[str], object], make: Callable[[int], object], n: int, runs: int = 4,
-           readings: int = 3) -> float:
+def growth(
+    work: Callable[[str], object], make: Callable[[int], object], n: int, runs: int = 4, readings: int = 3
+) -> float:
     """The least time at 4n over the least at n, the two sizes taken in turn (the machine's load drifts); the least
     of up to `readings` readings, stopping at the first under LINEAR."""
     small, big = make(n), make(4 * n)
@@ -56,8 +57,9 @@ def growth(work: Callable[[str], object], make: Callable[[int], object], n: int,
     return min(ratios)
 
 
-FILING = excerpt(fill("Revenue | 1,234 | 5,678\nTotal net sales increased 12% in fiscal 2024. Employees: 164,000.\n",
-                      300_000))
+FILING = excerpt(
+    fill("Revenue | 1,234 | 5,678\nTotal net sales increased 12% in fiscal 2024. Employees: 164,000.\n", 300_000)
+)
 RETRIEVER = PassageRetriever()
 PROMPTS = {  # retrieve_information: the question side, over one stored filing
     "how many of the": lambda n: fill("how many of the ", n),
@@ -81,17 +83,25 @@ def test_retrieve_information_scores_a_text_once_however_many_keys_name_it():
 
 
 DOCUMENTS = {  # parse_html_page and the first question over a stored document
-    "a row of ')' cells": (html_to_text, lambda n: ("<table><tr><td>x</td>" + fill("<td>)</td>", n)
-                                                    + "</tr></table>").encode(), 100_000),
+    "a row of ')' cells": (
+        html_to_text,
+        lambda n: ("<table><tr><td>x</td>" + fill("<td>)</td>", n) + "</tr></table>").encode(),
+        100_000,
+    ),
     "tables nested as deep as their text is long": (
-        html_to_text, lambda n: ("<table><tr><td>" * (n // 3_000) + fill("word ", n)
-                                 + "</td></tr></table>" * (n // 3_000)).encode(), 250_000),
+        html_to_text,
+        lambda n: ("<table><tr><td>" * (n // 3_000) + fill("word ", n) + "</td></tr></table>" * (n // 3_000)).encode(),
+        250_000,
+    ),
     # within one piece of a long line (passages.LINE_CHARS): the headcount tag's pattern once read a run of
     # digits again from each of its digits
     "a line of '1,'": (IndexedDocument, lambda n: fill("1,", n), 1_400),
     "a line of '1'": (IndexedDocument, lambda n: "1" * n, 1_400),
-    "lines of years that fail at their end": (IndexedDocument,
-                                              lambda n: fill("2020 2021 2022 2023 2024 2025 2026 Total\n", n), 50_000),
+    "lines of years that fail at their end": (
+        IndexedDocument,
+        lambda n: fill("2020 2021 2022 2023 2024 2025 2026 Total\n", n),
+        50_000,
+    ),
     "one long line of words": (IndexedDocument, lambda n: fill("revenue ", n), 100_000),
 }
 
@@ -108,10 +118,15 @@ ANSWERS = {  # verify: the answer is graded (at most max_answer_chars) and its f
     "grounding: 'FY' and spaces": (answer_figures, lambda n: "FY" + " " * n + "x", 25_000),
     "names: '10-' chains that end in '-'": (Answer, lambda n: fill("10-", n - n % 3), 4_000),
     "grading: a designation at every value": (
-        lambda a: compare("$5 million", a), lambda n: "$5 million " + fill("answer ", n // 2) + fill("2024 ", n // 2),
-        4_000),
-    "grading: 'the ' before the answer": (lambda a: compare("$5 million", a),
-                                          lambda n: fill("the ", n) + "$5 million", 25_000),
+        lambda a: compare("$5 million", a),
+        lambda n: "$5 million " + fill("answer ", n // 2) + fill("2024 ", n // 2),
+        4_000,
+    ),
+    "grading: 'the ' before the answer": (
+        lambda a: compare("$5 million", a),
+        lambda n: fill("the ", n) + "$5 million",
+        25_000,
+    ),
 }
 
 
@@ -121,26 +136,35 @@ def test_grading_and_grounding_are_linear_in_the_answer(shape):
     assert growth(work, make, n) < LINEAR
 
 
-@pytest.mark.parametrize("question", [fill("how many of the ", 50_000), fill("of ", 50_000), "of" + " " * 50_000,
-                                      "head" + " " * 50_000 + "x"])
+@pytest.mark.parametrize(
+    "question",
+    [fill("how many of the ", 50_000), fill("of ", 50_000), "of" + " " * 50_000, "head" + " " * 50_000 + "x"],
+)
 def test_the_concept_rules_read_a_prompt_in_one_pass(question):
     assert growth(lambda q: (concepts.asks_headcount(q), concepts.owner(q)), lambda n: question[:n], 12_500) < LINEAR
 
 
-_CONTEXT = ('<xbrli:context id="c"><xbrli:period><xbrli:startDate>2024-01-01</xbrli:startDate><xbrli:endDate>'
-            '2024-12-31</xbrli:endDate></xbrli:period></xbrli:context><xbrli:unit id="usd"><xbrli:measure>iso4217:USD'
-            '</xbrli:measure></xbrli:unit><ix:nonNumeric name="dei:DocumentPeriodEndDate" contextRef="c">December 31, '
-            '2024</ix:nonNumeric>')
+_CONTEXT = (
+    '<xbrli:context id="c"><xbrli:period><xbrli:startDate>2024-01-01</xbrli:startDate><xbrli:endDate>'
+    '2024-12-31</xbrli:endDate></xbrli:period></xbrli:context><xbrli:unit id="usd"><xbrli:measure>iso4217:USD'
+    '</xbrli:measure></xbrli:unit><ix:nonNumeric name="dei:DocumentPeriodEndDate" contextRef="c">December 31, '
+    "2024</ix:nonNumeric>"
+)
 _FACT = '<ix:nonFraction name="us-gaap:Revenues" contextRef="c" unitRef="usd" scale="6" decimals="-6">1,234'
 FILINGS = {  # `finsec tasks build` over a filing from live EDGAR, which is untrusted input
     "unclosed facts": lambda n: "<ix:header>" + _CONTEXT + fill(_FACT, n),
     "facts in running text": lambda n: "<ix:header>" + _CONTEXT + fill(f"<p>{_FACT}</ix:nonFraction> million</p>", n),
-    "facts in tables that never close": lambda n: "<ix:header>" + _CONTEXT + "<p>(In millions)</p>" + fill(
-        f"<table><tr><td>Revenue</td><td>({_FACT}</ix:nonFraction>)</td></tr>", n),
+    "facts in tables that never close": lambda n: (
+        "<ix:header>"
+        + _CONTEXT
+        + "<p>(In millions)</p>"
+        + fill(f"<table><tr><td>Revenue</td><td>({_FACT}</ix:nonFraction>)</td></tr>", n)
+    ),
     "unclosed contexts": lambda n: "<ix:header>" + fill('<xbrli:context id="c"><xbrli:instant>2024-12-31', n),
     "a run of '<'": lambda n: "<ix:header>" + _CONTEXT + "<" * n,
-    "unclosed hidden sections": lambda n: "<ix:header>" + _CONTEXT + fill("<ix:hidden>" + _FACT + "</ix:nonFraction>",
-                                                                         n),
+    "unclosed hidden sections": lambda n: (
+        "<ix:header>" + _CONTEXT + fill("<ix:hidden>" + _FACT + "</ix:nonFraction>", n)
+    ),
 }
 _SOURCE = Source("0000000001", "EXM", "10-K", "0000000001-25-000001", "https://www.sec.gov/Archives/edgar/data/1/x")
 
@@ -152,14 +176,34 @@ def test_building_tasks_is_linear_in_the_filing(shape):
 
 _TAGS = 40  # the number of tags stays; what grows is one tag's attributes (inside the readers' 4,000-character window)
 ONE_TAG = {
-    "a fact's unquoted attribute": lambda n: "<ix:header>" + _CONTEXT + _TAGS * (
-        '<ix:nonFraction name="us-gaap:Revenues" contextRef="c" unitRef="usd" ' + "a" * n + ">1,234</ix:nonFraction>"),
-    "a context's attributes": lambda n: "<ix:header>" + _TAGS * (
-        '<xbrli:context id="c" ' + "a" * n + "><xbrli:period><xbrli:instant>2024-12-31</xbrli:instant></xbrli:period>"
-        "</xbrli:context>"),
-    "a member's repeated dimensions": lambda n: "<ix:header>" + _TAGS * (
-        '<xbrli:context id="c"><xbrli:period><xbrli:instant>2024-12-31</xbrli:instant></xbrli:period>'
-        "<xbrldi:explicitMember " + fill('dimension="x" ', n) + ">m</xbrldi:explicitMember></xbrli:context>"),
+    "a fact's unquoted attribute": lambda n: (
+        "<ix:header>"
+        + _CONTEXT
+        + _TAGS
+        * (
+            '<ix:nonFraction name="us-gaap:Revenues" contextRef="c" unitRef="usd" '
+            + "a" * n
+            + ">1,234</ix:nonFraction>"
+        )
+    ),
+    "a context's attributes": lambda n: (
+        "<ix:header>"
+        + _TAGS
+        * (
+            '<xbrli:context id="c" '
+            + "a" * n
+            + "><xbrli:period><xbrli:instant>2024-12-31</xbrli:instant></xbrli:period>"
+            "</xbrli:context>"
+        )
+    ),
+    "a member's repeated dimensions": lambda n: (
+        "<ix:header>"
+        + _TAGS
+        * (
+            '<xbrli:context id="c"><xbrli:period><xbrli:instant>2024-12-31</xbrli:instant></xbrli:period>'
+            "<xbrldi:explicitMember " + fill('dimension="x" ', n) + ">m</xbrldi:explicitMember></xbrli:context>"
+        )
+    ),
 }
 
 

@@ -49,8 +49,7 @@ def results(response) -> str:
 
 
 def cache_warnings(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records
-            if r.name == cache_module.__name__ and r.levelno == logging.WARNING]
+    return [r.getMessage() for r in caplog.records if r.name == cache_module.__name__ and r.levelno == logging.WARNING]
 
 
 # ----- ways to break a cache that worked when the replica started -----
@@ -60,8 +59,12 @@ def cache_warnings(caplog) -> list[str]:
 def tmpfs(where: Path, size: str = "1m"):
     where.mkdir(parents=True, exist_ok=True)
     try:
-        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                                 capture_output=True, text=True, timeout=30)
+        mounted = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except FileNotFoundError:
         pytest.skip("no mount command here")
     if mounted.returncode != 0:
@@ -115,8 +118,7 @@ def test_a_cache_that_cannot_be_read_or_written_never_fails_a_tool(corpus, tmp_p
     on_tmpfs, break_cache = BREAKS[fault]
     with ExitStack() as stack:
         cache = stack.enter_context(tmpfs(tmp_path / "cache")) if on_tmpfs else tmp_path / "cache"
-        app = stack.enter_context(InProcess(corpus_dir=corpus, use_cache=True, cache_dir=cache,
-                                            edgar_search_mode=None))
+        app = stack.enter_context(InProcess(corpus_dir=corpus, use_cache=True, cache_dir=cache, edgar_search_mode=None))
         assert (cache / "tickers.json").is_file()  # the cache worked at start
         break_cache(cache, monkeypatch)
         caplog.set_level(logging.WARNING, logger=cache_module.__name__)
@@ -125,12 +127,14 @@ def test_a_cache_that_cannot_be_read_or_written_never_fails_a_tool(corpus, tmp_p
             app.post("/seed_session", client=client, json=episode_seed(new_session_id()))
 
         async def parse_at_once():
-            return await asyncio.gather(*(client.post("/parse_html_page", json={"url": FIRST.url, "key": "doc"})
-                                          for client in clients))
+            return await asyncio.gather(
+                *(client.post("/parse_html_page", json={"url": FIRST.url, "key": "doc"}) for client in clients)
+            )
 
         assert all(results(r).startswith("SUCCESS") for r in app.run(parse_at_once()))
-        assert "Total net revenues" in results(app.post("/retrieve_information", client=clients[0], json={
-            "prompt": "total net revenues {{doc}}"}))
+        assert "Total net revenues" in results(
+            app.post("/retrieve_information", client=clients[0], json={"prompt": "total net revenues {{doc}}"})
+        )
         found = json.loads(results(app.post("/sec_filing_search", json={"ticker": FIRST.issuer.ticker})))
         assert FIRST.accession in {row["accession_number"] for row in found}
         assert any("disk cache: cannot write" in message for message in cache_warnings(caplog)), caplog.text[-2000:]

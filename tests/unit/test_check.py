@@ -20,8 +20,13 @@ INGRESS = "FinsecIngress"
 
 def config(tmp_path, args: dict | None = None, deployment: dict | None = None) -> str:
     path = tmp_path / "serve.yaml"
-    app = {"name": "finsec", "import_path": "deployments.builder:build_app", "route_prefix": "/",
-           "args": args or {}, "deployments": [{"name": INGRESS, **(deployment or {})}]}
+    app = {
+        "name": "finsec",
+        "import_path": "deployments.builder:build_app",
+        "route_prefix": "/",
+        "args": args or {},
+        "deployments": [{"name": INGRESS, **(deployment or {})}],
+    }
     path.write_text(yaml.safe_dump({"http_options": {"port": 8000}, "applications": [app]}))
     return str(path)
 
@@ -75,8 +80,15 @@ def test_serve_options_that_would_queue_or_refuse_before_admission_are_refused(t
     assert "FinsecIngress.max_ongoing_requests 16" in ongoing and "admission_running" in ongoing
     # what admission may hold, or more, passes; so does leaving them out
     held = Admission.from_settings(Settings(admission_running=8)).most_held()
-    assert main(["check", config(tmp_path, {"admission_running": 8}, {"max_ongoing_requests": held,
-                                                                      "max_queued_requests": -1})]) == 0
+    assert (
+        main(
+            [
+                "check",
+                config(tmp_path, {"admission_running": 8}, {"max_ongoing_requests": held, "max_queued_requests": -1}),
+            ]
+        )
+        == 0
+    )
 
 
 def test_a_bad_variable_is_blamed_on_the_variable(tmp_path, capsys, monkeypatch):
@@ -108,11 +120,18 @@ def test_every_mistake_at_once(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("FINSEC_NUM_SHARDS", "abc")
     monkeypatch.setenv("FINSEC_STATE_ACTOR_RESOURCES", "finsec_state=0.01")
     monkeypatch.setenv("FINSEC_NUM_SHARD", "4")
-    lines = errors(["serve", config(tmp_path, {"corpus_dir": "/nonexistent", "num_shard": 4},
-                                    {"num_replica": 2})], capsys)
+    lines = errors(
+        ["serve", config(tmp_path, {"corpus_dir": "/nonexistent", "num_shard": 4}, {"num_replica": 2})], capsys
+    )
     said = "\n".join(lines)
-    for mistake in ("num_replica ", "FINSEC_NUM_SHARD ", "args.corpus_dir", "FINSEC_NUM_SHARDS:",
-                    "FINSEC_STATE_ACTOR_RESOURCES", "args.num_shard "):
+    for mistake in (
+        "num_replica ",
+        "FINSEC_NUM_SHARD ",
+        "args.corpus_dir",
+        "FINSEC_NUM_SHARDS:",
+        "FINSEC_STATE_ACTOR_RESOURCES",
+        "args.num_shard ",
+    ):
         assert mistake in said, (mistake, said)
     assert len(lines) == 6
 
@@ -120,14 +139,18 @@ def test_every_mistake_at_once(tmp_path, capsys, monkeypatch):
 def test_stores_and_endpoints_must_answer(tmp_path, capsys):
     dead_url = closed_port_url()
     endpoint = {"base_url": dead_url, "api": "chat_completions", "model": "m"}
-    lines = errors(["check", config(tmp_path, {"mark_store_url": "redis://127.0.0.1:1/0",
-                                               "retrieval_model": endpoint})], capsys)
+    lines = errors(
+        ["check", config(tmp_path, {"mark_store_url": "redis://127.0.0.1:1/0", "retrieval_model": endpoint})], capsys
+    )
     assert any("args.mark_store_url: the Redis does not answer" in line for line in lines)
     assert any("args.retrieval_model.base_url: nothing answers" in line for line in lines)
     assert main(["check", "--offline", config(tmp_path, {"retrieval_model": endpoint})]) == 0
     with running_redis() as redis, running_stub() as model:
-        live = {"mark_store_url": redis.url, "retrieval_model": {**endpoint, "base_url": model.base_url},
-                "mark_store_durability_check": False}
+        live = {
+            "mark_store_url": redis.url,
+            "retrieval_model": {**endpoint, "base_url": model.base_url},
+            "mark_store_durability_check": False,
+        }
         assert main(["check", config(tmp_path, live)]) == 0
 
 

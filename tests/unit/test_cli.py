@@ -19,8 +19,17 @@ from finsec_client.cli.usage import UsageError, check_port_free
 from tests.llm_stub import closed_port_url
 
 ROOT = Path(__file__).resolve().parents[2]
-SUBCOMMANDS = (["serve"], ["check"], ["rollouts"], ["corpus"], ["corpus", "write"], ["corpus", "serve"],
-               ["corpus", "questions"], ["tasks"], ["tasks", "nemo-gym"])
+SUBCOMMANDS = (
+    ["serve"],
+    ["check"],
+    ["rollouts"],
+    ["corpus"],
+    ["corpus", "write"],
+    ["corpus", "serve"],
+    ["corpus", "questions"],
+    ["tasks"],
+    ["tasks", "nemo-gym"],
+)
 
 
 def test_the_installed_command_prints_its_help():
@@ -63,8 +72,9 @@ def busy_port():
 def test_a_bad_url_is_a_usage_error(capsys):
     assert "not an http(s) URL" in usage_error(["rollouts", "--url", "localhost:8000"], capsys)
     assert "bad port" in usage_error(["rollouts", "--url", "http://127.0.0.1:99999"], capsys)
-    assert "--model-url" in usage_error(["rollouts", "--policy", "llm", "--model", "m", "--model-url", "ftp://x"],
-                                        capsys)
+    assert "--model-url" in usage_error(
+        ["rollouts", "--policy", "llm", "--model", "m", "--model-url", "ftp://x"], capsys
+    )
 
 
 def test_a_server_that_is_not_up_is_a_usage_error(capsys):
@@ -77,17 +87,23 @@ def test_a_missing_or_invalid_config_is_a_usage_error(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("applications: [")
     assert "is not YAML" in usage_error(["serve", str(bad)], capsys)
-    bad.write_text("applications:\n  - name: finsec\n    import_path: deployments.builder:build_app\n"
-                   "    deployments:\n      - name: FinsecIngress\n        num_replicas: -1\n")
+    bad.write_text(
+        "applications:\n  - name: finsec\n    import_path: deployments.builder:build_app\n"
+        "    deployments:\n      - name: FinsecIngress\n        num_replicas: -1\n"
+    )
     assert "applications.0.deployments.0.num_replicas: " in usage_error(["serve", str(bad)], capsys)
-    bad.write_text("applications:\n  - name: finsec\n    route_prefix: nope\n"
-                   "    import_path: deployments.builder:build_app\n")
+    bad.write_text(
+        "applications:\n  - name: finsec\n    route_prefix: nope\n    import_path: deployments.builder:build_app\n"
+    )
     assert "must start with '/'" in usage_error(["serve", str(bad)], capsys)
-    bad.write_text("applications:\n  - name: finsec\n    import_path: deployments.builder:build_app\n"
-                   "    args: {num_shards: 0}\n")
+    bad.write_text(
+        "applications:\n  - name: finsec\n    import_path: deployments.builder:build_app\n    args: {num_shards: 0}\n"
+    )
     assert "args.num_shards: Input should be greater than or equal to 1" in usage_error(["serve", str(bad)], capsys)
-    bad.write_text("applications:\n  - name: finsec\n    import_path: deployments.builder:build_app\n"
-                   "    args: {no_such_setting: 1}\n")
+    bad.write_text(
+        "applications:\n  - name: finsec\n    import_path: deployments.builder:build_app\n"
+        "    args: {no_such_setting: 1}\n"
+    )
     assert "no_such_setting" in usage_error(["serve", str(bad)], capsys)
     assert "does not exist" in usage_error(["rollouts", "--config", str(tmp_path / "nope.yaml")], capsys)
 
@@ -173,13 +189,17 @@ def test_other_usage_errors(tmp_path, capsys, monkeypatch):
 
 def test_each_bad_number_is_named_on_its_own_line(capsys):
     said = usage_error(["rollouts", "-n", "0", "-c", "0", "--workers", "-1", "-T", "3"], capsys).splitlines()
-    assert said == ["finsec: error: --episodes must be at least 1, not 0",
-                    "finsec: error: --concurrency must be at least 1, not 0",
-                    "finsec: error: --workers must be at least 0, not -1",
-                    "finsec: error: --temperature must be between 0 and 2, not 3"]
+    assert said == [
+        "finsec: error: --episodes must be at least 1, not 0",
+        "finsec: error: --concurrency must be at least 1, not 0",
+        "finsec: error: --workers must be at least 0, not -1",
+        "finsec: error: --temperature must be between 0 and 2, not 3",
+    ]
     said = usage_error(["rollouts", "--request-timeout", "nan", "--retry-deadline", "0"], capsys).splitlines()
-    assert said == ["finsec: error: --request-timeout must be positive, not nan",
-                    "finsec: error: --retry-deadline must be positive, not 0"]
+    assert said == [
+        "finsec: error: --request-timeout must be positive, not nan",
+        "finsec: error: --retry-deadline must be positive, not 0",
+    ]
 
 
 def test_a_misspelt_flag_gets_a_suggestion(capsys):

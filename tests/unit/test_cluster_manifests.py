@@ -62,7 +62,11 @@ SCHEMA = yaml.safe_load((CLUSTER / "schema/rayservice.schema.yaml").read_text())
 
 def test_there_is_a_base_and_a_production_overlay():
     assert {p.relative_to(CLUSTER).as_posix() for p in KUSTOMIZATIONS} >= {
-        "base", "overlays/redis", "overlays/redis-split", "monitoring"}
+        "base",
+        "overlays/redis",
+        "overlays/redis-split",
+        "monitoring",
+    }
 
 
 @pytest.mark.parametrize("folder", DEPLOYABLE, ids=lambda p: p.relative_to(CLUSTER).as_posix())
@@ -70,7 +74,8 @@ def test_every_kustomization_renders_a_rayservice_the_schema_accepts(folder):
     service = rayservice(render(folder))
     jsonschema.validate(service, SCHEMA)
     assert yaml.safe_load(service["spec"]["serveConfigV2"]) == yaml.safe_load(
-        (ROOT / "configs/serve-cluster.yaml").read_text()), "serveConfigV2 must be configs/serve-cluster.yaml verbatim"
+        (ROOT / "configs/serve-cluster.yaml").read_text()
+    ), "serveConfigV2 must be configs/serve-cluster.yaml verbatim"
 
 
 KUBERNETES = "1.31.0"  # the oldest Kubernetes the manifests target (matchLabelKeys on by default)
@@ -85,8 +90,12 @@ def test_every_rendered_object_and_pod_template_is_valid_kubernetes(folder):
     for doc in render(folder):
         if doc["kind"] == "RayService":
             for group in groups(doc):
-                template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "ray"},
-                            "template": group["template"]}
+                template = {
+                    "apiVersion": "v1",
+                    "kind": "PodTemplate",
+                    "metadata": {"name": "ray"},
+                    "template": group["template"],
+                }
                 kubernetes_validate.validate(template, KUBERNETES, strict=True)
         elif doc["apiVersion"] != "monitoring.coreos.com/v1":  # a CRD's: test_the_pod_monitor_...
             kubernetes_validate.validate(doc, KUBERNETES, strict=True)
@@ -106,11 +115,15 @@ def test_the_schema_refuses_what_kuberay_would_drop_or_refuse():
     upgrade strategy and a floating image tag each fail it."""
     good = rayservice(render(CLUSTER / "overlays/redis"))
     broken = []
-    for path, value in ((("spec", "upgradeStrategy", "type"), "Rolling"),
-                        (("spec", "rayClusterConfig", "headGroupSpec", "rayStartParams", "num-cpus"), 0),
-                        (("spec", "rayClusterConfig", "gcsFaultToleranceOptions", "redisAdress"), "r:6379"),
-                        (("spec", "rayClusterConfig", "headGroupSpec", "template", "spec", "containers", 0, "image"),
-                         "finsec-serve:latest")):
+    for path, value in (
+        (("spec", "upgradeStrategy", "type"), "Rolling"),
+        (("spec", "rayClusterConfig", "headGroupSpec", "rayStartParams", "num-cpus"), 0),
+        (("spec", "rayClusterConfig", "gcsFaultToleranceOptions", "redisAdress"), "r:6379"),
+        (
+            ("spec", "rayClusterConfig", "headGroupSpec", "template", "spec", "containers", 0, "image"),
+            "finsec-serve:latest",
+        ),
+    ):
         doc = yaml.safe_load(yaml.safe_dump(good))
         target = doc
         for key in path[:-1]:
@@ -157,7 +170,8 @@ def test_ray_pods_leave_cpu_for_haproxy_and_ray_and_fit_a_common_node(folder):
         assert float(offered) + 1 <= float(requests["cpu"]), group.get("groupName", "head")
     (ingress,) = [g for g in service["spec"]["rayClusterConfig"]["workerGroupSpecs"] if g is not state_group(service)]
     replica_cpus = yaml.safe_load(service["spec"]["serveConfigV2"])["applications"][0]["deployments"][0][
-        "ray_actor_options"]["num_cpus"]
+        "ray_actor_options"
+    ]["num_cpus"]
     assert float(ingress["rayStartParams"]["num-cpus"]) >= replica_cpus, "an ingress pod holds no replica"
 
 
@@ -207,7 +221,8 @@ def test_every_pod_runs_the_ingress_tuning_finsec_serve_sets():
     sets is what every pod of the RayService sets."""
     started = local.ingress_env("haproxy")
     assert {name: started[name] for name in SERVE_TUNING if name in started} == {
-        name: value for name, value in SERVE_TUNING.items() if name in started}
+        name: value for name, value in SERVE_TUNING.items() if name in started
+    }
     assert local.LOCAL_RAY_ENV["RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD"] == "0"
     expected = node_env(cpus=8)  # the ingress nodes' 8 CPUs; every pod runs the same env
     for container in containers(rayservice(render(CLUSTER / "base"))):
@@ -227,8 +242,11 @@ def test_the_redis_overlay_gives_the_gcs_and_the_marks_the_same_redis():
         assert url["valueFrom"]["secretKeyRef"]["name"] == "finsec-serve", container["name"]
 
 
-REDISES = [("overlays/redis", "finsec-redis"), ("overlays/redis-split", "finsec-redis"),
-           ("overlays/redis-split", "finsec-marks")]
+REDISES = [
+    ("overlays/redis", "finsec-redis"),
+    ("overlays/redis-split", "finsec-redis"),
+    ("overlays/redis-split", "finsec-marks"),
+]
 
 
 @pytest.mark.parametrize(("overlay", "name"), REDISES, ids=[f"{o}:{n}" for o, n in REDISES])
@@ -269,8 +287,10 @@ def test_the_split_overlay_gives_the_marks_a_redis_of_their_own():
     for container in containers(rayservice(docs)):
         (url,) = [e for e in container["env"] if e["name"] == "FINSEC_MARK_STORE_URL"]
         assert url["valueFrom"]["secretKeyRef"] == {"name": "finsec-serve", "key": "mark-store-url"}
-    memory = {name: parse_quantity(s["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"])
-              for name, s in statefulsets.items()}
+    memory = {
+        name: parse_quantity(s["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"])
+        for name, s in statefulsets.items()
+    }
     assert memory["finsec-redis"] < memory["finsec-marks"]
     readme = (CLUSTER / "README.md").read_text()
     assert "redis://:$P@finsec-redis:6379/1" in readme, "cluster/README.md shows the one-Redis overlay's mark-store-url"
@@ -289,8 +309,12 @@ def test_the_pod_monitor_is_one_prometheus_selects_and_it_selects_only_ray_pods(
     service = rayservice(docs)
     head = service["spec"]["rayClusterConfig"]["headGroupSpec"]
     for group in groups(service):
-        labels = {**group["template"]["metadata"]["labels"], "ray.io/is-ray-node": "yes",
-                  "ray.io/cluster": "finsec-serve-x2b7q", "ray.io/node-type": "head" if group is head else "worker"}
+        labels = {
+            **group["template"]["metadata"]["labels"],
+            "ray.io/is-ray-node": "yes",
+            "ray.io/cluster": "finsec-serve-x2b7q",
+            "ray.io/node-type": "head" if group is head else "worker",
+        }
         assert selects(selector, labels), group.get("groupName", "head")
         if group is head:
             assert not selects(selector, {**labels, "ray.io/node-type": "redis-cleanup"})
@@ -299,8 +323,9 @@ def test_the_pod_monitor_is_one_prometheus_selects_and_it_selects_only_ray_pods(
 
 
 def redis_probe(overlay: str, name: str) -> list[str]:
-    (statefulset,) = [d for d in render(CLUSTER / overlay) if d["kind"] == "StatefulSet" and
-                      d["metadata"]["name"] == name]
+    (statefulset,) = [
+        d for d in render(CLUSTER / overlay) if d["kind"] == "StatefulSet" and d["metadata"]["name"] == name
+    ]
     (redis,) = statefulset["spec"]["template"]["spec"]["containers"]
     (auth,) = [e for e in redis["env"] if e["name"] == "REDISCLI_AUTH"]
     assert auth["valueFrom"]["secretKeyRef"] == {"name": "finsec-serve", "key": "redis-password"}
@@ -353,23 +378,31 @@ def test_the_redis_probe_is_ready_only_once_redis_has_loaded(overlay, name, tmp_
 
 # ----- the state pods: a disruption budget, anti-affinity, and a small share of the shards each ------------------
 
+
 def state_group(service: dict) -> dict:
     """The worker group that offers the state actors' custom resource (serveConfigV2's state_actor_resources)."""
     args = yaml.safe_load(service["spec"]["serveConfigV2"])["applications"][0]["args"]
     (resource,) = args["state_actor_resources"]
-    (state,) = [g for g in service["spec"]["rayClusterConfig"]["workerGroupSpecs"]
-                if resource in g["rayStartParams"].get("resources", "")]
+    (state,) = [
+        g
+        for g in service["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+        if resource in g["rayStartParams"].get("resources", "")
+    ]
     return state
 
 
 def selects(selector: dict, labels: dict) -> bool:
     """A label selector (matchLabels, and matchExpressions' In, NotIn, Exists, DoesNotExist) against labels."""
     assert set(selector) <= {"matchLabels", "matchExpressions"}, selector
-    operators = {"In": lambda key, values: labels.get(key) in values,
-                 "NotIn": lambda key, values: labels.get(key) not in values,
-                 "Exists": lambda key, values: key in labels, "DoesNotExist": lambda key, values: key not in labels}
+    operators = {
+        "In": lambda key, values: labels.get(key) in values,
+        "NotIn": lambda key, values: labels.get(key) not in values,
+        "Exists": lambda key, values: key in labels,
+        "DoesNotExist": lambda key, values: key not in labels,
+    }
     return selector.get("matchLabels", {}).items() <= labels.items() and all(
-        operators[e["operator"]](e["key"], e.get("values", [])) for e in selector.get("matchExpressions", []))
+        operators[e["operator"]](e["key"], e.get("values", [])) for e in selector.get("matchExpressions", [])
+    )
 
 
 @pytest.mark.parametrize("folder", DEPLOYABLE, ids=lambda p: p.relative_to(CLUSTER).as_posix())
@@ -380,8 +413,12 @@ def test_a_drain_takes_one_state_pod_at_a_time(folder):
     docs = render(folder)
     service = rayservice(docs)
     state = state_group(service)
-    (pdb,) = [d for d in docs if d["kind"] == "PodDisruptionBudget" and
-              selects(d["spec"]["selector"], state["template"]["metadata"]["labels"])]
+    (pdb,) = [
+        d
+        for d in docs
+        if d["kind"] == "PodDisruptionBudget"
+        and selects(d["spec"]["selector"], state["template"]["metadata"]["labels"])
+    ]
     selector = pdb["spec"]["selector"]
     assert selects(selector, state["template"]["metadata"]["labels"]), "the budget does not select the state pods"
     for group in groups(service):
@@ -408,8 +445,7 @@ def test_state_pods_spread_over_nodes(folder):
     assert selects(required["labelSelector"], labels), "the anti-affinity must select the state pods themselves"
     assert required["matchLabelKeys"] == ["ray.io/cluster"]
     zones = [t["podAffinityTerm"] for t in anti["preferredDuringSchedulingIgnoredDuringExecution"]]
-    assert any(t["topologyKey"] == "topology.kubernetes.io/zone" and selects(t["labelSelector"], labels)
-               for t in zones)
+    assert any(t["topologyKey"] == "topology.kubernetes.io/zone" and selects(t["labelSelector"], labels) for t in zones)
     for group in groups(service):
         if group is not state:
             assert not selects(required["labelSelector"], group["template"]["metadata"].get("labels", {}))
@@ -480,10 +516,21 @@ def test_the_readme_steps_apply_a_valid_manifest_with_the_built_image(tmp_path):
     for tool in ("docker", "kubectl"):
         (shims / tool).write_text(RECORDER)
         (shims / tool).chmod(0o755)
-    env = {**os.environ, "PATH": f"{shims}:{os.environ['PATH']}", "RECORD": str(tmp_path / "calls"),
-           "OUT": str(tmp_path), "REAL_KUBECTL": kubectl()}
-    run = subprocess.run(["bash", "-euo", "pipefail", "-c", kuberay_steps()], cwd=project, env=env,
-                         capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "PATH": f"{shims}:{os.environ['PATH']}",
+        "RECORD": str(tmp_path / "calls"),
+        "OUT": str(tmp_path),
+        "REAL_KUBECTL": kubectl(),
+    }
+    run = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", kuberay_steps()],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     calls = (tmp_path / "calls").read_text().splitlines()
     (build,) = [c for c in calls if c.startswith("docker build")]
@@ -497,8 +544,9 @@ def test_the_readme_steps_apply_a_valid_manifest_with_the_built_image(tmp_path):
 
     secret = yaml.safe_load((tmp_path / "secret.yaml").read_text())
     assert secret["metadata"]["name"] == "finsec-serve"
-    refs = [e["valueFrom"]["secretKeyRef"] for d in docs for e in env_entries(d) if "secretKeyRef" in
-            e.get("valueFrom", {})]
+    refs = [
+        e["valueFrom"]["secretKeyRef"] for d in docs for e in env_entries(d) if "secretKeyRef" in e.get("valueFrom", {})
+    ]
     assert {r["name"] for r in refs} == {"finsec-serve"}
     required = {r["key"] for r in refs if not r.get("optional")}
     assert required <= set(secret["data"]), f"the pods need keys the command does not create: {required}"
@@ -532,15 +580,21 @@ def test_the_image_installs_pinned_dependencies_before_the_code():
 
     from packaging.requirements import Requirement
 
-    pins = dict(line.split("==") for line in (CLUSTER / "constraints.txt").read_text().splitlines()
-                if line and not line.startswith("#"))
+    pins = dict(
+        line.split("==")
+        for line in (CLUSTER / "constraints.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
     for dependency in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]:
         requirement = Requirement(dependency)
         name = re.sub(r"[-_.]+", "-", requirement.name).lower()
         assert name in pins, f"{name} has no pin in cluster/constraints.txt (run cluster/pin_constraints.py)"
         assert requirement.specifier.contains(pins[name]), f"the pin of {name} does not satisfy {requirement}"
-    steps = [line.split()[0] + " " + line.split()[1] for line in (CLUSTER / "Dockerfile").read_text().splitlines()
-             if line and not line.startswith(("#", " "))]
+    steps = [
+        line.split()[0] + " " + line.split()[1]
+        for line in (CLUSTER / "Dockerfile").read_text().splitlines()
+        if line and not line.startswith(("#", " "))
+    ]
     copies = [i for i, step in enumerate(steps) if step.startswith("COPY")]
     installs = [i for i, step in enumerate(steps) if step.startswith("RUN")]
     assert len(copies) == 2 and copies[0] < installs[0] < copies[1] < installs[1], steps
@@ -552,6 +606,7 @@ def test_an_app_built_without_the_tuning_says_what_is_missing_and_its_cost(monke
     """`serve run configs/serve.yaml` in a bare shell: one warning naming each variable, the scheduling policy and
     their measured costs. The policy is the building thread's own (a Ray worker's, when Serve builds from a config)."""
     from deployments import builder, serve_tuning
+
     def warnings_building(policy: int) -> list[str]:
         caplog.clear()
         with caplog.at_level("WARNING", logger="ray.serve"):
@@ -604,9 +659,13 @@ def test_the_pod_start_runs_kuberays_command_under_sched_batch_with_its_quoting(
     arguments parsed by the shell as KubeRay wrote them."""
     probe = [sys.executable, "-c", "import json, os, sys; print(json.dumps([os.sched_getscheduler(0), sys.argv[1:]]))"]
     generated = shlex.join(probe) + ' --resources="{\\"finsec_state\\": 100}" --block'
-    out = subprocess.run(["/bin/bash", "-lc", "--", POD_START],
-                         env={**os.environ, "KUBERAY_GEN_RAY_START_CMD": generated},
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        ["/bin/bash", "-lc", "--", POD_START],
+        env={**os.environ, "KUBERAY_GEN_RAY_START_CMD": generated},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     policy, argv = json.loads(out.stdout.splitlines()[-1])
     assert policy == os.SCHED_BATCH and argv == ['--resources={"finsec_state": 100}', "--block"]
@@ -622,8 +681,12 @@ def test_resizing_the_state_group_keeps_every_count_in_step_and_patches_the_runn
     (project / "configs").mkdir()
     shutil.copy(ROOT / "configs/serve-cluster.yaml", project / "configs")
     before = render(project / "cluster/base")
-    run = subprocess.run([sys.executable, str(project / "cluster/resize_state_group.py"), "12"],
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, str(project / "cluster/resize_state_group.py"), "12"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 0, run.stderr
     after = render(project / "cluster/base")
     service = rayservice(after)
@@ -633,7 +696,8 @@ def test_resizing_the_state_group_keeps_every_count_in_step_and_patches_the_runn
     assert state["replicas"] == state["minReplicas"] == state["maxReplicas"] == args["state_nodes"] == 12
     assert args["num_shards"] == 24 and budget["spec"]["minAvailable"] == 11
     assert yaml.safe_load(service["spec"]["serveConfigV2"]) == yaml.safe_load(
-        (project / "configs/serve-cluster.yaml").read_text())
+        (project / "configs/serve-cluster.yaml").read_text()
+    )
     old = json.loads(json.dumps(rayservice(before)))  # a copy: `before` is patched below
     old_state = state_group(old)
     for changed in (old_state, state):
@@ -660,9 +724,14 @@ def test_resizing_the_state_group_keeps_every_count_in_step_and_patches_the_runn
         target[key] = op["value"]
     groups_after = {g["groupName"]: g for g in raycluster["spec"]["workerGroupSpecs"]}
     assert {groups_after["state"][f] for f in ("replicas", "minReplicas", "maxReplicas")} == {12}
-    assert groups_after["ingress"] == next(g for g in rayservice(before)["spec"]["rayClusterConfig"][
-        "workerGroupSpecs"] if g["groupName"] == "ingress")
+    assert groups_after["ingress"] == next(
+        g for g in rayservice(before)["spec"]["rayClusterConfig"]["workerGroupSpecs"] if g["groupName"] == "ingress"
+    )
 
-    refused = subprocess.run([sys.executable, str(project / "cluster/resize_state_group.py"), "5", "--shards",
-                              "12"], capture_output=True, text=True, timeout=60)
+    refused = subprocess.run(
+        [sys.executable, str(project / "cluster/resize_state_group.py"), "5", "--shards", "12"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert refused.returncode != 0 and "cannot be shared equally" in refused.stderr

@@ -113,8 +113,16 @@ def test_designations_span_to_the_end_of_each_sentence() -> None:
 
 @pytest.mark.parametrize(
     "answer",
-    ["not 51%, but 49%", "It was 49%, not 51%", "51% is incorrect; it was 49%", "rather than 51%, it was 49%",
-     "instead of 51%, 49%", "It isn't 51%", "The share was never 51%", "51%, no, 49%"],
+    [
+        "not 51%, but 49%",
+        "It was 49%, not 51%",
+        "51% is incorrect; it was 49%",
+        "rather than 51%, it was 49%",
+        "instead of 51%, 49%",
+        "It isn't 51%",
+        "The share was never 51%",
+        "51%, no, 49%",
+    ],
 )
 def test_a_negated_expected_value_fails(answer: str) -> None:
     fails_because("51%", answer, "negates the expected value 51%")
@@ -126,9 +134,11 @@ def test_negation_binds_to_its_own_clause() -> None:
     assert passes("51%", "51%, not including the effect of hedging")
     assert passes("51%", "not more than 51%")  # a bound, not a denial (bounds are not graded as hedges)
     fails_because("1,789,000 vehicles", "1,789,000 vehicles is incorrect; it was 1,967,900 vehicles.", "negates")
-    fails_because("a net loss of $303,791 thousand",
-                  "Rather than a net loss of $303,791 thousand, the figure is a net loss of $334,170 thousand.",
-                  "negates")
+    fails_because(
+        "a net loss of $303,791 thousand",
+        "Rather than a net loss of $303,791 thousand, the figure is a net loss of $334,170 thousand.",
+        "negates",
+    )
 
 
 # --- a question is not a statement --------------------------------------------------------------------------------

@@ -25,8 +25,13 @@ ADMIN = "operator-secret-of-at-least-32-chars"
 
 @pytest.fixture
 def app():
-    with InProcess(max_rollout_time_seconds=BUDGET, fence_ttl_seconds=100.0, session_ttl_seconds=1_000.0,
-                   document_grace_seconds=10.0, admin_token=ADMIN) as running:
+    with InProcess(
+        max_rollout_time_seconds=BUDGET,
+        fence_ttl_seconds=100.0,
+        session_ttl_seconds=1_000.0,
+        document_grace_seconds=10.0,
+        admin_token=ADMIN,
+    ) as running:
         yield running
 
 
@@ -48,10 +53,12 @@ def test_the_time_budget_stops_every_budgeted_tool_and_only_those(app):
     app.clock.advance(BUDGET - 1)
     assert results(parse(app)).startswith("SUCCESS")
     app.clock.advance(2)  # 61 s into a 60 s budget
-    for path, body in (("/parse_html_page", {"url": Q["url"], "key": "k2"}),
-                       ("/retrieve_information", {"prompt": "revenue {{doc}}"}),
-                       ("/sec_filing_search", {"ticker": Q["ticker"]}),
-                       ("/edgar_search", {"search_query": "revenue"})):
+    for path, body in (
+        ("/parse_html_page", {"url": Q["url"], "key": "k2"}),
+        ("/retrieve_information", {"prompt": "revenue {{doc}}"}),
+        ("/sec_filing_search", {"ticker": Q["ticker"]}),
+        ("/edgar_search", {"search_query": "revenue"}),
+    ):
         message = json.loads(results(app.post(path, json=body)))["error"]
         assert message.startswith("Time budget exhausted (61s / 60s)"), path
     assert "success" in results(app.post("/submit_final_result", json={"final_result": "42"}))
@@ -87,7 +94,8 @@ def test_the_rollout_prefix_is_the_same_route(app):
     assert app.post("/ng-rollout/r-1.a_b/seed_session", json=episode_seed(sid)).status_code == 200
     assert app.describe(sid)["open"]
     assert results(app.post("/ng-rollout/r-1/parse_html_page", json={"url": Q["url"], "key": "k"})).startswith(
-        "SUCCESS")
+        "SUCCESS"
+    )
     row = app.post("/ng-rollout/r-1/verify", json=verify_body()).json()
     assert row["reward"] == 1.0 and "question" not in row
 
@@ -96,11 +104,12 @@ def test_every_response_carries_the_cookie_even_errors(app):
     json_headers = {"content-type": "application/json"}
     huge = b'{"final_result": "' + b"x" * (app.settings.max_request_bytes + 1) + b'"}'
     for expected, response in (
-            (422, app.post("/seed_session", json={"resources_session_id": ""})),
-            (422, app.post("/close_session", json=close_body("x", rollout="bad id"))),
-            (404, app.post("/retrieve_information", json={"prompt": "{{k}}"})),
-            (422, app.post("/verify", content=b'{"reward": NaN}', headers=json_headers)),  # strict JSON
-            (413, app.post("/submit_final_result", content=huge, headers=json_headers))):
+        (422, app.post("/seed_session", json={"resources_session_id": ""})),
+        (422, app.post("/close_session", json=close_body("x", rollout="bad id"))),
+        (404, app.post("/retrieve_information", json={"prompt": "{{k}}"})),
+        (422, app.post("/verify", content=b'{"reward": NaN}', headers=json_headers)),  # strict JSON
+        (413, app.post("/submit_final_result", content=huge, headers=json_headers)),
+    ):
         assert response.status_code == expected, (expected, response.text[:200])
         assert cookie_claims(response, app.settings.cookie_name)["session_id"], response.status_code
 
@@ -108,13 +117,16 @@ def test_every_response_carries_the_cookie_even_errors(app):
 ACCESSION_FOLDER = Q["url"].rsplit("/", 1)[0] + "/"  # names no document
 
 
-@pytest.mark.parametrize("url, key, says", [
-    ("", "k", "ERROR: url is required."),
-    ("https://www.sec.gov/x", "", "ERROR: key is required."),
-    ("https://www.sec.gov/x", "{{k}}", "ERROR: key must not contain '{' or '}'"),
-    ("https://www.sec.gov/Archives/edgar/data/12x/000032019324000008/a.htm", "k", "Invalid SEC URL format: "),
-    (ACCESSION_FOLDER, "k", f"Invalid SEC URL format: {ACCESSION_FOLDER}"),
-])
+@pytest.mark.parametrize(
+    "url, key, says",
+    [
+        ("", "k", "ERROR: url is required."),
+        ("https://www.sec.gov/x", "", "ERROR: key is required."),
+        ("https://www.sec.gov/x", "{{k}}", "ERROR: key must not contain '{' or '}'"),
+        ("https://www.sec.gov/Archives/edgar/data/12x/000032019324000008/a.htm", "k", "Invalid SEC URL format: "),
+        (ACCESSION_FOLDER, "k", f"Invalid SEC URL format: {ACCESSION_FOLDER}"),
+    ],
+)
 def test_parse_html_page_checks_its_arguments_before_the_session(app, url, key, says):
     """Decision 13: time budget, then argument checks, then the session-open check (404). Mutation: checking
     that a filing URL names a document only once the filing is fetched (after the 404) fails this."""
@@ -125,11 +137,16 @@ def test_parse_html_page_checks_its_arguments_before_the_session(app, url, key, 
     assert response.status_code == 404  # valid arguments: now the session check
 
 
-@pytest.mark.parametrize("body, says", [
-    ({"prompt": "what were revenues?"}, "ERROR: Your prompt must include at least one key"),
-    ({"prompt": "{{doc}}", "input_character_ranges": [{"key": "doc", "start": "0", "end": 10}]},
-     "ERROR: input_character_ranges for key 'doc' needs integer start and end"),
-])
+@pytest.mark.parametrize(
+    "body, says",
+    [
+        ({"prompt": "what were revenues?"}, "ERROR: Your prompt must include at least one key"),
+        (
+            {"prompt": "{{doc}}", "input_character_ranges": [{"key": "doc", "start": "0", "end": 10}]},
+            "ERROR: input_character_ranges for key 'doc' needs integer start and end",
+        ),
+    ],
+)
 def test_retrieve_information_checks_its_arguments_before_the_session(app, body, says):
     """Decision 13 over §E.1's order (which checks the session before the placeholders). Mutation: reading
     the session's documents before checking the prompt and the ranges fails this."""
@@ -172,10 +189,13 @@ def test_an_unforeseen_failure_in_a_tool_is_its_error_result_and_logged(app, cap
     caplog.set_level(logging.ERROR, logger="deployments.routes.tools")
     reply = json.loads(results(app.post("/edgar_search", json={"search_query": "revenue"})))
     assert reply["error"].startswith("edgar_search failed because of a fault in this server (TypeError)")
-    for path, body in (("/parse_html_page", {"url": Q["url"], "key": "doc"}),
-                       ("/retrieve_information", {"prompt": "revenue {{doc}}"})):
+    for path, body in (
+        ("/parse_html_page", {"url": Q["url"], "key": "doc"}),
+        ("/retrieve_information", {"prompt": "revenue {{doc}}"}),
+    ):
         assert results(app.post(path, json=body)).startswith(
-            f"ERROR: {path[1:]} failed because of a fault in this server (TypeError)")
+            f"ERROR: {path[1:]} failed because of a fault in this server (TypeError)"
+        )
     assert [r.exc_info[0] for r in caplog.records] == [TypeError] * 3
 
 
@@ -233,17 +253,20 @@ def test_fences_and_expired_marks_survive_a_shard_restart(app):
 # ----- hostile input -----
 
 
-@pytest.mark.parametrize("raw, says", [
-    (b'{"ticker": NaN}', "non-finite"),
-    (b'{"ticker": 1e999}', "too large"),
-    (b'{"ticker": -Infinity}', "non-finite"),
-    (b'{"ticker": "\\ud83d"}', "surrogate"),
-    (b'{"\\udc00": "AAPL"}', "surrogate"),
-    (b'{"ticker": ' + b"1" * 5_000 + b"}", "digits"),
-    (b"[" * 100 + b"]" * 100, "deeper"),
-    (b'{"ticker": "AAPL"', "not valid JSON"),
-    (b'\xff\xfe', "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "raw, says",
+    [
+        (b'{"ticker": NaN}', "non-finite"),
+        (b'{"ticker": 1e999}', "too large"),
+        (b'{"ticker": -Infinity}', "non-finite"),
+        (b'{"ticker": "\\ud83d"}', "surrogate"),
+        (b'{"\\udc00": "AAPL"}', "surrogate"),
+        (b'{"ticker": ' + b"1" * 5_000 + b"}", "digits"),
+        (b"[" * 100 + b"]" * 100, "deeper"),
+        (b'{"ticker": "AAPL"', "not valid JSON"),
+        (b"\xff\xfe", "not UTF-8"),
+    ],
+)
 def test_bodies_no_renderer_could_echo_get_a_422_that_says_why(app, raw, says):
     response = app.post("/sec_filing_search", content=raw, headers={"content-type": "application/json"})
     assert response.status_code == 422 and says in response.json()["detail"][0]["msg"]
@@ -251,8 +274,9 @@ def test_bodies_no_renderer_could_echo_get_a_422_that_says_why(app, raw, says):
 
 def test_a_verify_with_a_broken_emoji_in_model_output_is_graded(app):
     body = verify_body()
-    body["response"]["output"].insert(0, {"type": "message", "content": [{"type": "output_text",
-                                                                        "text": "Here \ud83d it is"}]})
+    body["response"]["output"].insert(
+        0, {"type": "message", "content": [{"type": "output_text", "text": "Here \ud83d it is"}]}
+    )
     row = app.post("/verify", content=json.dumps(body).encode(), headers={"content-type": "application/json"})
     assert row.status_code == 200 and row.json()["reward"] == 1.0
     assert "Here \ufffd it is" in row.text.encode().decode("unicode_escape")
@@ -282,13 +306,18 @@ def test_long_ids_keys_and_urls_are_refused_with_what_to_fix(app):
 def test_a_stringified_list_too_long_to_coerce_is_a_422_not_a_stall(app):
     app.post("/seed_session", json=episode_seed(new_session_id()))
     ranges = "[" + ",".join(["{'key': 'doc', 'start': 0, 'end': 10}"] * 2_000) + "]"  # > 16 KB
-    assert app.post("/retrieve_information", json={"prompt": "{{doc}}",
-                                                    "input_character_ranges": ranges}).status_code == 422
+    assert (
+        app.post("/retrieve_information", json={"prompt": "{{doc}}", "input_character_ranges": ranges}).status_code
+        == 422
+    )
 
 
 def test_aggregate_metrics_takes_any_rows(app):
-    rows = [{"reward": 1e308, "_ng_task_index": "seven"}, {"reward": 1e308, "_ng_task_index": [1]},
-            {"reward": 0.5, "_ng_task_index": 10**30, "mask_sample": False}]
+    rows = [
+        {"reward": 1e308, "_ng_task_index": "seven"},
+        {"reward": 1e308, "_ng_task_index": [1]},
+        {"reward": 0.5, "_ng_task_index": 10**30, "mask_sample": False},
+    ]
     response = app.post("/aggregate_metrics", json={"verify_responses": rows})
     metrics = response.json()
     # the mean of rewards near the float limit, computed without overflowing to inf
@@ -304,7 +333,7 @@ def test_a_named_route_wins_over_the_catch_all_in_one_flat_route_list(app):
     """§A.12, with the routes laid out flat (deployments/asgi.py): FastAPI and Serve's replica match every request
     against this list, so a rollout's routes come first and nothing nests (bench/results/routing.md)."""
     routes = app.app.api.router.routes
-    assert [route.path for route in routes[:len(ROLLOUT_ROUTES)]] == list(ROLLOUT_ROUTES)
+    assert [route.path for route in routes[: len(ROLLOUT_ROUTES)]] == list(ROLLOUT_ROUTES)
     assert routes[-1].path == "/{tool_name}" and all(isinstance(route, Route) for route in routes)
     schema_paths = set(app.get("/openapi.json").json()["paths"])
     assert {route.path for route in routes if isinstance(route, APIRoute)} == schema_paths
@@ -337,7 +366,7 @@ def test_a_session_holds_at_most_max_documents_per_session():
 def test_a_group_sharing_a_filing_stores_one_copy_and_releases_every_reference(app):
     sids = [new_session_id() for _ in range(16)]
     clients = [app.new_client() for _ in sids]
-    for sid, client in zip(sids, clients):
+    for sid, client in zip(sids, clients, strict=False):
         app.post("/seed_session", client=client, json=episode_seed(sid))
         assert results(parse(app, client=client)).startswith("SUCCESS")
     assert app.app.documents.stats()["texts"] == 1  # one copy for the whole group
@@ -346,8 +375,7 @@ def test_a_group_sharing_a_filing_stores_one_copy_and_releases_every_reference(a
     for sid in sids[:8]:
         app.post("/close_session", json=close_body(sid))
     for sid in sids[8:12]:
-        app.post("/admin/retire_session_state", json={"session_id": sid},
-                 headers={"Authorization": f"Bearer {ADMIN}"})
+        app.post("/admin/retire_session_state", json={"session_id": sid}, headers={"Authorization": f"Bearer {ADMIN}"})
     app.clock.advance(1_001)  # the rest outlive their TTL and are evicted
     app.clock.advance(11)
     app.reaper_tick()
@@ -358,8 +386,15 @@ def test_a_group_sharing_a_filing_stores_one_copy_and_releases_every_reference(a
 def test_retrieve_reads_texts_by_digest_and_ranges_select_passages(app):
     app.post("/seed_session", json=episode_seed(new_session_id()))
     parse(app)
-    reply = results(app.post("/retrieve_information", json={
-        "prompt": "total net revenues {{doc}}", "input_character_ranges": [{"key": "doc", "start": 0, "end": 3_000}]}))
+    reply = results(
+        app.post(
+            "/retrieve_information",
+            json={
+                "prompt": "total net revenues {{doc}}",
+                "input_character_ranges": [{"key": "doc", "start": 0, "end": 3_000}],
+            },
+        )
+    )
     spans = [tuple(map(int, part.split("]")[0].split("-"))) for part in reply.split("[doc characters ")[1:]]
     assert spans and all(0 <= a < b <= 3_000 for a, b in spans)
 
@@ -371,27 +406,44 @@ def test_retire_needs_the_admin_token(app):
     sid = new_session_id()
     app.post("/seed_session", json=episode_seed(sid))
     assert app.post("/admin/retire_session_state", json={"session_id": sid}).status_code == 401
-    assert app.post("/admin/retire_session_state", json={"session_id": sid},
-                    headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert (
+        app.post(
+            "/admin/retire_session_state", json={"session_id": sid}, headers={"Authorization": "Bearer wrong"}
+        ).status_code
+        == 401
+    )
     assert app.describe(sid)["open"]
-    assert app.post("/admin/retire_session_state", json={"session_id": sid},
-                    headers={"Authorization": f"Bearer {ADMIN}"}).status_code == 200
-    assert app.describe(sid) == {"open": False, "episode": False, "documents": [], "fenced": False,
-                                 "fence_cause": None, "expired": False}  # released, not fenced
+    assert (
+        app.post(
+            "/admin/retire_session_state", json={"session_id": sid}, headers={"Authorization": f"Bearer {ADMIN}"}
+        ).status_code
+        == 200
+    )
+    assert app.describe(sid) == {
+        "open": False,
+        "episode": False,
+        "documents": [],
+        "fenced": False,
+        "fence_cause": None,
+        "expired": False,
+    }  # released, not fenced
 
 
 def test_without_an_admin_token_the_retire_route_does_not_exist():
     with InProcess() as app:
-        assert app.post("/admin/retire_session_state", json={"session_id": "x"},
-                        headers={"Authorization": "Bearer "}).status_code == 404
+        assert (
+            app.post(
+                "/admin/retire_session_state", json={"session_id": "x"}, headers={"Authorization": "Bearer "}
+            ).status_code
+            == 404
+        )
         # not even its body's rules show through: a bad body is a 404 too, not a 422 naming the fields
         assert app.post("/admin/retire_session_state", json={"wrong": 1}).status_code == 404
 
 
 def test_the_retire_route_refuses_a_caller_without_the_token_before_reading_its_body(app):
     assert app.post("/admin/retire_session_state", json={"wrong": 1}).status_code == 401
-    response = app.post("/admin/retire_session_state", json={"wrong": 1},
-                        headers={"Authorization": f"Bearer {ADMIN}"})
+    response = app.post("/admin/retire_session_state", json={"wrong": 1}, headers={"Authorization": f"Bearer {ADMIN}"})
     assert response.status_code == 422 and "session_id" in response.text
 
 
@@ -404,16 +456,23 @@ def test_session_counters_count_what_happened(app):
     app.post("/close_session", json=close_body(sid))
     app.post("/verify", json=verify_body())
     counters = app.get("/session_counters").json()["counters"]
-    assert counters == {"seeds.episode.created": 1, "seeds.episode.retried": 1, "conflicts.seed_mismatch": 1,
-                        "verifies.scored": 1, "closes": 1, "verifies.masked.session_lost": 1}
+    assert counters == {
+        "seeds.episode.created": 1,
+        "seeds.episode.retried": 1,
+        "conflicts.seed_mismatch": 1,
+        "verifies.scored": 1,
+        "closes": 1,
+        "verifies.masked.session_lost": 1,
+    }
 
 
 def test_without_an_admin_token_no_body_shows_the_retire_route():
     """Not a 422 for bad JSON, nor a 413 for a big body: the route is simply not there."""
     with InProcess() as app:
         for body in (b"{", b'{"session_id": NaN}', b'{"session_id": "\\ud800"}'):
-            response = app.post("/admin/retire_session_state", content=body,
-                                       headers={"content-type": "application/json"})
+            response = app.post(
+                "/admin/retire_session_state", content=body, headers={"content-type": "application/json"}
+            )
             assert response.status_code == 404, body
 
 
@@ -423,8 +482,15 @@ def test_without_an_admin_token_no_body_shows_the_retire_route():
 def parsed_then_answered(answer: str, *keys: str) -> dict:
     """A verify body whose trajectory parsed the filing under `keys` before submitting `answer`."""
     body = verify_body(answer, expected=Q["expected_answer"])
-    calls = [{"type": "function_call", "name": "parse_html_page", "call_id": f"p{i}",
-              "arguments": json.dumps({"url": Q["url"], "key": k})} for i, k in enumerate(keys)]
+    calls = [
+        {
+            "type": "function_call",
+            "name": "parse_html_page",
+            "call_id": f"p{i}",
+            "arguments": json.dumps({"url": Q["url"], "key": k}),
+        }
+        for i, k in enumerate(keys)
+    ]
     body["response"]["output"][:0] = calls
     return body
 
@@ -462,8 +528,11 @@ def test_require_grounded_answer_gives_a_guess_zero_with_reason_ungrounded():
         guessed = verify_body(Q["expected_answer"], expected=Q["expected_answer"])  # right, but read from nothing
         for _ in range(2):  # and the same for an identical re-send
             row = app.post("/verify", json=guessed).json()
-            assert (row["reward"], row["failure_kind"], row["grounded"]) == (0.0, "finance_sec_search:ungrounded",
-                                                                            False)
+            assert (row["reward"], row["failure_kind"], row["grounded"]) == (
+                0.0,
+                "finance_sec_search:ungrounded",
+                False,
+            )
             assert row["judge_text"].startswith("ungrounded: no document this session stored states")
         parse(app)
         row = app.post("/verify", json=parsed_then_answered(Q["expected_answer"], "doc")).json()
@@ -484,8 +553,10 @@ def test_aggregate_metrics_report_the_grounded_share_of_checked_rows(app):
     sid = new_session_id()
     app.post("/seed_session", json=episode_seed(sid))
     parse(app)
-    rows = [app.post("/verify", json=parsed_then_answered(answer, "doc")).json()
-            for answer in (Q["expected_answer"], "$4,321.7 million", "Delaware")]
+    rows = [
+        app.post("/verify", json=parsed_then_answered(answer, "doc")).json()
+        for answer in (Q["expected_answer"], "$4,321.7 million", "Delaware")
+    ]
     app.post("/close_session", json=close_body(sid))  # a verify after close is masked and carries no grounding
     masked = app.post("/verify", json=parsed_then_answered(Q["expected_answer"], "doc")).json()
     assert masked["mask_sample"] and masked["grounded"] is None

@@ -18,8 +18,15 @@ GRADERS = ("deterministic", "judge")
 
 @pytest.fixture(params=GRADERS)
 def app(request, stub):
-    judge = {"judge_model": {"base_url": stub.base_url, "model": "judge"}, "judge_call_timeout": 1.0,
-             "judge_retry_delays": [0.01, 0.01]} if request.param == "judge" else {}
+    judge = (
+        {
+            "judge_model": {"base_url": stub.base_url, "model": "judge"},
+            "judge_call_timeout": 1.0,
+            "judge_retry_delays": [0.01, 0.01],
+        }
+        if request.param == "judge"
+        else {}
+    )
     # Without durable sessions, so a restart loses what the shards held (with them, test_durable_sessions.py).
     with InProcess(edgar_search_mode=None, durable_sessions=False, **judge) as running:
         running.stub = stub

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from session_store import (
@@ -171,7 +173,12 @@ def test_close_releases_and_fences(core: SessionCore) -> None:
     core.finish_verify("s", "d", WIN)
     core.close("s", ep())
     assert core.describe("s") == {
-        "open": False, "episode": False, "documents": [], "fenced": True, "fence_cause": "closed", "expired": False
+        "open": False,
+        "episode": False,
+        "documents": [],
+        "fenced": True,
+        "fence_cause": "closed",
+        "expired": False,
     }
     assert core.stats()["documents"] == 0
 
@@ -218,8 +225,11 @@ def test_close_of_agent_run_session_releases_and_fences(core: SessionCore) -> No
 def test_closed_row(core: SessionCore) -> None:
     core.seed_episode("s", seed())
     core.close("s", ep())
-    for attempt in (lambda: core.seed_episode("s", seed()), lambda: core.seed_episode("s", seed(rollout="x")),
-                    lambda: core.seed_agent_run("s")):
+    for attempt in (
+        lambda: core.seed_episode("s", seed()),
+        lambda: core.seed_episode("s", seed(rollout="x")),
+        lambda: core.seed_agent_run("s"),
+    ):
         with pytest.raises(SessionConflict):
             attempt()
     with pytest.raises(SessionLost):
@@ -304,8 +314,15 @@ def test_eviction_pass_and_bookkeeping_are_bounded(core: SessionCore, clock: Clo
     assert report.sessions == 50 and core.stats()["fences"] == 50 and core.stats()["expired_marks"] == 50
     clock.advance(TTL)  # fence_ttl defaults to session_ttl (Decision 2)
     assert core.evict_expired().marks == 50
-    assert core.stats() == {"sessions": 0, "documents": 0, "document_chars": 0, "digests": 0, "fences": 0,
-                            "expired_marks": 0, "verdicts": 0}
+    assert core.stats() == {
+        "sessions": 0,
+        "documents": 0,
+        "document_chars": 0,
+        "digests": 0,
+        "fences": 0,
+        "expired_marks": 0,
+        "verdicts": 0,
+    }
 
 
 def test_eviction_pass_stops_at_first_unexpired_session(clock: Clock) -> None:
@@ -336,7 +353,12 @@ def test_retire_releases_idempotently_without_fence(core: SessionCore) -> None:
     core.retire("s")
     core.retire("s")
     assert core.describe("s") == {
-        "open": False, "episode": False, "documents": [], "fenced": False, "fence_cause": None, "expired": False
+        "open": False,
+        "episode": False,
+        "documents": [],
+        "fenced": False,
+        "fence_cause": None,
+        "expired": False,
     }
     assert core.stats()["sessions"] == 0
 
@@ -379,8 +401,9 @@ def test_verify_with_earlier_incarnation_cookie_is_masked(clock: Clock) -> None:
     first.seed_agent_run("a")
     restarted = SessionCore(session_ttl_seconds=TTL, clock=clock)
     assert restarted.finish_verify("a", "d", WIN, lost(first.incarnation, "agent_run")) == Masked(
-        "session_lost", "Session 'a' is not open: the shard holding it restarted (or the app was redeployed) and "
-        "its state is gone.")
+        "session_lost",
+        "Session 'a' is not open: the shard holding it restarted (or the app was redeployed) and its state is gone.",
+    )
 
 
 def test_current_incarnation_cookie_on_unknown_session_is_plain_never_seeded(core: SessionCore) -> None:
@@ -429,6 +452,21 @@ def test_a_restarted_core_that_learns_the_marks_keeps_the_fence(clock: Clock) ->
         restarted.seed_episode("s", seed())  # the late cookie-less seed after a crash (§C.4, §G.1)
     with pytest.raises(SessionConflict):
         restarted.close("s", ep("r2"))  # the fence still records the closing episode (Decision 3)
+    assert restarted.finish_verify("s", "d", WIN).failure_kind == "session_lost"
+
+
+@pytest.mark.parametrize("cause", [None, "vanished"])
+def test_a_fence_read_back_without_a_known_cause_still_fences(clock: Clock, cause) -> None:
+    """A store that lies (a record written by another version, or altered): the fence holds, and says so, as a
+    409 and a masked verify, never a 500."""
+    first = SessionCore(session_ttl_seconds=TTL, clock=clock)
+    first.seed_episode("s", seed())
+    first.close("s", ep())
+    fence = dataclasses.replace(first.take_mark_writes()["s"], cause=cause)
+    restarted = SessionCore(session_ttl_seconds=TTL, clock=clock)
+    restarted.learn_mark("s", fence)
+    with pytest.raises(SessionConflict, match="fenced"):
+        restarted.seed_episode("s", seed())
     assert restarted.finish_verify("s", "d", WIN).failure_kind == "session_lost"
 
 
@@ -503,8 +541,7 @@ def test_a_durable_seed_of_this_life_never_fences_it(core: SessionCore, clock: C
 # ----- documents by content, and the bounds of a session -----
 
 
-def test_references_are_released_by_close_eviction_retire_overwrite_and_verify(core: SessionCore,
-                                                                               clock: Clock) -> None:
+def test_references_are_released_by_close_eviction_retire_overwrite_and_verify(core: SessionCore, clock: Clock) -> None:
     for sid in ("closed", "evicted", "retired", "verified"):
         core.seed_agent_run(sid) if sid == "verified" else core.seed_episode(sid, seed(rollout=sid))
         core.put_document(sid, "k", doc("10-K"))
@@ -524,8 +561,11 @@ def test_references_are_released_by_close_eviction_retire_overwrite_and_verify(c
 
 
 def test_session_bounds_give_clear_tool_errors(clock: Clock) -> None:
-    core = SessionCore(session_ttl_seconds=TTL, clock=clock,
-                       limits=Limits(documents_per_session=2, chars_per_session=10, verdicts_per_session=2))
+    core = SessionCore(
+        session_ttl_seconds=TTL,
+        clock=clock,
+        limits=Limits(documents_per_session=2, chars_per_session=10, verdicts_per_session=2),
+    )
     core.seed_agent_run("a")
     core.put_document("a", "k1", doc("12345"))
     core.put_document("a", "k2", doc("1234"))
@@ -561,8 +601,13 @@ def test_counters_record_what_the_contract_decided(core: SessionCore) -> None:
     with pytest.raises(SessionLost):
         core.check_open("s")
     assert {k: v for k, v in core.counters.items()} == {
-        "seeds.episode.created": 1, "seeds.episode.retried": 1, "conflicts.seed_mismatch": 1, "closes": 1,
-        "verifies.masked.session_lost": 1, "session_lost": 1}
+        "seeds.episode.created": 1,
+        "seeds.episode.retried": 1,
+        "conflicts.seed_mismatch": 1,
+        "closes": 1,
+        "verifies.masked.session_lost": 1,
+        "session_lost": 1,
+    }
 
 
 # ----- a settled shard: every mark of its IDs in memory, nothing read on the request path -----
@@ -581,8 +626,12 @@ def test_a_settled_shard_knows_every_mark_of_its_ids_and_reads_no_more() -> None
     restarted = ShardService(ShardConfig(TTL), marks, clock, place=(0, 2))
     assert asyncio.run(restarted.settle()) == len(ids)
     marks.failing = True  # the durable store is unreachable, and a settled shard does not need it
-    outcomes = asyncio.run(restarted.run([("seed_episode", (sid, seed())) for sid in ids] +
-                                         [("check_open", ("never-closed",)), ("seed_episode", ("new", seed()))]))
+    outcomes = asyncio.run(
+        restarted.run(
+            [("seed_episode", (sid, seed())) for sid in ids]
+            + [("check_open", ("never-closed",)), ("seed_episode", ("new", seed()))]
+        )
+    )
     assert [type(v).__name__ for ok, v in outcomes[:-2]] == ["SessionConflict"] * len(ids)
     assert type(outcomes[-2][1]).__name__ == "SessionLost"  # an unknown ID is known to be unmarked without a read
     assert type(outcomes[-1][1]).__name__ == "StoreUnavailable"  # but a seed must be written before it is a 200

@@ -194,34 +194,49 @@ class ShardsMatchReference(RuleBasedStateMachine):
 
     @rule(sid=st.sampled_from(IDS), seed=st.sampled_from(SEEDS), claim=st.sampled_from(CLAIMS))
     def seed_episode(self, sid, seed, claim):
-        self.enqueue("seed_episode", lambda w: (sid, seed, self.claims(w, claim)),
-                     self.ref.seed_episode(sid, seed, claim, self.now))
+        self.enqueue(
+            "seed_episode",
+            lambda w: (sid, seed, self.claims(w, claim)),
+            self.ref.seed_episode(sid, seed, claim, self.now),
+        )
 
     @rule(sid=st.sampled_from(IDS), claim=st.sampled_from(CLAIMS), kind=st.sampled_from(KINDS))
     def seed_agent_run(self, sid, claim, kind):
-        self.enqueue("seed_agent_run", lambda w: (sid, self.claims(w, claim, kind)),
-                     self.ref.seed_agent_run(sid, claim, kind, self.now))
+        self.enqueue(
+            "seed_agent_run",
+            lambda w: (sid, self.claims(w, claim, kind)),
+            self.ref.seed_agent_run(sid, claim, kind, self.now),
+        )
 
     @rule(sid=st.sampled_from(IDS), episode=st.sampled_from(EPISODES))
     def close(self, sid, episode):
         self.enqueue("close", lambda w: (sid, episode), self.ref.close(sid, episode, self.now))
 
-    @rule(sid=st.sampled_from(IDS), digest=st.sampled_from(("d0", "d1")), reward=st.sampled_from((0.0, 1.0)),
-          claim=st.sampled_from(CLAIMS))
+    @rule(
+        sid=st.sampled_from(IDS),
+        digest=st.sampled_from(("d0", "d1")),
+        reward=st.sampled_from((0.0, 1.0)),
+        claim=st.sampled_from(CLAIMS),
+    )
     def verify(self, sid, digest, reward, claim):
-        self.enqueue("finish_verify", lambda w: (sid, digest, Verdict(reward), self.claims(w, claim)),
-                     self.ref.verify(sid, digest, reward, claim, self.now))
+        self.enqueue(
+            "finish_verify",
+            lambda w: (sid, digest, Verdict(reward), self.claims(w, claim)),
+            self.ref.verify(sid, digest, reward, claim, self.now),
+        )
 
     @rule(sid=st.sampled_from(IDS), key=st.sampled_from(("k0", "k1")), claim=st.sampled_from(CLAIMS))
     def put_document(self, sid, key, claim):
         ref = DocumentRef("digest", 4, "https://www.sec.gov/x")
-        self.enqueue("put_document", lambda w: (sid, key, ref, self.claims(w, claim)),
-                     self.ref.tool(sid, key, claim, self.now))
+        self.enqueue(
+            "put_document", lambda w: (sid, key, ref, self.claims(w, claim)), self.ref.tool(sid, key, claim, self.now)
+        )
 
     @rule(sid=st.sampled_from(IDS), claim=st.sampled_from(CLAIMS))
     def read_documents(self, sid, claim):
-        self.enqueue("read_documents", lambda w: (sid, ["k0"], self.claims(w, claim)),
-                     self.ref.tool(sid, None, claim, self.now))
+        self.enqueue(
+            "read_documents", lambda w: (sid, ["k0"], self.claims(w, claim)), self.ref.tool(sid, None, claim, self.now)
+        )
 
     @rule(sid=st.sampled_from(IDS))
     def retire(self, sid):
@@ -234,7 +249,7 @@ class ShardsMatchReference(RuleBasedStateMachine):
         batched_ops = [b for b, _, _ in self.queue]
         got = asyncio.run(self.batched.run(batched_ops))
         alone = [asyncio.run(self.single.run([s]))[0] for _, s, _ in self.queue]
-        for (op, _, expected), b, s in zip(self.queue, got, alone):
+        for (op, _, expected), b, s in zip(self.queue, got, alone, strict=False):
             assert outcome(b) == outcome(s) == expected, (op, b, s, expected)
         self.queue = []
 
@@ -271,7 +286,7 @@ class ShardsMatchReference(RuleBasedStateMachine):
             return
         self.ref.settle(self.now)
         described = asyncio.run(self.batched.run([("describe", (sid,)) for sid in IDS]))
-        for sid, (ok, seen) in zip(IDS, described):
+        for sid, (ok, seen) in zip(IDS, described, strict=False):
             assert ok and seen == self.ref.describe(sid), sid
 
     @invariant()
@@ -279,11 +294,14 @@ class ShardsMatchReference(RuleBasedStateMachine):
         core = self.batched._core
         sessions, marks = core._sessions.values(), core._marks.values()
         assert core.stats() == {
-            "sessions": len(sessions), "documents": sum(len(s.documents) for s in sessions),
+            "sessions": len(sessions),
+            "documents": sum(len(s.documents) for s in sessions),
             "document_chars": sum(d.chars for s in sessions for d in s.documents.values()),
-            "digests": len(core._refs), "verdicts": sum(len(s.verdicts) for s in sessions),
+            "digests": len(core._refs),
+            "verdicts": sum(len(s.verdicts) for s in sessions),
             "fences": sum(m.fence_until is not None for m in marks),
-            "expired_marks": sum(m.expired_until is not None for m in marks)}
+            "expired_marks": sum(m.expired_until is not None for m in marks),
+        }
 
 
 TestShardsMatchReference = ShardsMatchReference.TestCase

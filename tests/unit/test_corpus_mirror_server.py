@@ -35,8 +35,10 @@ def test_it_serves_the_layout_with_content_types(mirror, corpus):
     assert head.status_code == 200 and int(head.headers["content-length"]) == len(page.content)
 
 
-@pytest.mark.parametrize("path", ["/", "/files", "/files/", "/../etc/passwd", "/files/%2e%2e/%2e%2e/etc/passwd",
-                                  "/.hidden", "/files/missing.json"])
+@pytest.mark.parametrize(
+    "path",
+    ["/", "/files", "/files/", "/../etc/passwd", "/files/%2e%2e/%2e%2e/etc/passwd", "/.hidden", "/files/missing.json"],
+)
 def test_nothing_else_is_served(mirror, path):
     assert httpx.get(mirror.url + path).status_code == 404
 
@@ -52,9 +54,14 @@ def test_only_posts_are_refused_and_only_loopback_is_served(mirror, corpus, tmp_
 def test_the_live_edgar_path_reads_the_mirror_over_http(mirror):
     issuer = ISSUERS[2]
     own = sorted((f for f in filings() if f.issuer == issuer), key=lambda f: f.filing_date, reverse=True)
-    with InProcess(edgar_source="live", sec_www_base_url=mirror.url, sec_data_base_url=mirror.url,
-                   fetch_trusted_networks=["127.0.0.1/32"], edgar_search_mode=None, user_agent="t t@example.com"
-                   ) as app:
+    with InProcess(
+        edgar_source="live",
+        sec_www_base_url=mirror.url,
+        sec_data_base_url=mirror.url,
+        fetch_trusted_networks=["127.0.0.1/32"],
+        edgar_search_mode=None,
+        user_agent="t t@example.com",
+    ) as app:
         rows = json.loads(app.post("/sec_filing_search", json={"ticker": issuer.ticker}).json()["results"])
         assert [r["accession_number"] for r in rows] == [f.accession for f in own]
         app.post("/seed_session", json={})

@@ -17,13 +17,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def probe(policy: str) -> list[str]:
     """In a child set to `policy` (so the test holds whatever policy pytest runs under): its policy, then inside
     `batch_scheduled()` its own and a new process's, then its own again after."""
-    script = ("import os, subprocess, sys; from deployments.cpu_policy import batch_scheduled, policy_of\n"
-              f"os.sched_setscheduler(0, os.{policy}, os.sched_param(0))\n"
-              "print(policy_of())\n"
-              "with batch_scheduled():\n"
-              "    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
-              "    print(policy_of(), policy_of(child.pid)); child.kill()\n"
-              "print(policy_of())")
+    script = (
+        "import os, subprocess, sys; from deployments.cpu_policy import batch_scheduled, policy_of\n"
+        f"os.sched_setscheduler(0, os.{policy}, os.sched_param(0))\n"
+        "print(policy_of())\n"
+        "with batch_scheduled():\n"
+        "    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+        "    print(policy_of(), policy_of(child.pid)); child.kill()\n"
+        "print(policy_of())"
+    )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT)
     return out.stdout.split()
 

@@ -39,12 +39,21 @@ DASHBOARD = json.loads(DASHBOARD_FILE.read_text())
 # route that matched ("/verify"), `application` the Serve application's name.
 REPLICA_CONTEXT = ("deployment", "replica", "application")
 RAY_SERVE: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "serve_num_http_requests": ("counter", "serve/_private/request_ingress_metrics.py",
-                                ("route", "method", "application", "status_code")),
-    "serve_http_request_latency_ms": ("histogram", "serve/_private/request_ingress_metrics.py",
-                                      ("method", "route", "application", "status_code")),
-    "serve_deployment_replica_healthy": ("gauge", "serve/_private/deployment_state.py",
-                                         ("deployment", "replica", "application")),
+    "serve_num_http_requests": (
+        "counter",
+        "serve/_private/request_ingress_metrics.py",
+        ("route", "method", "application", "status_code"),
+    ),
+    "serve_http_request_latency_ms": (
+        "histogram",
+        "serve/_private/request_ingress_metrics.py",
+        ("method", "route", "application", "status_code"),
+    ),
+    "serve_deployment_replica_healthy": (
+        "gauge",
+        "serve/_private/deployment_state.py",
+        ("deployment", "replica", "application"),
+    ),
     "serve_autoscaling_target_replicas": ("gauge", "serve/_private/deployment_state.py", ("deployment", "application")),
     "serve_replica_processing_queries": ("gauge", "serve/_private/replica.py", REPLICA_CONTEXT),
     "serve_deployment_replica_starts": ("counter", "serve/_private/replica.py", REPLICA_CONTEXT),
@@ -55,8 +64,11 @@ APP_FILTER = '=~"$app"'
 
 def exported(name: str, kind: str) -> list[str]:
     """The names Prometheus shows for one metric."""
-    return {"counter": [f"ray_{name}_total"], "gauge": [f"ray_{name}"],
-            "histogram": [f"ray_{name}_{part}" for part in ("bucket", "sum", "count")]}[kind]
+    return {
+        "counter": [f"ray_{name}_total"],
+        "gauge": [f"ray_{name}"],
+        "histogram": [f"ray_{name}_{part}" for part in ("bucket", "sum", "count")],
+    }[kind]
 
 
 def replica_metrics() -> dict[str, tuple[str, set[str]]]:
@@ -83,6 +95,7 @@ def reaper_metrics(monkeypatch) -> dict[str, tuple[str, set[str]]]:
     def recorder(kind):
         def make(name, description="", tag_keys=()):
             made.append((name, kind, tuple(tag_keys)))
+
         return make
 
     monkeypatch.setattr(ray_actors, "Counter", recorder("counter"))
@@ -104,6 +117,7 @@ def known(monkeypatch) -> dict[str, tuple[str, set[str]]]:
 
 # ----- reading the dashboard --------------------------------------------------------------------------------------
 
+
 def panels() -> list[dict]:
     return [p for p in DASHBOARD["panels"] if p["type"] != "row"]
 
@@ -121,18 +135,23 @@ RATED = re.compile(r"\b(rate|irate|increase)\(\s*(ray_[a-z0-9_]+)")
 
 def selectors(expr: str) -> list[tuple[str, dict[str, tuple[str, str]]]]:
     """Each metric a query names, with its label matchers {label: (operator, value)}."""
-    return [(name, {label: (op, value) for label, op, value in MATCHER.findall(braces or "")})
-            for name, braces in SELECTOR.findall(expr)]
+    return [
+        (name, {label: (op, value) for label, op, value in MATCHER.findall(braces or "")})
+        for name, braces in SELECTOR.findall(expr)
+    ]
 
 
 # ----- the tests --------------------------------------------------------------------------------------------------
 
+
 def test_every_query_reads_a_metric_the_exporters_publish(known):
-    missing = sorted({f"{name} (panel {title!r})" for title, expr in queries() for name, _ in selectors(expr)
-                      if name not in known})
+    missing = sorted(
+        {f"{name} (panel {title!r})" for title, expr in queries() for name, _ in selectors(expr) if name not in known}
+    )
     assert not missing, (
         "the dashboard queries metrics no exporter publishes (finsec.metrics.exported_names(), "
-        f"session_store/ray_actors.py's reaper, Ray Serve's in this file's RAY_SERVE): {missing}")
+        f"session_store/ray_actors.py's reaper, Ray Serve's in this file's RAY_SERVE): {missing}"
+    )
 
 
 def test_the_ray_serve_names_are_the_installed_rays():
@@ -156,14 +175,26 @@ def metrics_made_in(path: Path) -> dict[str, tuple[str, set[str], bool]]:
     """Every Counter/Gauge/Histogram call of a Ray source file whose name is a literal (an f-string's fields read as
     "http", the protocol the dashboard reads): name -> (kind, tag keys, made through ray.serve.metrics)."""
     tree = ast.parse(path.read_text())
-    via_serve = any(isinstance(node, ast.ImportFrom) and node.module == "ray.serve"
-                    and any(alias.name == "metrics" for alias in node.names) for node in ast.walk(tree))
-    assigned = {target.id: node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
-                for target in node.targets if isinstance(target, ast.Name)}
+    via_serve = any(
+        isinstance(node, ast.ImportFrom)
+        and node.module == "ray.serve"
+        and any(alias.name == "metrics" for alias in node.names)
+        for node in ast.walk(tree)
+    )
+    assigned = {
+        target.id: node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
     made = {}
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("Counter", "Gauge", "Histogram")):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("Counter", "Gauge", "Histogram")
+        ):
             continue
         keywords = {k.arg: k.value for k in node.keywords}
         name_node = node.args[0] if node.args else keywords.get("name")
@@ -176,8 +207,11 @@ def metrics_made_in(path: Path) -> dict[str, tuple[str, set[str], bool]]:
         tags = keywords.get("tag_keys")
         if isinstance(tags, ast.Name):  # a tuple chosen by a flag: every key it may hold
             tags = assigned.get(tags.id)
-        keys = {n.value for n in ast.walk(tags) if isinstance(n, ast.Constant) and isinstance(n.value, str)} \
-            if tags is not None else set()
+        keys = (
+            {n.value for n in ast.walk(tags) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+            if tags is not None
+            else set()
+        )
         made[name] = (node.func.attr.lower(), keys, via_serve)
     return made
 
@@ -222,7 +256,8 @@ def test_rates_are_of_counters_and_histograms_and_quantiles_of_buckets(known):
                 wrong.append(f"{title}: histogram_quantile needs _bucket summed by le")
         for name, _ in selectors(expr):
             if known.get(name, ("",))[0] in ("counter", "histogram") and not re.search(
-                    rf"\b(?:rate|irate|increase)\(\s*{name}\b", expr):
+                rf"\b(?:rate|irate|increase)\(\s*{name}\b", expr
+            ):
                 wrong.append(f"{title}: {name} is a running total, plotted without rate()")
     assert not wrong, wrong
 
@@ -301,7 +336,7 @@ def test_the_layout_is_tidy():
     cells: dict[tuple[int, int], str] = {}
     for panel in DASHBOARD["panels"]:
         grid = panel["gridPos"]
-        assert 0 <= grid["x"] and grid["x"] + grid["w"] <= 24, panel["title"]
+        assert grid["x"] >= 0 and grid["x"] + grid["w"] <= 24, panel["title"]
         for x in range(grid["x"], grid["x"] + grid["w"]):
             for y in range(grid["y"], grid["y"] + grid["h"]):
                 assert (x, y) not in cells, f"{panel['title']!r} overlaps {cells[(x, y)]!r}"

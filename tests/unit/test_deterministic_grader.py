@@ -94,8 +94,9 @@ def test_every_expected_quantity_found(answer: str) -> None:
     assert passes(SPLIT, answer)
 
 
-@pytest.mark.parametrize("answer", ["International 51%", "US 49%, international 52%", "US 48%, international 51%",
-                                    "49%, 51%"])  # the last states the values but not whose they are
+@pytest.mark.parametrize(
+    "answer", ["International 51%", "US 49%, international 52%", "US 48%, international 51%", "49%, 51%"]
+)  # the last states the values but not whose they are
 def test_a_missing_or_wrong_quantity_fails(answer: str) -> None:
     assert not passes(SPLIT, answer)
 

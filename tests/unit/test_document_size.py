@@ -31,8 +31,11 @@ async def _read(page: Page, mirror: MirrorSource) -> str:
         return page
 
     try:
-        return (await FilingTexts(mirror, CompanyDirectory(mirror), fetch_page=fetch_page)
-                .parse("https://docs.example.com/page")).text
+        return (
+            await FilingTexts(mirror, CompanyDirectory(mirror), fetch_page=fetch_page).parse(
+                "https://docs.example.com/page"
+            )
+        ).text
     except DocumentUnavailable as error:
         return f"ERROR {error}"
 
@@ -45,8 +48,10 @@ def test_a_page_with_more_tags_than_the_limit_is_refused_before_it_is_parsed(rea
     at_limit = read(Page(cells(MAX_TAGS // 2 - 4), "text/html"))
     assert at_limit.startswith("7 | 7 | ")
     over = read(Page(cells(MAX_TAGS // 2), "text/html"))
-    assert over == (f"ERROR The page is too large to read ({len(cells(MAX_TAGS // 2)):,} bytes): its markup has "
-                    f"{MAX_TAGS + 4:,} tags; this server reads pages of at most {MAX_TAGS:,}.")
+    assert over == (
+        f"ERROR The page is too large to read ({len(cells(MAX_TAGS // 2)):,} bytes): its markup has "
+        f"{MAX_TAGS + 4:,} tags; this server reads pages of at most {MAX_TAGS:,}."
+    )
 
 
 @pytest.mark.parametrize("media_type", ["text/html", "text/plain"])
@@ -55,8 +60,9 @@ def test_a_text_over_the_character_limit_is_refused_whole(read, media_type):
     assert read(Page(words[:-1].encode(), media_type)) == words[:-1]
     over = read(Page((words + "x").encode(), media_type))
     assert over.startswith("ERROR The document is too large to store (")
-    assert over.endswith(f"its text is {MAX_TEXT_CHARS + 1:,} characters; this server stores documents of "
-                         f"at most {MAX_TEXT_CHARS:,}.")
+    assert over.endswith(
+        f"its text is {MAX_TEXT_CHARS + 1:,} characters; this server stores documents of at most {MAX_TEXT_CHARS:,}."
+    )
 
 
 @pytest.mark.parametrize("media_type", ["text/html", "text/plain"])
@@ -64,8 +70,9 @@ def test_a_text_over_the_line_limit_is_refused_whole(read, media_type):
     line = "<p>Total 1</p>" if media_type == "text/html" else "Total 1\n"
     assert read(Page((line * MAX_TEXT_LINES).encode(), media_type)).count("\n") == MAX_TEXT_LINES - 1
     over = read(Page((line * (MAX_TEXT_LINES + 1)).encode(), media_type))
-    assert over.endswith(f"its text has {MAX_TEXT_LINES + 1:,} lines; this server stores documents of at most "
-                         f"{MAX_TEXT_LINES:,} lines.")
+    assert over.endswith(
+        f"its text has {MAX_TEXT_LINES + 1:,} lines; this server stores documents of at most {MAX_TEXT_LINES:,} lines."
+    )
 
 
 @needs_real_filings

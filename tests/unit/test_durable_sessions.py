@@ -49,8 +49,12 @@ def run(shard: ShardService, *ops):
 @pytest.mark.parametrize("durable", [True, False])
 def test_an_episode_with_its_documents_and_verdict_outlives_its_shard(durable):
     first, restart, _ = lives(durable)
-    seeded, _, _ = run(first, ("seed_episode", ("s", SEED)), ("put_document", ("s", "doc", DOC)),
-                       ("finish_verify", ("s", "body", Verdict(1.0, 2))))
+    seeded, _, _ = run(
+        first,
+        ("seed_episode", ("s", SEED)),
+        ("put_document", ("s", "doc", DOC)),
+        ("finish_verify", ("s", "body", Verdict(1.0, 2))),
+    )
     claims = Claims(seeded.incarnation, "episode")
     second = restart()
     if not durable:
@@ -78,10 +82,10 @@ def test_an_agent_run_session_is_restored_and_its_verify_releases_it():
 
 def test_a_session_whose_ttl_passed_while_no_shard_held_it_is_expired_not_restored():
     first, restart, clock = lives(True)
-    seeded, = run(first, ("seed_episode", ("s", SEED)))
+    (seeded,) = run(first, ("seed_episode", ("s", SEED)))
     clock.now += TTL + 1
     second = restart()
-    plan, = run(second, ("plan_verify", ("s", "body", Claims(seeded.incarnation, "episode"))))
+    (plan,) = run(second, ("plan_verify", ("s", "body", Claims(seeded.incarnation, "episode"))))
     assert plan.failure_kind == "session_expired"
 
 
@@ -100,10 +104,13 @@ def test_a_session_is_restored_from_a_real_redis_by_a_life_in_another_process(re
 
     namespace = f"durable-{uuid.uuid4().hex[:8]}"
     config = ShardConfig(TTL, durable_sessions=True)
-    seeded, _ = run(ShardService(config, store(redis_server.url, namespace)),
-                    ("seed_episode", ("s", SEED)), ("put_document", ("s", "doc", DOC)))
+    seeded, _ = run(
+        ShardService(config, store(redis_server.url, namespace)),
+        ("seed_episode", ("s", SEED)),
+        ("put_document", ("s", "doc", DOC)),
+    )
     restarted = ShardService(config, store(redis_server.url, namespace))  # a new client, the same Redis
-    view, = run(restarted, ("read_documents", ("s", ["doc"], Claims(seeded.incarnation, "episode"))))
+    (view,) = run(restarted, ("read_documents", ("s", ["doc"], Claims(seeded.incarnation, "episode"))))
     assert view.documents == {"doc": DOC}
 
 

@@ -39,10 +39,21 @@ def server(corpus):
 def live(server: SecServer, *, timeout_seconds: float = 2.0, max_bytes: int = 20_000_000, **options) -> LiveSource:
     """LiveSource as services.edgar_source builds it, with the loopback stand-in trusted (and nothing else)."""
     limiter = options.pop("limiter", LocalRateLimiter(100, 1.0))
-    policy = FetchPolicy(sec_base_urls=[server.url], trusted_networks=["127.0.0.1/32"], max_bytes=max_bytes,
-                         timeout_seconds=timeout_seconds, user_agent=UA, limiter=limiter)
-    defaults = dict(fetcher=policy.sec_fetcher(), www_base_url=server.url, data_base_url=server.url,
-                    limiter=limiter, backoff_seconds=0.01)
+    policy = FetchPolicy(
+        sec_base_urls=[server.url],
+        trusted_networks=["127.0.0.1/32"],
+        max_bytes=max_bytes,
+        timeout_seconds=timeout_seconds,
+        user_agent=UA,
+        limiter=limiter,
+    )
+    defaults = dict(
+        fetcher=policy.sec_fetcher(),
+        www_base_url=server.url,
+        data_base_url=server.url,
+        limiter=limiter,
+        backoff_seconds=0.01,
+    )
     return LiveSource(**{**defaults, **options})
 
 
@@ -131,8 +142,10 @@ def test_directory_merges_submission_pages_and_skips_unreadable_ones(corpus, tmp
     older = {k: v[-1:] for k, v in recent.items()}  # the oldest filing moves to a page...
     main["filings"]["recent"] = {k: v[:-1] + v[:1] for k, v in recent.items()}  # ...and one row repeats
     cik10 = f"{FIRST.issuer.cik:010d}"
-    main["filings"]["files"] = [{"name": f"CIK{cik10}-submissions-001.json"},
-                                {"name": f"CIK{cik10}-submissions-002.json"}]
+    main["filings"]["files"] = [
+        {"name": f"CIK{cik10}-submissions-001.json"},
+        {"name": f"CIK{cik10}-submissions-002.json"},
+    ]
     main_file.write_text(json.dumps(main))
     (mirror / f"submissions/CIK{cik10}-submissions-001.json").write_text(json.dumps(older))
     (mirror / f"submissions/CIK{cik10}-submissions-002.json").write_text("{not json")
@@ -154,8 +167,14 @@ def test_directory_refuses_to_start_without_tickers(tmp_path):
 
 def test_supplementary_tickers_overlay_and_missing_file(corpus, tmp_path):
     overlay = tmp_path / "extra.json"
-    overlay.write_text(json.dumps({"0": {"cik_str": 42, "ticker": "new1", "title": "New Co"},
-                                   "1": {"cik_str": 7, "ticker": FIRST.issuer.ticker, "title": "Renamed"}}))
+    overlay.write_text(
+        json.dumps(
+            {
+                "0": {"cik_str": 42, "ticker": "new1", "title": "New Co"},
+                "1": {"cik_str": 7, "ticker": FIRST.issuer.ticker, "title": "Renamed"},
+            }
+        )
+    )
     directory = CompanyDirectory(MirrorSource(corpus), supplementary_tickers=overlay)
     run(directory.load())
     assert directory.lookup("NEW1").cik == "0000000042"
@@ -203,8 +222,10 @@ def test_one_parse_serves_concurrent_requests_for_a_filing(corpus):
 
     async def many():
         texts = FilingTexts(source, CompanyDirectory(source))
-        return [p.text for p in await asyncio.gather(
-            *(texts.parse("https://www.sec.gov/" + FIRST.url_path) for _ in range(20)))]
+        return [
+            p.text
+            for p in await asyncio.gather(*(texts.parse("https://www.sec.gov/" + FIRST.url_path) for _ in range(20)))
+        ]
 
     results = run(many())
     assert source.archive_reads == 1 and len(set(results)) == 1 and "Total net revenues" in results[0]
@@ -239,7 +260,7 @@ def test_pipeline_errors_are_tool_messages(corpus):
 
 def test_dump_layout_convention_serves_a_known_primary_document(corpus, tmp_path):
     dump = tmp_path / "dump"
-    target = (dump / FIRST.issuer.ticker / "10-K" / FIRST.period_end[:4] / FIRST.accession / "primary-document.html")
+    target = dump / FIRST.issuer.ticker / "10-K" / FIRST.period_end[:4] / FIRST.accession / "primary-document.html"
     target.parent.mkdir(parents=True)
     target.write_text("<html><body><p>From the dump: 12,345</p></body></html>")
     empty = MirrorSource(tmp_path / "nothing")
@@ -273,6 +294,7 @@ Income (loss) <before> taxes         (1,295)         424
 def test_plain_text_is_read_as_text_with_its_lines_and_columns(corpus, tmp_path):
     """A text/plain page, and an SEC document with no HTML in it: the HTML parser would run the table into one line
     and read "<before>" as a tag."""
+
     async def fetch_page(url):
         return Page(FIXED_WIDTH, "text/plain", "ascii")
 
@@ -284,12 +306,19 @@ def test_plain_text_is_read_as_text_with_its_lines_and_columns(corpus, tmp_path)
 
     async def read():
         texts = FilingTexts(MirrorSource(mirror), CompanyDirectory(MirrorSource(mirror)), fetch_page=fetch_page)
-        return [(await texts.parse(url)).text for url in ("https://docs.example.com/old.txt",
-                                                          "https://www.sec.gov/" + document,
-                                                          "https://www.sec.gov/" + wrapped)]
+        return [
+            (await texts.parse(url)).text
+            for url in (
+                "https://docs.example.com/old.txt",
+                "https://www.sec.gov/" + document,
+                "https://www.sec.gov/" + wrapped,
+            )
+        ]
 
     page, filing, html_inside = run(read())
     assert page == filing
-    assert page.split("\n")[4:6] == ["Net sales                           $ 9,833      $11,062",
-                                     "Income (loss) <before> taxes         (1,295)         424"]
+    assert page.split("\n")[4:6] == [
+        "Net sales                           $ 9,833      $11,062",
+        "Income (loss) <before> taxes         (1,295)         424",
+    ]
     assert html_inside.split("\n")[-2:] == ["Net sales", "9,833"]  # a submission wrapping HTML is HTML

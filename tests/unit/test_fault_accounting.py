@@ -14,13 +14,30 @@ RIGHT = {"mask_sample": False, "reward": 1.0, "failure_kind": None}
 MASKED = {"mask_sample": True, "reward": 0.0, "failure_kind": "session_lost"}
 
 
-def run(sid: str, seed_done: float, verify_sent: float, row: dict | None, incarnation: str = OLD,
-        tool_lost: bool = False, statuses: list[int] | None = None) -> Episode:
+def run(
+    sid: str,
+    seed_done: float,
+    verify_sent: float,
+    row: dict | None,
+    incarnation: str = OLD,
+    tool_lost: bool = False,
+    statuses: list[int] | None = None,
+) -> Episode:
     """An episode seeded (answered at `seed_done`) and verified (sent at `verify_sent`, answered 5 ms later)."""
-    calls = [Call("/seed_session", 200, seed_done - 0.005, seed_done),
-             Call("/verify", 200, verify_sent, verify_sent + 0.005)]
-    return Episode(sid, seed_done - 0.01, verify_sent + 0.01, statuses or [200] * 5, calls, row,
-                   incarnation=incarnation, tool_lost=tool_lost)
+    calls = [
+        Call("/seed_session", 200, seed_done - 0.005, seed_done),
+        Call("/verify", 200, verify_sent, verify_sent + 0.005),
+    ]
+    return Episode(
+        sid,
+        seed_done - 0.01,
+        verify_sent + 0.01,
+        statuses or [200] * 5,
+        calls,
+        row,
+        incarnation=incarnation,
+        tool_lost=tool_lost,
+    )
 
 
 def shard_of(e: Episode) -> int:
@@ -31,11 +48,13 @@ def test_a_lost_session_scored_unmasked_fails_the_scenario_whatever_its_reward()
     """The kill landed between the last tool call and the verify: the reward is right (1.0), and the row is still
     a failure. Mutation: counting only rewards other than 1.0 (the old check) passes this scenario."""
     lost_but_scored = run("1-a", seed_done=9.0, verify_sent=10.2, row=RIGHT)
-    summary = summarize([lost_but_scored, run("0-b", 9.0, 10.2, RIGHT)], FAULT, lambda e: shard_of(e) == 1,
-                        shard_of)
+    summary = summarize([lost_but_scored, run("0-b", 9.0, 10.2, RIGHT)], FAULT, lambda e: shard_of(e) == 1, shard_of)
     assert summary["unmasked_wrong_rewards"] == 0  # what the old check saw: nothing
-    assert (summary["lost_sessions_verified"], summary["lost_seen_only_by_verify"],
-            summary["lost_scored_unmasked"]) == (1, 1, 1)
+    assert (
+        summary["lost_sessions_verified"],
+        summary["lost_seen_only_by_verify"],
+        summary["lost_scored_unmasked"],
+    ) == (1, 1, 1)
     assert failures(summary) == ["lost_scored_unmasked = 1 (must be 0)"]
 
 
@@ -70,11 +89,14 @@ def response(status: int, body: bytes, headers: dict[str, str]) -> httpx.Respons
 def test_haproxys_page_for_a_dead_backend_is_told_from_an_app_500():
     haproxy = response(500, b"Internal Server Error", {"content-type": "text/plain"})
     assert ingress_error_page(haproxy)
-    for app_500 in (response(500, b"Internal Server Error", {"content-type": "text/plain; charset=utf-8"}),  # ASGI
-                    response(500, b"Internal Server Error", {}),  # a Serve replica's own
-                    response(500, b"Internal Server Error", {"content-type": "text/plain",
-                                                             "set-cookie": "s=x; path=/"}),  # through the app
-                    response(503, b'{"detail": "retry"}', {"content-type": "application/json"})):
+    for app_500 in (
+        response(500, b"Internal Server Error", {"content-type": "text/plain; charset=utf-8"}),  # ASGI
+        response(500, b"Internal Server Error", {}),  # a Serve replica's own
+        response(
+            500, b"Internal Server Error", {"content-type": "text/plain", "set-cookie": "s=x; path=/"}
+        ),  # through the app
+        response(503, b'{"detail": "retry"}', {"content-type": "application/json"}),
+    ):
         assert not ingress_error_page(app_500)
     calls = [Call("/verify", 500, 1.0, 1.1, ingress_page=True), Call("/verify", 500, 1.2, 1.3)]
     summary = summarize([Episode("0-a", 0.0, 2.0, [200] * 5, calls, RIGHT)], FAULT, lambda e: True, shard_of)

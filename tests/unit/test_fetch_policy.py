@@ -51,29 +51,46 @@ def secret(secret_server):
 
 
 def policy(sec: SecServer, limiter=None, **overrides) -> FetchPolicy:
-    options = dict(sec_base_urls=[sec.url], trusted_networks=STAND_IN, max_bytes=20_000_000, timeout_seconds=2.0,
-                   user_agent=UA, limiter=limiter or CountingLimiter())
+    options = dict(
+        sec_base_urls=[sec.url],
+        trusted_networks=STAND_IN,
+        max_bytes=20_000_000,
+        timeout_seconds=2.0,
+        user_agent=UA,
+        limiter=limiter or CountingLimiter(),
+    )
     return FetchPolicy(**(options | overrides))
 
 
 def live(sec: SecServer, limiter=None, **overrides) -> LiveSource:
     limiter = limiter or CountingLimiter()
-    return LiveSource(fetcher=policy(sec, limiter, **overrides).sec_fetcher(), www_base_url=sec.url,
-                      data_base_url=sec.url, limiter=limiter, backoff_seconds=0.01)
+    return LiveSource(
+        fetcher=policy(sec, limiter, **overrides).sec_fetcher(),
+        www_base_url=sec.url,
+        data_base_url=sec.url,
+        limiter=limiter,
+        backoff_seconds=0.01,
+    )
 
 
 # ----- what an SEC host is -----
 
 
 def test_sec_hosts_are_sec_gov_its_subdomains_and_the_configured_bases() -> None:
-    rules = FetchPolicy(sec_base_urls=["https://www.sec.gov", "https://data.sec.gov/", "http://127.0.0.1:8080"],
-                        max_bytes=1, timeout_seconds=1, user_agent=UA, limiter=CountingLimiter())
+    rules = FetchPolicy(
+        sec_base_urls=["https://www.sec.gov", "https://data.sec.gov/", "http://127.0.0.1:8080"],
+        max_bytes=1,
+        timeout_seconds=1,
+        user_agent=UA,
+        limiter=CountingLimiter(),
+    )
     assert rules.sec_hosts == {"sec.gov", "*.sec.gov", "www.sec.gov", "data.sec.gov", "127.0.0.1"}
     assert all(rules.is_sec_host(h) for h in ("sec.gov", "WWW.SEC.GOV.", "efts.sec.gov", "127.0.0.1"))
     assert not any(rules.is_sec_host(h) for h in ("evilsec.gov", "sec.gov.evil.example", "127.0.0.2", "example.com"))
     with pytest.raises(ValueError, match="SEC base URL"):
-        FetchPolicy(sec_base_urls=["not a url"], max_bytes=1, timeout_seconds=1, user_agent=UA,
-                    limiter=CountingLimiter()).sec_hosts
+        _ = FetchPolicy(
+            sec_base_urls=["not a url"], max_bytes=1, timeout_seconds=1, user_agent=UA, limiter=CountingLimiter()
+        ).sec_hosts
 
 
 # ----- the live source goes through the guard -----
@@ -81,9 +98,14 @@ def test_sec_hosts_are_sec_gov_its_subdomains_and_the_configured_bases() -> None
 
 @pytest.mark.parametrize(
     "location",
-    ["{secret}/secret.htm", "http://localhost:{port}/secret.htm", "http://2130706433:{port}/secret.htm",
-     "http://[::ffff:127.0.0.2]:{port}/secret.htm", "http://0x7f.0.0.2:{port}/secret.htm",
-     "http://www.sec.gov.evil.example:{port}/secret.htm"],
+    [
+        "{secret}/secret.htm",
+        "http://localhost:{port}/secret.htm",
+        "http://2130706433:{port}/secret.htm",
+        "http://[::ffff:127.0.0.2]:{port}/secret.htm",
+        "http://0x7f.0.0.2:{port}/secret.htm",
+        "http://www.sec.gov.evil.example:{port}/secret.htm",
+    ],
 )
 def test_a_redirect_from_sec_never_reaches_another_server(sec, secret, location) -> None:
     sec.redirect(FIRST.url_path, location.format(secret=secret.url, port=secret.port))
@@ -104,9 +126,19 @@ def test_live_reads_are_capped(sec, corpus) -> None:
     assert len(sec.requests_for(FIRST.url_path)) == 2  # the oversize answer was not retried
 
 
-@pytest.mark.parametrize(("content_type", "allowed"), [
-    ("text/html", True), ("text/plain", True), ("application/xml", True), ("", True), ("application/json", True),
-    ("application/octet-stream", False), ("application/pdf", False), ("image/png", False)])
+@pytest.mark.parametrize(
+    ("content_type", "allowed"),
+    [
+        ("text/html", True),
+        ("text/plain", True),
+        ("application/xml", True),
+        ("", True),
+        ("application/json", True),
+        ("application/octet-stream", False),
+        ("application/pdf", False),
+        ("image/png", False),
+    ],
+)
 def test_sec_content_types(sec, content_type: str, allowed: bool) -> None:
     sec.serve_as(FIRST.url_path, content_type)
     assert (run(live(sec).read_archive(FIRST.url_path)) is not None) is allowed
@@ -132,8 +164,14 @@ def test_transport_errors_are_retried_with_a_slot_per_attempt(sec) -> None:
         closed.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{closed.getsockname()[1]}"
     limiter = CountingLimiter()
-    source = LiveSource(fetcher=policy(sec, limiter, sec_base_urls=[dead]).sec_fetcher(), www_base_url=dead,
-                        data_base_url=dead, limiter=limiter, max_attempts=3, backoff_seconds=0.01)
+    source = LiveSource(
+        fetcher=policy(sec, limiter, sec_base_urls=[dead]).sec_fetcher(),
+        www_base_url=dead,
+        data_base_url=dead,
+        limiter=limiter,
+        max_attempts=3,
+        backoff_seconds=0.01,
+    )
     assert run(source.read_archive(FIRST.url_path)) is None
     assert limiter.slots == 3
 
@@ -144,8 +182,15 @@ def test_environment_proxies_are_ignored(sec, monkeypatch) -> None:
     assert run(live(sec).read_archive(FIRST.url_path)) is not None
 
 
-@pytest.mark.parametrize("path", ["MANIFEST.json", "submissions/../files/company_tickers.json",
-                                  f"{FIRST.url_path.rsplit('/', 1)[0]}/../../1/{'0' * 18}/x.htm", "x" * 10_000])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "MANIFEST.json",
+        "submissions/../files/company_tickers.json",
+        f"{FIRST.url_path.rsplit('/', 1)[0]}/../../1/{'0' * 18}/x.htm",
+        "x" * 10_000,
+    ],
+)
 def test_live_source_asks_sec_only_for_layout_paths(sec, path: str) -> None:
     source = live(sec)
     assert run(source.read_archive(path)) is None and run(source.read_json(path)) is None
@@ -178,8 +223,19 @@ def test_page_fetcher_refuses_private_addresses_by_default(sec) -> None:
 
 
 def live_settings(sec: SecServer, **overrides) -> Settings:
-    return Settings(**({"edgar_source": "live", "sec_www_base_url": sec.url, "sec_data_base_url": sec.url,
-                        "edgar_search_mode": None, "user_agent": UA, "retry_backoff_seconds": 0.01} | overrides))
+    return Settings(
+        **(
+            {
+                "edgar_source": "live",
+                "sec_www_base_url": sec.url,
+                "sec_data_base_url": sec.url,
+                "edgar_search_mode": None,
+                "user_agent": UA,
+                "retry_backoff_seconds": 0.01,
+            }
+            | overrides
+        )
+    )
 
 
 def test_settings_trust_nothing_by_default() -> None:
@@ -192,8 +248,9 @@ def test_edgar_source_uses_the_guard_and_the_trusted_networks_setting(sec) -> No
     assert run(edgar_source(live_settings(sec), CountingLimiter()).read_archive(FIRST.url_path)) is None
     assert len(sec.seen) == 1  # the untrusted one never connected
     size = len(run(trusted.read_archive(FIRST.url_path)))
-    capped = edgar_source(live_settings(sec, fetch_trusted_networks=STAND_IN, fetch_max_bytes=size - 1),
-                          CountingLimiter())
+    capped = edgar_source(
+        live_settings(sec, fetch_trusted_networks=STAND_IN, fetch_max_bytes=size - 1), CountingLimiter()
+    )
     assert run(capped.read_archive(FIRST.url_path)) is None
 
 
@@ -226,12 +283,19 @@ def test_concurrent_live_requests_are_capped_per_host() -> None:
             return FetchedPage(url, 200, "application/json", b"{}")
 
     fetcher = Fetcher()
-    source = LiveSource(fetcher=fetcher, www_base_url="https://www.sec.gov", data_base_url="https://data.sec.gov",
-                        limiter=CountingLimiter(), max_connections_per_host=2)
+    source = LiveSource(
+        fetcher=fetcher,
+        www_base_url="https://www.sec.gov",
+        data_base_url="https://data.sec.gov",
+        limiter=CountingLimiter(),
+        max_connections_per_host=2,
+    )
 
     async def burst():
-        await asyncio.gather(*(source.read_archive(FIRST.url_path) for _ in range(6)),
-                             *(source.read_json(f"submissions/CIK{FIRST.issuer.cik:010d}.json") for _ in range(6)))
+        await asyncio.gather(
+            *(source.read_archive(FIRST.url_path) for _ in range(6)),
+            *(source.read_json(f"submissions/CIK{FIRST.issuer.cik:010d}.json") for _ in range(6)),
+        )
 
     run(burst())
     assert fetcher.peak == {"www.sec.gov": 2, "data.sec.gov": 2}

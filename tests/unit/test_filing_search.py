@@ -25,15 +25,17 @@ def directory(tmp_path_factory) -> CompanyDirectory:
 
 def search(directory, *, max_results=200, max_end_date=None, **args):
     args = {"ticker": ISSUER.ticker, "form_types": None, "start_date": None, "end_date": None, **args}
-    return json.loads(asyncio.run(sec_filing_search(directory, **args, max_results=max_results,
-                                                    max_end_date=max_end_date)))
+    return json.loads(
+        asyncio.run(sec_filing_search(directory, **args, max_results=max_results, max_end_date=max_end_date))
+    )
 
 
 def test_all_forms_newest_first_by_default(directory):
     rows = search(directory)
     own = [f for f in filings() if f.issuer == ISSUER]
     assert [r["accession_number"] for r in rows] == [
-        f.accession for f in sorted(own, key=lambda f: f.filing_date, reverse=True)]
+        f.accession for f in sorted(own, key=lambda f: f.filing_date, reverse=True)
+    ]
 
 
 def test_results_are_capped(directory):
@@ -52,4 +54,5 @@ def test_start_and_end_filters_are_inclusive(directory):
 
 def test_calendar_dates_are_validated(directory):
     assert search(directory, start_date="2024-02-30") == {
-        "error": "Invalid start_date: '2024-02-30' is not a calendar date. Expected YYYY-MM-DD."}
+        "error": "Invalid start_date: '2024-02-30' is not a calendar date. Expected YYYY-MM-DD."
+    }

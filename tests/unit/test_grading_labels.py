@@ -28,8 +28,11 @@ CATEGORIES = "iPhone $201,183 million; Wearables, Home and Accessories $37,005 m
         (PERIODS, "The effective tax rate rose from 14.7% in 2023 to 24.1% in 2024."),
         (PERIODS, "In fiscal 2024 it was 24.1%, compared with 14.7% in fiscal 2023."),
         (PERIODS, "FY24 24.1%, FY23 14.7%"),
-        (CATEGORIES, "$201,183 million for iPhone, $37,005 million for Wearables, Home and Accessories, and "
-                     "$96,169 million for Services"),
+        (
+            CATEGORIES,
+            "$201,183 million for iPhone, $37,005 million for Wearables, Home and Accessories, and "
+            "$96,169 million for Services",
+        ),
         (CATEGORIES, "Services: $96.2B; iPhone: $201.2B; Wearables, Home and Accessories: $37.0B"),
     ],
 )
@@ -48,8 +51,10 @@ def test_the_same_pairs_in_any_order_and_wording_pass(expected: str, answer: str
         (SEGMENTS, "$67.0 billion for the Americas, $167.0 billion for Greater China"),
         (PERIODS, "The effective tax rate rose from 24.1% in 2023 to 14.7% in 2024."),
         (CATEGORIES, "iPhone: $201.2B; Wearables, Home and Accessories: $96.2B; Services: $37.0B"),
-        ("Net sales $391,035 million, operating income $123,216 million",
-         "Net sales of $123.2B and operating income of $391.0B"),
+        (
+            "Net sales $391,035 million, operating income $123,216 million",
+            "Net sales of $123.2B and operating income of $391.0B",
+        ),
     ],
 )
 def test_swapped_or_missing_labels_fail(expected: str, answer: str) -> None:
@@ -63,15 +68,25 @@ def test_unlabelled_values_keep_todays_rules() -> None:
     assert compare("$115,877 million, up 8%", "up 8% to $115.9 billion")[0]  # one value of each kind
 
 
-@pytest.mark.parametrize("answer", ["-$163 million", "a decrease of $163 million", "it fell $163 million",
-                                    "$163 million lower", "down $0.163 billion", "($163 million)"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "-$163 million",
+        "a decrease of $163 million",
+        "it fell $163 million",
+        "$163 million lower",
+        "down $0.163 billion",
+        "($163 million)",
+    ],
+)
 def test_a_decrease_in_words_is_a_negative_change(answer: str) -> None:
     assert compare("a decrease of $163 million", answer)[0]
     assert compare("-$163 million", answer)[0]
 
 
-@pytest.mark.parametrize("answer", ["an increase of $163 million", "+$163 million", "it rose $163 million",
-                                    "$163 million"])
+@pytest.mark.parametrize(
+    "answer", ["an increase of $163 million", "+$163 million", "it rose $163 million", "$163 million"]
+)
 def test_a_decrease_fails_against_an_increase(answer: str) -> None:
     assert not compare("a decrease of $163 million", answer)[0]
 
@@ -95,8 +110,19 @@ def test_too_many_quantities_fail_with_a_reason() -> None:
     assert len(find_quantities(answer, limit=10)) == 11
 
 
-@pytest.mark.parametrize("text", ["\ud83d", "51%\x00", "\x00" * 100, "U.S. \udc00 51%, \ud800 international 49%",
-                                  "$\u0000115.9 billion", "(((((" * 1000, "1" * 50_000, "." * 10_000])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\ud83d",
+        "51%\x00",
+        "\x00" * 100,
+        "U.S. \udc00 51%, \ud800 international 49%",
+        "$\u0000115.9 billion",
+        "(((((" * 1000,
+        "1" * 50_000,
+        "." * 10_000,
+    ],
+)
 def test_any_python_string_is_graded(text: str) -> None:
     for expected, answer in ((GEOGRAPHY, text), (text, GEOGRAPHY), (text, text), ("Delaware", text)):
         passed, why = compare(expected, answer)
@@ -106,9 +132,11 @@ def test_any_python_string_is_graded(text: str) -> None:
 
 def _long_answer(size: int) -> str:
     """Prose, tables, dates, labels and values, repeated up to `size` characters."""
-    block = ("In fiscal 2024, U.S. revenue was $167,045 million (51%) and international revenue was 49%, "
-             "compared with December 31, 2023, when it was $160.1 billion; a decrease of $163 million, "
-             "respectively. Americas | 167,045 | 3% | (4)% \ud83d\x00 FY2023 12/31/2024 Item 7 Note 12 ")
+    block = (
+        "In fiscal 2024, U.S. revenue was $167,045 million (51%) and international revenue was 49%, "
+        "compared with December 31, 2023, when it was $160.1 billion; a decrease of $163 million, "
+        "respectively. Americas | 167,045 | 3% | (4)% \ud83d\x00 FY2023 12/31/2024 Item 7 Note 12 "
+    )
     return (block * (size // len(block) + 1))[:size]
 
 
@@ -124,8 +152,14 @@ def test_huge_answers_finish() -> None:
     assert compare(" ".join(["Delaware"] * 40_000), prose)[0] is False
 
 
-@pytest.mark.parametrize("answer", ["180,400 employees or 164,000 employees", "a decrease of $6.2 billion or a "
-                                    "decrease of $5.6 billion", "either 164,000 employees or 170,000 employees"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "180,400 employees or 164,000 employees",
+        "a decrease of $6.2 billion or a decrease of $5.6 billion",
+        "either 164,000 employees or 170,000 employees",
+    ],
+)
 def test_alternatives_joined_by_or_are_a_hedge(answer: str) -> None:
     expected = "164,000 employees" if "employees" in answer else "a decrease of $5,607 million"
     passed, why = compare(expected, answer)

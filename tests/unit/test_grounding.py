@@ -36,26 +36,32 @@ def grounded(answer: str, *texts: str):
     return ground(answer_figures(answer), [FigureIndex(t) for t in texts])
 
 
-@pytest.mark.parametrize("answer", [
-    "$115.9 billion",  # the table's 115,877 (in millions) at the billions place
-    "$115,877 million",
-    "$116 billion",  # coarser still: 115,877 rounds to 116
-    "115,877,000,000 dollars",
-    "a decrease of $5,607 million",  # the sign in words, the table's in parentheses: magnitudes compared
-    "24.1%",
-    "8,214",
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "$115.9 billion",  # the table's 115,877 (in millions) at the billions place
+        "$115,877 million",
+        "$116 billion",  # coarser still: 115,877 rounds to 116
+        "115,877,000,000 dollars",
+        "a decrease of $5,607 million",  # the sign in words, the table's in parentheses: magnitudes compared
+        "24.1%",
+        "8,214",
+    ],
+)
 def test_a_figure_written_at_another_scale_or_precision_is_grounded(answer):
     """Mutation: comparing at one scale only (115,877 vs 115.9e9), or signed values, fails this."""
     assert grounded(answer, STATEMENT).grounded is True
 
 
-@pytest.mark.parametrize("answer, listed", [
-    ("$120 billion", "$120 billion"),  # 115.877 billion is not 120 at the billions place
-    ("$115.87 billion", "$115.87 billion"),  # 115,877 million rounds to 115.88 billion, not .87
-    ("$5.0 million", "$5.0 million"),  # the text's "5.0%" is a percentage, never an amount
-    ("24.2%", "24.2%"),
-])
+@pytest.mark.parametrize(
+    "answer, listed",
+    [
+        ("$120 billion", "$120 billion"),  # 115.877 billion is not 120 at the billions place
+        ("$115.87 billion", "$115.87 billion"),  # 115,877 million rounds to 115.88 billion, not .87
+        ("$5.0 million", "$5.0 million"),  # the text's "5.0%" is a percentage, never an amount
+        ("24.2%", "24.2%"),
+    ],
+)
 def test_a_figure_the_text_does_not_state_is_listed(answer, listed):
     """Mutation: a tolerance wider than half the last digit, or letting "5.0%" state "$5.0 million", fails this."""
     result = grounded(answer, STATEMENT)
@@ -63,14 +69,17 @@ def test_a_figure_the_text_does_not_state_is_listed(answer, listed):
 
 
 def test_a_text_less_precise_than_the_figure_does_not_ground_it_but_added_zeros_are_no_precision():
-    """"116" does not state $115.9 billion, nor a stray "7" $7.3 million: the figure's last digit is not in the
+    """ "116" does not state $115.9 billion, nor a stray "7" $7.3 million: the figure's last digit is not in the
     text. Zeros the answer adds ("$6.080", "51.0%") state nothing the text does not. Mutation: a tolerance of a
     whole last digit grounds "$115.9 billion" on "116"."""
     assert grounded("$115.9 billion", "Operating cash flow was $116 billion").grounded is False
     assert grounded("$7.3 million", "See Note 7 and Item 7.").grounded is False
     assert grounded("$116 billion", "Operating cash flow was $115.9 billion").grounded is True
-    for answer, text in (("$6.080", "Diluted | $6.08"), ("51.0%", "about 51% of revenues"),
-                         ("$7.0 million", "See Note 7 and Item 7.")):  # common digits: found almost anywhere
+    for answer, text in (
+        ("$6.080", "Diluted | $6.08"),
+        ("51.0%", "about 51% of revenues"),
+        ("$7.0 million", "See Note 7 and Item 7."),
+    ):  # common digits: found almost anywhere
         assert grounded(answer, text).grounded is True, answer
 
 
@@ -117,6 +126,7 @@ def test_no_shard_call_of_its_own_and_one_index_per_filing(monkeypatch):
     monkeypatch.setattr(grounding_service, "FigureIndex", Counted)
     with InProcess() as app:
         for shard in app.app.store.shards:
+
             def counted(ops, run=shard.run):
                 calls.extend(name for name, _ in ops)
                 return run(ops)
@@ -128,21 +138,31 @@ def test_no_shard_call_of_its_own_and_one_index_per_filing(monkeypatch):
             app.post("/parse_html_page", client=client, json={"url": Q["url"], "key": "doc"})
         calls.clear()
         for client in clients:
-            assert app.post("/verify", client=client, json=parsed_then_answered(Q["expected_answer"], "doc")).json()[
-                "grounded"] is True
+            assert (
+                app.post("/verify", client=client, json=parsed_then_answered(Q["expected_answer"], "doc")).json()[
+                    "grounded"
+                ]
+                is True
+            )
         assert len(builds) == 1 and calls == ["finish_verify"] * 16
         resent = app.post("/verify", client=clients[0], json=parsed_then_answered(Q["expected_answer"], "doc"))
         assert resent.json()["grounded"] is True  # a re-send's cached verdict is grounded as the first was
         never_seeded = app.new_client()
-        assert app.post("/verify", client=never_seeded, json=parsed_then_answered(Q["expected_answer"])).json()[
-            "grounded"] is None
+        assert (
+            app.post("/verify", client=never_seeded, json=parsed_then_answered(Q["expected_answer"])).json()["grounded"]
+            is None
+        )
 
 
 def test_an_ungrounded_answer_is_not_sent_to_the_judge(stub):
     """require_grounded_answer with an LLM judge: an ungrounded answer is 0 without a judge call (its grade would
     not count); a grounded one is judged as usual. Mutation: judging first and zeroing after fails this."""
-    with InProcess(judge_model={"base_url": stub.base_url, "model": "judge"}, judge_retry_delays=[0.0, 0.0],
-                   require_grounded_answer=True, edgar_search_mode=None) as app:
+    with InProcess(
+        judge_model={"base_url": stub.base_url, "model": "judge"},
+        judge_retry_delays=[0.0, 0.0],
+        require_grounded_answer=True,
+        edgar_search_mode=None,
+    ) as app:
         app.post("/seed_session", json=episode_seed(new_session_id()))
         row = app.post("/verify", json=parsed_then_answered(Q["expected_answer"])).json()
         assert (row["reward"], row["failure_kind"], row["grounded"]) == (0.0, "finance_sec_search:ungrounded", False)

@@ -42,22 +42,61 @@ def valid_bodies(sid: str) -> dict[str, dict[str, Any]]:
         "/close_session": close_body(sid),
         "/verify": verify_body(),
         "/aggregate_metrics": {"verify_responses": [{"reward": 1.0, "_ng_task_index": 0, "_ng_rollout_index": 0}]},
-        "/sec_filing_search": {"ticker": "HLXR1", "form_types": ["10-K"], "start_date": "2023-01-01",
-                               "end_date": "2025-12-31"},
-        "/edgar_search": {"search_query": "revenue", "form_types": ["10-K"], "ciks": ["990000001"],
-                          "start_date": "2020-01-01", "end_date": "2025-12-31", "page": 1, "top_n_results": 5},
+        "/sec_filing_search": {
+            "ticker": "HLXR1",
+            "form_types": ["10-K"],
+            "start_date": "2023-01-01",
+            "end_date": "2025-12-31",
+        },
+        "/edgar_search": {
+            "search_query": "revenue",
+            "form_types": ["10-K"],
+            "ciks": ["990000001"],
+            "start_date": "2020-01-01",
+            "end_date": "2025-12-31",
+            "page": 1,
+            "top_n_results": 5,
+        },
         "/parse_html_page": {"url": URL, "key": "doc"},
-        "/retrieve_information": {"prompt": "revenue {{doc}}",
-                                  "input_character_ranges": [{"key": "doc", "start": 0, "end": 100}]},
+        "/retrieve_information": {
+            "prompt": "revenue {{doc}}",
+            "input_character_ranges": [{"key": "doc", "start": 0, "end": 100}],
+        },
         "/submit_final_result": {"final_result": "42"},
-        "/web_search": {"search_query": "revenue", "start_date": "2024-01-01", "end_date": "2024-12-31",
-                        "number_of_results": 5},
+        "/web_search": {
+            "search_query": "revenue",
+            "start_date": "2024-01-01",
+            "end_date": "2024-12-31",
+            "number_of_results": 5,
+        },
     }
 
 
 ROUTES = list(valid_bodies("x"))
-WRONG_VALUES = [None, 0, -1, 10**300, 1.5, -0.0, True, "", " ", "x", "null", "[]", "{}", "{{doc}}", "\u0000",
-                "a" * 20_000, [], [None], [1, "a", {}], [[[]]], {}, {"a": {"b": [1]}}]
+WRONG_VALUES = [
+    None,
+    0,
+    -1,
+    10**300,
+    1.5,
+    -0.0,
+    True,
+    "",
+    " ",
+    "x",
+    "null",
+    "[]",
+    "{}",
+    "{{doc}}",
+    "\u0000",
+    "a" * 20_000,
+    [],
+    [None],
+    [1, "a", {}],
+    [[[]]],
+    {},
+    {"a": {"b": [1]}},
+]
 RAW_BODIES = {
     "NaN": b'{"x": NaN}',
     "NaN in a field": b'{"ticker": NaN, "url": NaN, "prompt": NaN, "final_result": NaN, "search_query": NaN}',
@@ -87,8 +126,15 @@ RAW_BODIES = {
 @pytest.fixture(params=MOUNTS)
 def app(request):
     # web_search configured against a port nobody listens on: its failure path runs too (no network)
-    with ServedAt(request.param, edgar_search_mode=None, max_request_bytes=CAP, max_body_depth=64,
-                  tavily_api_key="tvly-test", tavily_base_url=closed_port_url(), retry_backoff_seconds=0.0) as running:
+    with ServedAt(
+        request.param,
+        edgar_search_mode=None,
+        max_request_bytes=CAP,
+        max_body_depth=64,
+        tavily_api_key="tvly-test",
+        tavily_base_url=closed_port_url(),
+        retry_backoff_seconds=0.0,
+    ) as running:
         yield running
 
 
@@ -113,10 +159,17 @@ def still_works(app) -> None:
     assert app.get("/health").json() == {"status": "ok"}
     client, sid = app.new_client(), new_session_id()
     assert app.post("/seed_session", client=client, json=episode_seed(sid)).status_code == 200
-    assert app.post("/parse_html_page", client=client, json={"url": URL, "key": "doc"}).json()[
-        "results"].startswith("SUCCESS")
-    assert "Total net revenues" in app.post("/retrieve_information", client=client, json={
-        "prompt": "total net revenues {{doc}}"}).json()["results"]
+    assert (
+        app.post("/parse_html_page", client=client, json={"url": URL, "key": "doc"})
+        .json()["results"]
+        .startswith("SUCCESS")
+    )
+    assert (
+        "Total net revenues"
+        in app.post("/retrieve_information", client=client, json={"prompt": "total net revenues {{doc}}"}).json()[
+            "results"
+        ]
+    )
     assert app.post("/verify", client=client, json=verify_body()).json()["reward"] == 1.0
     assert app.post("/close_session", client=client, json=close_body(sid)).status_code == 200
 
@@ -161,8 +214,11 @@ def test_a_body_of_more_tiny_containers_than_a_parse_can_afford_is_a_422_that_sa
     from deployments.http.strict_json import MAX_CONTAINERS
 
     def body(containers: int) -> bytes:
-        return json.dumps({**verify_body(), "padding": "PAD"}).replace(
-            '"PAD"', "[" + ",".join(["[1]"] * (containers - 10)) + "]").encode()
+        return (
+            json.dumps({**verify_body(), "padding": "PAD"})
+            .replace('"PAD"', "[" + ",".join(["[1]"] * (containers - 10)) + "]")
+            .encode()
+        )
 
     refused = roomy.post("/verify", content=body(MAX_CONTAINERS + 20), headers=JSON)
     assert refused.status_code == 422 and f"at most {MAX_CONTAINERS:,} are accepted" in refused.text
@@ -188,7 +244,7 @@ def test_a_body_over_max_request_bytes_is_a_413_before_it_is_read(app, route):
 
     async def chunks():
         for start in range(0, len(oversize), 65_536):
-            yield oversize[start:start + 65_536]
+            yield oversize[start : start + 65_536]
 
     streamed = app.post(route, content=chunks(), headers=JSON)
     assert streamed.status_code == 413 and "max_request_bytes" in streamed.json()["detail"]
@@ -200,27 +256,52 @@ VERIFY_VARIANTS = {
     "input of junk": {"responses_create_params": {"input": [5, None, "x", {"role": 5, "content": {"a": 1}}]}},
     "output not a list": {"response": {"output": "x"}},
     "output of junk": {"response": {"output": [5, None, [], {"type": 5}, {"type": "function_call", "name": 5}]}},
-    "arguments not a string": {"response": {"output": [{"type": "function_call", "name": "submit_final_result",
-                                                        "arguments": {"final_result": "42"}}]}},
-    "arguments not JSON": {"response": {"output": [{"type": "function_call", "name": "submit_final_result",
-                                                    "arguments": "{final_result: 42"}]}},
-    "arguments a list": {"response": {"output": [{"type": "function_call", "name": "submit_final_result",
-                                                  "arguments": "[42]"}]}},
-    "final_result an object": {"response": {"output": [{"type": "function_call", "name": "submit_final_result",
-                                                        "arguments": '{"final_result": {"value": 42}}'}]}},
-    "final_result NaN": {"response": {"output": [{"type": "function_call", "name": "submit_final_result",
-                                                  "arguments": '{"final_result": NaN}'}]}},
-    "final_result deep": {"response": {"output": [{"type": "function_call", "name": "submit_final_result",
-                                                   "arguments": '{"final_result": ' + "[" * 2_000 + "]" * 2_000
-                                                   + "}"}]}},
+    "arguments not a string": {
+        "response": {
+            "output": [{"type": "function_call", "name": "submit_final_result", "arguments": {"final_result": "42"}}]
+        }
+    },
+    "arguments not JSON": {
+        "response": {
+            "output": [{"type": "function_call", "name": "submit_final_result", "arguments": "{final_result: 42"}]
+        }
+    },
+    "arguments a list": {
+        "response": {"output": [{"type": "function_call", "name": "submit_final_result", "arguments": "[42]"}]}
+    },
+    "final_result an object": {
+        "response": {
+            "output": [
+                {"type": "function_call", "name": "submit_final_result", "arguments": '{"final_result": {"value": 42}}'}
+            ]
+        }
+    },
+    "final_result NaN": {
+        "response": {
+            "output": [{"type": "function_call", "name": "submit_final_result", "arguments": '{"final_result": NaN}'}]
+        }
+    },
+    "final_result deep": {
+        "response": {
+            "output": [
+                {
+                    "type": "function_call",
+                    "name": "submit_final_result",
+                    "arguments": '{"final_result": ' + "[" * 2_000 + "]" * 2_000 + "}",
+                }
+            ]
+        }
+    },
     "usage of junk": {"response": {"output": [], "usage": {"input_tokens": "many", "total_tokens": [1]}}},
 }
 
 
 # The answer "42" is read only where the trajectory says it as an answer: the question's input may be junk, but
 # a final_result that is not a string (NaN, a list) or arguments that are not a JSON object are no answer.
-JUNK_REWARD = {label: 1.0 if label in ("input a string", "input of junk", "final_result an object") else 0.0
-               for label in VERIFY_VARIANTS}
+JUNK_REWARD = {
+    label: 1.0 if label in ("input a string", "input of junk", "final_result an object") else 0.0
+    for label in VERIFY_VARIANTS
+}
 
 
 @pytest.mark.timeout(60)
@@ -238,11 +319,14 @@ def test_a_verify_whose_trajectory_is_junk_is_graded_not_a_500(app):
 
 BROKEN = {
     "in an assistant message": lambda body: body["response"]["output"].insert(
-        0, {"type": "message", "content": [{"type": "output_text", "text": "Here \ud83d it is"}]}),
+        0, {"type": "message", "content": [{"type": "output_text", "text": "Here \ud83d it is"}]}
+    ),
     "in the question": lambda body: body["responses_create_params"]["input"].append(
-        {"role": "user", "content": "What is it \udc00?"}),
+        {"role": "user", "content": "What is it \udc00?"}
+    ),
     "in the submitted answer": lambda body: body["response"]["output"].__setitem__(
-        0, {**body["response"]["output"][0], "arguments": json.dumps({"final_result": "42 \ud83d"})}),
+        0, {**body["response"]["output"][0], "arguments": json.dumps({"final_result": "42 \ud83d"})}
+    ),
 }
 
 
@@ -265,8 +349,12 @@ def test_a_broken_emoji_in_a_trajectory_is_graded_by_the_llm_judge(stub, where, 
     body = verify_body()
     BROKEN[where](body)
     stub.reply(responses_reply("The rating is: [[2]]"))
-    with ServedAt(mount, edgar_search_mode=None, judge_model={"base_url": stub.base_url, "model": "judge"},
-                  judge_retry_delays=[0.0, 0.0]) as app:
+    with ServedAt(
+        mount,
+        edgar_search_mode=None,
+        judge_model={"base_url": stub.base_url, "model": "judge"},
+        judge_retry_delays=[0.0, 0.0],
+    ) as app:
         response = app.post("/verify", content=json.dumps(body).encode(), headers=JSON)
         assert response.status_code == 200, response.text[:300]
         row = response.json()
@@ -375,8 +463,14 @@ def _long_trajectory(steps: int) -> bytes:
 
 # A list of ranges shorter than the tool's inline limit (finsec/tools/retrieve.py) is walked inline, by design: a
 # thread hop costs more. The most a stringified list can hold (contract.py MAX_COERCED_CHARS) stays below it.
-INLINE = {"a 16 KB stringified input_character_ranges": frozenset({
-    "finsec/retrieval/prompt.py:character_ranges", "finsec/retrieval/prompt.py:character_ranges.<locals>.<genexpr>"})}
+INLINE = {
+    "a 16 KB stringified input_character_ranges": frozenset(
+        {
+            "finsec/retrieval/prompt.py:character_ranges",
+            "finsec/retrieval/prompt.py:character_ranges.<locals>.<genexpr>",
+        }
+    )
+}
 
 
 def _ranges(count: int) -> str:
@@ -387,23 +481,50 @@ HEAVY = {  # name -> (route, body bytes, the status it must get[, more files who
     "a 300 KB answer to /verify": ("/verify", _verify("revenue was 979,207 thousand; " * 10_000), 200),
     "a 1 MB answer to /verify": ("/verify", _verify("1,234.5 and 979,207 " * 50_000), 200),
     "a 16 KB stringified input_character_ranges": (
-        "/retrieve_information", json.dumps({"prompt": "revenue {{doc}}", "input_character_ranges": _ranges(430)}
-                                            ).encode(), 200),
-    "a 500 KB URL": ("/parse_html_page", json.dumps({"url": "https://www.sec.gov/Archives/edgar/data/1/"
-                                                     + "a" * 500_000, "key": "k"}).encode(), 200),
+        "/retrieve_information",
+        json.dumps({"prompt": "revenue {{doc}}", "input_character_ranges": _ranges(430)}).encode(),
+        200,
+    ),
+    "a 500 KB URL": (
+        "/parse_html_page",
+        json.dumps({"url": "https://www.sec.gov/Archives/edgar/data/1/" + "a" * 500_000, "key": "k"}).encode(),
+        200,
+    ),
     "a huge prompt": ("/retrieve_information", json.dumps({"prompt": "revenue {{doc}} " * 400_000}).encode(), 200),
     # under the cap, over a small document: reading the question is the work (the choice once looked at documents)
-    "a 50,000-character repetitive prompt": ("/retrieve_information", json.dumps(
-        {"prompt": ("how many of the " * 3_200)[:49_990] + " {{doc}}"}).encode(), 200, QUESTION_SIZED),
-    "200,000 range objects": ("/retrieve_information", json.dumps({
-        "prompt": "revenue {{doc}}", "input_character_ranges": [{"key": "doc", "start": 0, "end": 10}] * 200_000,
-    }).encode(), 200),
+    "a 50,000-character repetitive prompt": (
+        "/retrieve_information",
+        json.dumps({"prompt": ("how many of the " * 3_200)[:49_990] + " {{doc}}"}).encode(),
+        200,
+        QUESTION_SIZED,
+    ),
+    "200,000 range objects": (
+        "/retrieve_information",
+        json.dumps(
+            {
+                "prompt": "revenue {{doc}}",
+                "input_character_ranges": [{"key": "doc", "start": 0, "end": 10}] * 200_000,
+            }
+        ).encode(),
+        200,
+    ),
     "a 60,000-step trajectory to /verify (echoed into the row)": ("/verify", _long_trajectory(60_000), 200),
-    "a 5 MB task_data in an episode seed": ("/seed_session", json.dumps(episode_seed(
-        new_session_id(), notes=["a long filing excerpt " * 20] * 10_000)).encode(), 200),
-    "60,000 rows to /aggregate_metrics": ("/aggregate_metrics", json.dumps({"verify_responses": [
-        {"reward": 1.0, "_ng_task_index": i % 500, "_ng_rollout_index": i // 500} for i in range(60_000)]}).encode(),
-        200),
+    "a 5 MB task_data in an episode seed": (
+        "/seed_session",
+        json.dumps(episode_seed(new_session_id(), notes=["a long filing excerpt " * 20] * 10_000)).encode(),
+        200,
+    ),
+    "60,000 rows to /aggregate_metrics": (
+        "/aggregate_metrics",
+        json.dumps(
+            {
+                "verify_responses": [
+                    {"reward": 1.0, "_ng_task_index": i % 500, "_ng_rollout_index": i // 500} for i in range(60_000)
+                ]
+            }
+        ).encode(),
+        200,
+    ),
 }
 
 
@@ -421,8 +542,12 @@ def test_heavy_input_never_stalls_the_event_loop(roomy, name):
     replaced by a direct call) fails this; so did walking 200,000 input_character_ranges there."""
     route, body, status, *more = HEAVY[name]
     also = more[0] if more else ()
-    response = health_while(roomy, lambda: roomy.client.post(route, content=body, headers=JSON), also=also,
-                            inline=INLINE.get(name, frozenset()))
+    response = health_while(
+        roomy,
+        lambda: roomy.client.post(route, content=body, headers=JSON),
+        also=also,
+        inline=INLINE.get(name, frozenset()),
+    )
     assert response.status_code == status, response.text[:300]
 
 
@@ -435,15 +560,20 @@ def test_an_11_mb_stringified_range_list_is_refused_without_stalling(roomy):
 
     async def streamed():
         for start in range(0, len(body), 65_536):
-            yield body[start:start + 65_536]
+            yield body[start : start + 65_536]
 
-    assert health_while(roomy, lambda: roomy.client.post("/retrieve_information", content=streamed(),
-                                                         headers=JSON)).status_code == 413
+    assert (
+        health_while(
+            roomy, lambda: roomy.client.post("/retrieve_information", content=streamed(), headers=JSON)
+        ).status_code
+        == 413
+    )
     assert roomy.post("/retrieve_information", content=body, headers=JSON).status_code == 413
     with InProcess(edgar_search_mode=None) as default_cap:
         default_cap.sid = seeded(default_cap)
-        response = health_while(default_cap, lambda: default_cap.client.post("/retrieve_information", content=body,
-                                                                             headers=JSON))
+        response = health_while(
+            default_cap, lambda: default_cap.client.post("/retrieve_information", content=body, headers=JSON)
+        )
         assert response.status_code == 422
 
 
@@ -452,16 +582,21 @@ def test_an_11_mb_stringified_range_list_is_refused_without_stalling(roomy):
 HUGE = "9" * 1_000_000
 ECHOES = {
     "/sec_filing_search start_date": ("/sec_filing_search", {"ticker": "HLXR1", "start_date": HUGE}, "start_date"),
-    "/sec_filing_search form_types": ("/sec_filing_search", {"ticker": "HLXR1", "form_types": ["X" * 100] * 10_000},
-                                      "No filings found"),
+    "/sec_filing_search form_types": (
+        "/sec_filing_search",
+        {"ticker": "HLXR1", "form_types": ["X" * 100] * 10_000},
+        "No filings found",
+    ),
     "/edgar_search end_date": ("/edgar_search", {"search_query": "revenue", "end_date": HUGE}, "end_date"),
     "/edgar_search ciks": ("/edgar_search", {"search_query": "revenue", "ciks": [HUGE]}, "ciks"),
     "/edgar_search a 5,000-digit CIK": ("/edgar_search", {"search_query": "revenue", "ciks": ["9" * 5_000]}, "ciks"),
-    "/edgar_search 20-digit CIKs": ("/edgar_search", {"search_query": "revenue", "ciks": ["9" * 20] * 50_000},
-                                    "ciks"),
+    "/edgar_search 20-digit CIKs": ("/edgar_search", {"search_query": "revenue", "ciks": ["9" * 20] * 50_000}, "ciks"),
     "/web_search start_date": ("/web_search", {"search_query": "revenue", "start_date": HUGE}, "start_date"),
-    "/parse_html_page url": ("/parse_html_page", {"url": "https://www.sec.gov/Archives/edgar/data/" + HUGE,
-                                                  "key": "k"}, "url"),
+    "/parse_html_page url": (
+        "/parse_html_page",
+        {"url": "https://www.sec.gov/Archives/edgar/data/" + HUGE, "key": "k"},
+        "url",
+    ),
     "/parse_html_page key": ("/parse_html_page", {"url": URL, "key": HUGE}, "key"),
     "/retrieve_information prompt": ("/retrieve_information", {"prompt": HUGE}, "prompt"),
 }

@@ -63,10 +63,17 @@ HOSTILE_URLS = [
     "../../../../etc/passwd",
     "/etc/passwd",
 ]
-ANSWERS = ("ERROR: url is", "Invalid SEC URL format", "Failed to download filing", "Failed to fetch",
-           "Refused to fetch")
-CACHE_FILES = re.compile(r"tickers\.json|filings_metadata/[0-9]{10}\.json"
-                         r"|filings/[0-9]{10}/[0-9]{18}/[A-Za-z0-9_][A-Za-z0-9._-]*\.txt")
+ANSWERS = (
+    "ERROR: url is",
+    "Invalid SEC URL format",
+    "Failed to download filing",
+    "Failed to fetch",
+    "Refused to fetch",
+)
+CACHE_FILES = re.compile(
+    r"tickers\.json|filings_metadata/[0-9]{10}\.json"
+    r"|filings/[0-9]{10}/[0-9]{18}/[A-Za-z0-9_][A-Za-z0-9._-]*\.txt"
+)
 
 
 @pytest.fixture(scope="module")
@@ -75,12 +82,18 @@ def planted(tmp_path_factory) -> Path:
     top = tmp_path_factory.mktemp("planted")
     mirror = write_corpus(top / "mirror")
     (top / "outside.htm").write_text(f"<html><body>{SECRET} outside the mirror</body></html>")
-    for place in ("secret.htm", "MANIFEST.json", "Archives/edgar/data/secret.htm",
-                  f"Archives/edgar/data/{H_CIK}/secret.htm"):
+    for place in (
+        "secret.htm",
+        "MANIFEST.json",
+        "Archives/edgar/data/secret.htm",
+        f"Archives/edgar/data/{H_CIK}/secret.htm",
+    ):
         (mirror / place).write_text(f"<html><body>{SECRET} in {place}</body></html>")
     os.symlink(top / "outside.htm", mirror / "Archives/edgar/data" / H_CIK / H_ACC / "escape.htm")
-    os.symlink(mirror / "Archives/edgar/data" / H_CIK / H_ACC / H_DOC,
-               mirror / "Archives/edgar/data" / B_CIK / "099000000224681490" / "borrowed.htm")
+    os.symlink(
+        mirror / "Archives/edgar/data" / H_CIK / H_ACC / H_DOC,
+        mirror / "Archives/edgar/data" / B_CIK / "099000000224681490" / "borrowed.htm",
+    )
     return mirror
 
 
@@ -120,8 +133,11 @@ def attack(app, urls=HOSTILE_URLS) -> str:
     missing = app.post("/retrieve_information", json={"prompt": "{{k}}"}).json()["results"]
     assert "not found" in missing
     # the positive control: the real filing parses, so the refusals above are the URLs', not the setup's
-    assert app.post("/parse_html_page", json={"url": f"{H_FOLDER}/{H_DOC}", "key": "k"}).json()[
-        "results"].startswith("SUCCESS")
+    assert (
+        app.post("/parse_html_page", json={"url": f"{H_FOLDER}/{H_DOC}", "key": "k"})
+        .json()["results"]
+        .startswith("SUCCESS")
+    )
     assert app.post("/sec_filing_search", json={"ticker": "HLXR1"}).json()["results"].startswith("[")
     return sid
 
@@ -150,8 +166,14 @@ def test_traversal_through_a_mirror_folder_reads_and_writes_nothing_outside_the_
     (dump / "secret.htm").write_text(f"<html><body>{SECRET} in the dump</body></html>")
     before = snapshot(top)
     mirror_before = snapshot(planted)
-    with InProcess(corpus_dir=planted, use_cache=True, cache_dir=cache, sec_dump_path=dump,
-                   edgar_search_mode=None, request_timeout=5.0) as app:
+    with InProcess(
+        corpus_dir=planted,
+        use_cache=True,
+        cache_dir=cache,
+        sec_dump_path=dump,
+        edgar_search_mode=None,
+        request_timeout=5.0,
+    ) as app:
         attack(app)
     assert_cache_is_the_layout(top, cache.resolve(), before)
     assert snapshot(planted) == mirror_before  # the mirror is read-only to us
@@ -164,9 +186,17 @@ def test_traversal_against_live_edgar_asks_sec_only_for_layout_paths(planted, tm
     cache = tmp_path / "cache"
     before = snapshot(tmp_path)
     with SecServer(planted) as sec:
-        with InProcess(edgar_source="live", sec_www_base_url=sec.url, sec_data_base_url=sec.url,
-                       fetch_trusted_networks=["127.0.0.1/32"], edgar_search_mode=None, use_cache=True,
-                       cache_dir=cache, retry_backoff_seconds=0.01, request_timeout=5.0) as app:
+        with InProcess(
+            edgar_source="live",
+            sec_www_base_url=sec.url,
+            sec_data_base_url=sec.url,
+            fetch_trusted_networks=["127.0.0.1/32"],
+            edgar_search_mode=None,
+            use_cache=True,
+            cache_dir=cache,
+            retry_backoff_seconds=0.01,
+            request_timeout=5.0,
+        ) as app:
             attack(app, [url for url in HOSTILE_URLS if url not in SYMLINKED])  # what SEC links is SEC's
         asked = [seen.path for seen in sec.seen]
     assert asked and all(is_edgar_path(path) for path in asked), asked
@@ -181,5 +211,8 @@ def test_another_issuers_cik_never_serves_the_first_issuers_filing(planted, no_d
         app.post("/seed_session", json=episode_seed(new_session_id()))
         reply = app.post("/parse_html_page", json={"url": f"{ARCHIVE}/{B_CIK}/{H_ACC}/{H_DOC}", "key": "k"})
         assert reply.json()["results"].startswith("Failed to download filing")
-        assert app.post("/parse_html_page", json={"url": filing_url("HLXR1"), "key": "k"}).json()[
-            "results"].startswith("SUCCESS")
+        assert (
+            app.post("/parse_html_page", json={"url": filing_url("HLXR1"), "key": "k"})
+            .json()["results"]
+            .startswith("SUCCESS")
+        )

@@ -43,8 +43,9 @@ def _victims(app):
     episode, agent_run = app.new_client(), app.new_client()
     episode_sid = new_session_id()
     app.post("/seed_session", client=episode, json=episode_seed(episode_sid))
-    agent_run_sid = cookie_claims(app.post("/seed_session", client=agent_run, json={}),
-                                  app.settings.cookie_name)["session_id"]
+    agent_run_sid = cookie_claims(app.post("/seed_session", client=agent_run, json={}), app.settings.cookie_name)[
+        "session_id"
+    ]
     for client in (episode, agent_run):
         assert results(parse(app, client, "doc")).startswith("SUCCESS")
     return {episode_sid: episode, agent_run_sid: agent_run}
@@ -86,16 +87,18 @@ def test_a_forged_or_tampered_cookie_is_a_fresh_random_session(app):
             attacker = app.new_client()
             headers = {"cookie": f"{name}={forged}"}
 
-            lost = app.post("/retrieve_information", client=attacker, headers=headers,
-                            json={"prompt": "revenue {{doc}}"})
+            lost = app.post(
+                "/retrieve_information", client=attacker, headers=headers, json={"prompt": "revenue {{doc}}"}
+            )
             assert lost.status_code == 404 and lost.json()["failure_kind"] == "session_lost", label
             fresh = cookie_claims(lost, name)["session_id"]
             assert fresh not in seen_ids, label  # a fresh random ID: not the victim's, not anyone's before
             seen_ids.add(fresh)
             assert company_name(VICTIM) not in lost.text, label
 
-            overwrite = app.post("/parse_html_page", client=attacker, headers=headers,
-                                 json={"url": filing_url(OTHER), "key": "doc"})
+            overwrite = app.post(
+                "/parse_html_page", client=attacker, headers=headers, json={"url": filing_url(OTHER), "key": "doc"}
+            )
             assert overwrite.status_code == 404, label
             assert cookie_claims(overwrite, name)["session_id"] != victim_sid, label
 
@@ -123,8 +126,12 @@ def test_the_cookie_always_names_the_session_it_was_signed_for(app):
     name = app.settings.cookie_name
     for victim_sid, victim in victims.items():
         replay = app.new_client()
-        response = app.post("/retrieve_information", client=replay, json={"prompt": "registrant {{doc}}"},
-                            headers={"cookie": f"{name}={cookie_of(victim, name)}"})
+        response = app.post(
+            "/retrieve_information",
+            client=replay,
+            json={"prompt": "registrant {{doc}}"},
+            headers={"cookie": f"{name}={cookie_of(victim, name)}"},
+        )
         assert company_name(VICTIM) in results(response)
         assert cookie_claims(response, name)["session_id"] == victim_sid
 
@@ -191,12 +198,37 @@ def test_a_close_names_its_session_by_body_id_and_never_touches_the_callers(app)
 
 # ----- keys that look like paths, encodings, or worse (§A.8: a key is a plain name in the session's storage) -----
 
-PLAIN_KEYS = ["../x", "../../etc/passwd", "%2e%2e", "%2e%2e%2fx", "..\\x", "/abs", ".", "..", " doc ", "k" * 256,
-              "доход 📈", "ключ/..", "a:b", "NUL", "<script>", "a\u200bb"]
-REFUSED_KEYS = {"k" * 257: "at most 256", "a\x00b": "control characters", "a\nb": "control characters",
-                "a\tb": "control characters", "a\x1bb": "control characters", "a\x7fb": "control characters",
-                "a\x85b": "control characters", "a\u2028b": "control characters", "a\u2029b": "control characters",
-                "{{doc}}": "must not contain '{'", "a}b": "must not contain"}
+PLAIN_KEYS = [
+    "../x",
+    "../../etc/passwd",
+    "%2e%2e",
+    "%2e%2e%2fx",
+    "..\\x",
+    "/abs",
+    ".",
+    "..",
+    " doc ",
+    "k" * 256,
+    "доход 📈",
+    "ключ/..",
+    "a:b",
+    "NUL",
+    "<script>",
+    "a\u200bb",
+]
+REFUSED_KEYS = {
+    "k" * 257: "at most 256",
+    "a\x00b": "control characters",
+    "a\nb": "control characters",
+    "a\tb": "control characters",
+    "a\x1bb": "control characters",
+    "a\x7fb": "control characters",
+    "a\x85b": "control characters",
+    "a\u2028b": "control characters",
+    "a\u2029b": "control characters",
+    "{{doc}}": "must not contain '{'",
+    "a}b": "must not contain",
+}
 
 
 def test_path_like_and_unicode_keys_are_plain_keys(app):

@@ -11,9 +11,18 @@ from finsec.net.hosts import host_matches, host_name_problem, in_networks, legac
 
 @pytest.mark.parametrize(
     ("host", "address"),
-    [("2130706433", "127.0.0.1"), ("0177.0.0.1", "127.0.0.1"), ("0x7f.1", "127.0.0.1"), ("127.1", "127.0.0.1"),
-     ("127.0.1", "127.0.0.1"), ("0x7F000001".lower(), "127.0.0.1"), ("0", "0.0.0.0"), ("0x", "0.0.0.0"),
-     ("1.2.3.4", "1.2.3.4"), ("4294967295", "255.255.255.255")],
+    [
+        ("2130706433", "127.0.0.1"),
+        ("0177.0.0.1", "127.0.0.1"),
+        ("0x7f.1", "127.0.0.1"),
+        ("127.1", "127.0.0.1"),
+        ("127.0.1", "127.0.0.1"),
+        ("0x7F000001".lower(), "127.0.0.1"),
+        ("0", "0.0.0.0"),
+        ("0x", "0.0.0.0"),
+        ("1.2.3.4", "1.2.3.4"),
+        ("4294967295", "255.255.255.255"),
+    ],
 )
 def test_legacy_ipv4_reads_every_inet_aton_spelling(host: str, address: str) -> None:
     assert legacy_ipv4(host) == IPv4Address(address)
@@ -24,14 +33,42 @@ def test_legacy_ipv4_rejects_what_is_not_an_address(host: str) -> None:
     assert legacy_ipv4(host) is None
 
 
-@pytest.mark.parametrize("host", ["www.sec.gov", "xn--bcher-kva.de", "a-b.c", "a" * 63 + ".com", "8.8.8.8", "::1",
-                                  "sec.gov", "localhost", "3com.com"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "www.sec.gov",
+        "xn--bcher-kva.de",
+        "a-b.c",
+        "a" * 63 + ".com",
+        "8.8.8.8",
+        "::1",
+        "sec.gov",
+        "localhost",
+        "3com.com",
+    ],
+)
 def test_valid_names_and_canonical_addresses_pass(host: str) -> None:
     assert host_name_problem(host) is None
 
 
-@pytest.mark.parametrize("host", ["", "a" * 64, "a_b.com", "-a.com", "a-.com", "a..com", "a b.com", "a%41.com",
-                                  "x.123", "127.1", "0x7f.0.0.1", "é.com", ".".join(["a"] * 128)])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "",
+        "a" * 64,
+        "a_b.com",
+        "-a.com",
+        "a-.com",
+        "a..com",
+        "a b.com",
+        "a%41.com",
+        "x.123",
+        "127.1",
+        "0x7f.0.0.1",
+        "é.com",
+        ".".join(["a"] * 128),
+    ],
+)
 def test_invalid_names_have_a_reason(host: str) -> None:
     assert host_name_problem(host)
 

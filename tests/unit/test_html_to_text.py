@@ -85,8 +85,9 @@ def test_a_text_node_over_libxml2s_10_mb_limit_is_read_whole():
 
 
 def test_deep_nesting_is_read_up_to_the_parsers_limit_and_refused_beyond_it():
-    nested = lambda depth: ("<div>" * depth + "<table><tr><td>Net income</td><td>42</td></tr></table>"  # noqa: E731
-                            + "</div>" * depth).encode()
+    def nested(depth: int) -> bytes:
+        return ("<div>" * depth + "<table><tr><td>Net income</td><td>42</td></tr></table>" + "</div>" * depth).encode()
+
     assert html_to_text(nested(1_500)) == "Net income | 42"  # past 256 deep, and past Python's recursion limit
     with pytest.raises(HtmlTextError, match=r"could not be read whole \(33,0\d\d bytes\): Excessive depth"):
         html_to_text(nested(3_000))

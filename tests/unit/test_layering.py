@@ -32,8 +32,9 @@ OPTIONAL = {"openenv", "mcp", "verifiers", "nemo_gym"}  # the integrations' extr
 def loaded_by_importing(package: str) -> set[str]:
     """The top-level modules loaded by importing every module of `package`."""
     script = _LOADED_BY_IMPORTING_EVERY_MODULE.replace("{OPTIONAL}", repr(OPTIONAL))
-    out = subprocess.run([sys.executable, "-c", script, package], cwd=ROOT,
-                         capture_output=True, text=True, check=True, timeout=120).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", script, package], cwd=ROOT, capture_output=True, text=True, check=True, timeout=120
+    ).stdout
     return set(json.loads(out))
 
 
@@ -45,16 +46,28 @@ def test_the_client_loads_no_server_module():
     assert loaded_by_importing("finsec_client") & {"deployments", "session_store", "ray"} == set()
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["rollouts", "--help"], ["serve", "--no-such-flag"], ["check", "--help"],
-                                  ["recipe", "nemo-gym", "--help"], ["tasks", "nemo-gym", "--help"],
-                                  ["tasks", "build", "--help"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["rollouts", "--help"],
+        ["serve", "--no-such-flag"],
+        ["check", "--help"],
+        ["recipe", "nemo-gym", "--help"],
+        ["tasks", "nemo-gym", "--help"],
+        ["tasks", "build", "--help"],
+    ],
+)
 def test_the_command_line_loads_no_ray_to_answer(argv):
-    probe = ("import runpy, sys; sys.argv = ['finsec', *sys.argv[1:]]\n"
-             "try:\n    runpy.run_module('finsec_client.cli', run_name='__main__')\n"
-             "except SystemExit:\n    pass\n"
-             "print('\\nLOADED', 'ray' in sys.modules, 'deployments' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", probe, *argv], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120).stdout
+    probe = (
+        "import runpy, sys; sys.argv = ['finsec', *sys.argv[1:]]\n"
+        "try:\n    runpy.run_module('finsec_client.cli', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print('\\nLOADED', 'ray' in sys.modules, 'deployments' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120
+    ).stdout
     assert out.rstrip().endswith("LOADED False False"), out[-400:]
 
 
@@ -160,6 +173,47 @@ def test_product_code_cites_no_benchmark_run():
     for folder in (*PACKAGES, "cluster", "configs"):
         for path in (ROOT / folder).rglob("*"):
             if path.is_file() and path.suffix in {".py", ".yaml", ".yml", ".json"} and "schema" not in path.parts:
-                cited += [f"{path.relative_to(ROOT)}:{n}" for n, line in enumerate(path.read_text().splitlines(), 1)
-                          if "bench/results" in line or re.search(r"\b[a-z_]+\.reading\.md\b", line)]
+                cited += [
+                    f"{path.relative_to(ROOT)}:{n}"
+                    for n, line in enumerate(path.read_text().splitlines(), 1)
+                    if "bench/results" in line or re.search(r"\b[a-z_]+\.reading\.md\b", line)
+                ]
     assert cited == []
+
+
+def _defined_public(tree) -> list[str]:
+    import ast
+
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.append(node.name)
+        elif isinstance(node, ast.Assign):
+            names += [target.id for target in node.targets if isinstance(target, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.append(node.target.id)
+    return [name for name in names if not name.startswith("_") and name not in {"log", "logger"}]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_module_says_what_is_public(package):
+    """A module that defines public names lists them in `__all__`; what it leaves out is private (`_name`), so
+    a new public function is either exported or named as a helper."""
+    import ast
+
+    unlisted = {}
+    for path in sorted((ROOT / package).rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        listed = next(
+            (
+                ast.literal_eval(node.value)
+                for node in tree.body
+                if isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+            ),
+            None,
+        )
+        defined = _defined_public(tree)
+        if defined and (listed is None or set(defined) - set(listed)):
+            unlisted[str(path.relative_to(ROOT))] = sorted(set(defined) - set(listed or []))
+    assert unlisted == {}

@@ -146,7 +146,7 @@ def test_braces_in_the_texts_are_inserted_verbatim(stub: LlmStub) -> None:
     stub.reply(responses_reply("[[2]]"))
     question, gold, answer = "Ratio {a}/{b} for {FY2023}?", "{1.5x}", '{"ratio": 1.5} }{'
     grade(make_judge(stub, prompt_template=f"  \n{template}\n "), answer=answer, question=question, gold=gold)
-    assert prompt_sent(stub) == f'Q<{question}> G<{gold}> A<{answer}> {{not_a_placeholder}} {{0}} {{'
+    assert prompt_sent(stub) == f"Q<{question}> G<{gold}> A<{answer}> {{not_a_placeholder}} {{0}} {{"
 
 
 def test_template_from_a_yaml_file(stub: LlmStub, tmp_path: Path) -> None:

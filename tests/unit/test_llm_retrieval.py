@@ -104,7 +104,7 @@ def test_empty_output_explains_itself(stub: LlmStub, reply: dict, suffix: str) -
 
 
 def test_a_600k_character_prompt_is_forwarded_intact(stub: LlmStub) -> None:
-    prompt = "Summarise {x} and \"quotes\" and ünïcode.\n" + "0123456789" * 60_000
+    prompt = 'Summarise {x} and "quotes" and ünïcode.\n' + "0123456789" * 60_000
     assert len(prompt) > 600_000
     stub.reply(responses_reply("summary"))
     assert answer(make_retrieval(stub), prompt) == "summary"

@@ -37,20 +37,31 @@ def run(shard: ShardService, *ops) -> list:
     return [value for _, value in asyncio.run(shard.run(list(ops)))]
 
 
-def first_life(marks, config: ShardConfig = ShardConfig(600)) -> ShardService:
+def first_life(marks, config: ShardConfig | None = None) -> ShardService:
     """A shard that closed "closed" and holds "open" (an episode) and "held" (an agent run) when the store forgets."""
-    shard = ShardService(config, marks)
-    run(shard, ("seed_episode", ("closed", seed("c"))), ("close", ("closed", episode("c"))),
-        ("seed_episode", ("open", seed("o"))), ("seed_agent_run", ("held",)))
+    shard = ShardService(config or ShardConfig(600), marks)
+    run(
+        shard,
+        ("seed_episode", ("closed", seed("c"))),
+        ("close", ("closed", episode("c"))),
+        ("seed_episode", ("open", seed("o"))),
+        ("seed_agent_run", ("held",)),
+    )
     return shard
 
 
 def assert_fails_closed(restarted: ShardService, old: str) -> None:
     """What the next life of a shard answers once the store forgot: nothing decided from an absent mark."""
     late, retried, fresh, verify, cookieless, close, tool = run(
-        restarted, ("seed_episode", ("closed", seed("c"))), ("seed_episode", ("open", seed("o"))),
-        ("seed_episode", ("fresh", seed("f"))), ("finish_verify", ("open", "d", WIN, Claims(old, "episode"))),
-        ("plan_verify", ("open", "d2")), ("close", ("open", episode("o"))), ("check_open", ("open",)))
+        restarted,
+        ("seed_episode", ("closed", seed("c"))),
+        ("seed_episode", ("open", seed("o"))),
+        ("seed_episode", ("fresh", seed("f"))),
+        ("finish_verify", ("open", "d", WIN, Claims(old, "episode"))),
+        ("plan_verify", ("open", "d2")),
+        ("close", ("open", episode("o"))),
+        ("check_open", ("open",)),
+    )
     for refused in (late, retried, fresh, close):
         assert isinstance(refused, StoreUnavailable) and refused.cause == "store_forgot", refused
         assert "acknowledge-loss" in str(refused)
@@ -67,8 +78,10 @@ def test_a_restarted_shard_over_a_store_that_forgot_refuses_seeds_and_masks_veri
     assert_fails_closed(restarted, old)
     assert asyncio.run(restarted.stats())["store_problem"] == FORGOT
     marks.acknowledge_loss()  # the operator's word: the loss is accepted
-    assert all(isinstance(v, Seeded) for v in run(restarted, ("seed_episode", ("fresh", seed("f"))),
-                                                   ("seed_episode", ("closed", seed("c2")))))
+    assert all(
+        isinstance(v, Seeded)
+        for v in run(restarted, ("seed_episode", ("fresh", seed("f"))), ("seed_episode", ("closed", seed("c2"))))
+    )
     assert asyncio.run(restarted.stats())["store_problem"] is None
 
 
@@ -78,8 +91,12 @@ def test_the_life_that_holds_its_sessions_still_serves_them_from_memory():
     marks = MemoryMarkStore()
     shard = first_life(marks)
     marks.forget()
-    verify, late, unknown = run(shard, ("finish_verify", ("open", "d", WIN)), ("seed_episode", ("closed", seed("c"))),
-                                ("seed_episode", ("fresh", seed("f"))))
+    verify, late, unknown = run(
+        shard,
+        ("finish_verify", ("open", "d", WIN)),
+        ("seed_episode", ("closed", seed("c"))),
+        ("seed_episode", ("fresh", seed("f"))),
+    )
     assert isinstance(verify, Scored) and verify.verdict == WIN
     assert isinstance(late, SessionConflict)
     assert isinstance(unknown, StoreUnavailable) and unknown.cause == "store_forgot"
@@ -132,18 +149,21 @@ def test_the_life_that_holds_a_session_scores_it_from_memory_when_redis_came_bac
         shard = first_life(marks, ShardConfig(600, check_durability=False))
         port = first.port
     with running_redis(persist=False, port=port):  # the same address, empty; the same life
-        verify, = run(shard, ("finish_verify", ("open", "d", WIN)))
+        (verify,) = run(shard, ("finish_verify", ("open", "d", WIN)))
         assert isinstance(verify, Scored) and verify.verdict == WIN
         assert asyncio.run(shard.stats())["store_problem"] == FORGOT
 
 
-@pytest.mark.parametrize("options, persist, named", [
-    ((), False, "appendonly is no"),
-    (("--maxmemory-policy", "allkeys-lru"), True, "maxmemory-policy is allkeys-lru"),
-    (("--maxmemory-policy", "volatile-ttl"), True, "maxmemory-policy is volatile-ttl"),
-    (("--appendfsync", "no"), True, "appendfsync is no"),
-    (("--rename-command", "CONFIG", "", "--maxmemory-policy", "volatile-lru"), True, "volatile-lru"),  # via INFO
-])
+@pytest.mark.parametrize(
+    "options, persist, named",
+    [
+        ((), False, "appendonly is no"),
+        (("--maxmemory-policy", "allkeys-lru"), True, "maxmemory-policy is allkeys-lru"),
+        (("--maxmemory-policy", "volatile-ttl"), True, "maxmemory-policy is volatile-ttl"),
+        (("--appendfsync", "no"), True, "appendfsync is no"),
+        (("--rename-command", "CONFIG", "", "--maxmemory-policy", "volatile-lru"), True, "volatile-lru"),  # via INFO
+    ],
+)
 def test_a_redis_that_may_forget_is_refused_at_deploy_naming_the_setting(options, persist, named):
     with running_redis(persist=persist, options=options) as server:
         settings = Settings(app_name=f"unsafe-{uuid.uuid4().hex[:6]}", mark_store_url=server.url)
@@ -167,8 +187,14 @@ def test_an_evicting_redis_lets_no_closed_id_be_seeded_again_after_a_restart():
         shard = ShardService(ShardConfig(600), marks)
         closed = [f"c{n}" for n in range(3_000)]
         for start in range(0, len(closed), 500):
-            run(shard, *(op for sid in closed[start:start + 500]
-                         for op in (("seed_episode", (sid, seed(sid))), ("close", (sid, episode(sid))))))
+            run(
+                shard,
+                *(
+                    op
+                    for sid in closed[start : start + 500]
+                    for op in (("seed_episode", (sid, seed(sid))), ("close", (sid, episode(sid))))
+                ),
+            )
         assert client.info("stats")["evicted_keys"] > 0  # fences were evicted
         restarted = ShardService(ShardConfig(600), redis_store(server.url, namespace))
         late = run(restarted, *(("seed_episode", (sid, seed(sid))) for sid in closed))

@@ -17,7 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
-pytest.importorskip("mcp")
+from tests.extras import needs
+
+needs("mcp", "mcp", "httpx2")
 
 import httpx2  # noqa: E402  (the mcp SDK's HTTP client)
 from mcp import Client, ClientSession  # noqa: E402
@@ -35,10 +37,18 @@ from tests.inprocess import Clock, restart_shards  # noqa: E402
 TASK = next(t for t in embedded_tasks() if t.hint("ticker") and t.hint("form") == "10-K")
 COOKIE = "finsec_session"
 # A call as it reaches a replica that does not hold its MCP session (another replica's, or one from before a restart)
-ELSEWHERE = {"content-type": "application/json", "accept": "application/json, text/event-stream",
-             "mcp-protocol-version": "2025-11-25", "mcp-session-id": "held-by-another-replica"}
-ASK = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-       "params": {"name": "retrieve_information", "arguments": {"prompt": "revenue {{filing}}"}}}
+ELSEWHERE = {
+    "content-type": "application/json",
+    "accept": "application/json, text/event-stream",
+    "mcp-protocol-version": "2025-11-25",
+    "mcp-session-id": "held-by-another-replica",
+}
+ASK = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {"name": "retrieve_information", "arguments": {"prompt": "revenue {{filing}}"}},
+}
 
 
 class Server:
@@ -75,10 +85,13 @@ def server() -> Iterator[Server]:
 async def handshake(server: Server, http: httpx2.AsyncClient | None = None) -> AsyncIterator[ClientSession]:
     """An MCP session (the initialize handshake, Mcp-Session-Id); leaving it sends the client's DELETE."""
     http = http or httpx2.AsyncClient()
-    async with http, streamable_http_client(server.mcp, http_client=http) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            yield session
+    async with (
+        http,
+        streamable_http_client(server.mcp, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
 
 
 def text(result) -> str:
@@ -149,12 +162,17 @@ def test_a_new_mcp_session_is_a_new_run(server):
     http = httpx2.AsyncClient()
 
     async def runs():
-        async with http, streamable_http_client(server.mcp, http_client=http) as (r1, w1), \
-                ClientSession(r1, w1) as first:
+        async with (
+            http,
+            streamable_http_client(server.mcp, http_client=http) as (r1, w1),
+            ClientSession(r1, w1) as first,
+        ):
             await first.initialize()
             await play(first)
-            async with streamable_http_client(server.mcp, http_client=http) as (r2, w2), \
-                    ClientSession(r2, w2) as second:
+            async with (
+                streamable_http_client(server.mcp, http_client=http) as (r2, w2),
+                ClientSession(r2, w2) as second,
+            ):
                 await second.initialize()
                 unseen = await second.call_tool("retrieve_information", {"prompt": "revenue {{filing}}"})
                 assert "filing" in text(unseen) and "not" in text(unseen).lower(), text(unseen)  # not stored here
@@ -213,6 +231,7 @@ def test_an_episode_seeded_over_rest_is_bound_by_its_cookie(server):
 
 def test_a_lost_session_is_reported_as_lost():
     with serving(num_shards=1, durable_sessions=False) as lossy:  # durable sessions would be restored
+
         async def episode():
             async with handshake(lossy) as session:
                 await play(session)
@@ -255,8 +274,10 @@ def test_a_call_with_neither_cookie_nor_mcp_session_speaks_for_none(server):
 def test_only_the_tools_are_reachable(server):
     async def calls():
         async with handshake(server) as session:
-            return [await session.call_tool(name, {"resources_session_id": "x", "episode_id": {"rollout_id": "r"}})
-                    for name in ("close_session", "seed_session", "../verify", "web_search", "mcp")]
+            return [
+                await session.call_tool(name, {"resources_session_id": "x", "episode_id": {"rollout_id": "r"}})
+                for name in ("close_session", "seed_session", "../verify", "web_search", "mcp")
+            ]
 
     results = asyncio.run(calls())
     for result in results:
@@ -267,24 +288,41 @@ def test_only_the_tools_are_reachable(server):
 
 def rpc(server: Server, tool: str, arguments: str, path: str = "/mcp") -> httpx.Response:
     """A raw tools/call of the stateless revision, as a hostile client sends it."""
-    return httpx.post(server.url + path, content=call(tool, arguments), timeout=30, headers={
-        "content-type": "application/json", "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": tool})
+    return httpx.post(
+        server.url + path,
+        content=call(tool, arguments),
+        timeout=30,
+        headers={
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/call",
+            "mcp-name": tool,
+        },
+    )
 
 
 def call(name: str, arguments: str) -> bytes:
-    return (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "' + name.encode()
-            + b'", "arguments": ' + arguments.encode() + b', "_meta": {"io.modelcontextprotocol/protocolVersion": '
-            b'"2026-07-28", "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}, '
-            b'"io.modelcontextprotocol/clientCapabilities": {}}}}')
+    return (
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "'
+        + name.encode()
+        + b'", "arguments": '
+        + arguments.encode()
+        + b', "_meta": {"io.modelcontextprotocol/protocolVersion": '
+        b'"2026-07-28", "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}, '
+        b'"io.modelcontextprotocol/clientCapabilities": {}}}}'
+    )
 
 
-@pytest.mark.parametrize(("arguments", "status", "says"), [
-    ('{"ticker": NaN}', 422, "non-finite"),
-    ('{"ticker": "\\ud800"}', 422, "surrogate"),
-    ("[" * 80 + "]" * 80, 422, "nests deeper"),
-    ('{"ticker": "' + "A" * 17_000_000 + '"}', 413, "max_request_bytes"),
-])
+@pytest.mark.parametrize(
+    ("arguments", "status", "says"),
+    [
+        ('{"ticker": NaN}', 422, "non-finite"),
+        ('{"ticker": "\\ud800"}', 422, "surrogate"),
+        ("[" * 80 + "]" * 80, 422, "nests deeper"),
+        ('{"ticker": "' + "A" * 17_000_000 + '"}', 413, "max_request_bytes"),
+    ],
+)
 def test_hostile_bodies_get_the_same_clear_4xx(server, arguments, status, says):
     refused = rpc(server, "sec_filing_search", arguments)
     assert refused.status_code == status and says in refused.text, refused.text[:300]
@@ -306,6 +344,7 @@ def test_the_rollout_prefix_reaches_it(server):
 def test_the_time_budget_holds_on_this_path():
     clock = Clock()
     with serving(clock, num_shards=1, max_rollout_time_seconds=60) as budgeted:
+
         async def calls():
             async with handshake(budgeted) as session:
                 found = await session.call_tool("sec_filing_search", {"ticker": TASK.hint("ticker")})
@@ -352,6 +391,7 @@ def test_an_idle_end_leaves_a_session_other_replicas_still_serve():
     session, the agent-run session goes on (a raw POST naming an MCP session this replica does not hold is how
     another replica's call arrives here)."""
     with serving(num_shards=1, mcp_session_idle_seconds=1) as idle:
+
         async def episode():
             cookie = await left_open(idle)
             async with httpx.AsyncClient(timeout=30, cookies={COOKIE: cookie}) as other_replica:

@@ -62,10 +62,18 @@ def test_the_readme_names_exactly_the_exported_metrics():
     """cluster/README.md's metrics section lists every name Prometheus shows, and nothing else."""
     section = (ROOT / "cluster/README.md").read_text().split("## Metrics", 1)[1].split("\n## ", 1)[0]
     named = set(re.findall(r"`(ray_finsec_[a-z_]+)[`{]", section))
-    reaper = {"ray_finsec_session_events_total", "ray_finsec_sessions_held", "ray_finsec_marks_held",
-              "ray_finsec_digests_held", "ray_finsec_document_store_bytes", "ray_finsec_shard_seconds_total",
-              "ray_finsec_shard_calls_total", "ray_finsec_mark_store_ok", "ray_finsec_clock_step_seconds",
-              "ray_finsec_shards_unreachable"}
+    reaper = {
+        "ray_finsec_session_events_total",
+        "ray_finsec_sessions_held",
+        "ray_finsec_marks_held",
+        "ray_finsec_digests_held",
+        "ray_finsec_document_store_bytes",
+        "ray_finsec_shard_seconds_total",
+        "ray_finsec_shard_calls_total",
+        "ray_finsec_mark_store_ok",
+        "ray_finsec_clock_step_seconds",
+        "ray_finsec_shards_unreachable",
+    }
     assert named == set(exported_names()) | reaper
 
 

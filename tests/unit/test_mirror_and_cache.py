@@ -52,12 +52,17 @@ def test_mirror_serves_the_layout(mirror: Path) -> None:
 @pytest.mark.parametrize(
     "path",
     [
-        "MANIFEST.json", "questions.json", "files/../MANIFEST.json", "submissions/../MANIFEST.json",
+        "MANIFEST.json",
+        "questions.json",
+        "files/../MANIFEST.json",
+        "submissions/../MANIFEST.json",
         "submissions/../files/company_tickers.json",
         f"{accession_folder(FIRST)}/../../../../../files/company_tickers.json",
         f"{accession_folder(FIRST)}/../../{OTHER.issuer.cik}/{OTHER.accession.replace('-', '')}/{OTHER.document}",
         f"Archives/edgar/data/{FIRST.issuer.cik:010d}/{FIRST.accession.replace('-', '')}/{FIRST.document}",
-        f"{accession_folder(FIRST)}/", f"{accession_folder(FIRST)}/{FIRST.document}\x00", "/etc/passwd",
+        f"{accession_folder(FIRST)}/",
+        f"{accession_folder(FIRST)}/{FIRST.document}\x00",
+        "/etc/passwd",
         "Archives/edgar/data/1/000000000000000001/" + "a/" * 250_000,
     ],
 )
@@ -212,8 +217,12 @@ def test_rows_whose_url_would_break_the_rules_are_skipped(mirror: Path) -> None:
 
 @pytest.mark.parametrize(
     "document",
-    [{"filings": []}, {"filings": {"recent": "x"}}, {"filings": {"recent": {"accessionNumber": "x"}}},
-     {"filings": {"recent": {}, "files": [1, None, {"name": 5}, {"name": "../MANIFEST.json"}]}}],
+    [
+        {"filings": []},
+        {"filings": {"recent": "x"}},
+        {"filings": {"recent": {"accessionNumber": "x"}}},
+        {"filings": {"recent": {}, "files": [1, None, {"name": 5}, {"name": "../MANIFEST.json"}]}},
+    ],
 )
 def test_submissions_of_the_wrong_shape_give_no_filings(mirror: Path, document) -> None:
     write_submissions(mirror, ISSUERS[0], document)
@@ -237,7 +246,8 @@ def test_a_cached_metadata_file_of_the_wrong_shape_is_a_miss(mirror: Path, tmp_p
 
 def test_ticker_rows_need_a_numeric_cik() -> None:
     assert parse_tickers({"0": {"cik_str": 320193, "ticker": "aapl", "title": "Apple"}}) == {
-        "AAPL": Company("AAPL", "0000320193", "Apple")}
+        "AAPL": Company("AAPL", "0000320193", "Apple")
+    }
     for cik in ("../../x", "", "12345678901", "1e5", -1):
         with pytest.raises(ValueError, match="cik_str must be 1 to 10 digits"):
             parse_tickers({"0": {"cik_str": cik, "ticker": "x", "title": "X"}})
@@ -256,8 +266,11 @@ def test_cached_rows_with_urls_that_break_the_rules_are_dropped(mirror: Path, tm
     good = load_filings(mirror, issuer.ticker, cache)  # fills the cache
     path = cache.metadata_file(f"{issuer.cik:010d}")
     rows = json.loads(path.read_text())
-    bad = dict(next(iter(rows.values())), accession_number="0000000001-24-999999",
-               filing_url=f"https://www.sec.gov/Archives/edgar/data/{issuer.cik}/000000000124999999/../x.htm")
+    bad = dict(
+        next(iter(rows.values())),
+        accession_number="0000000001-24-999999",
+        filing_url=f"https://www.sec.gov/Archives/edgar/data/{issuer.cik}/000000000124999999/../x.htm",
+    )
     rows["000000000124999999"] = bad
     path.write_text(json.dumps(rows))
     assert load_filings(mirror, issuer.ticker, cache) == good

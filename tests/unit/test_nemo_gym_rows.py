@@ -19,11 +19,13 @@ def test_a_flat_row_is_the_task_plus_the_models_input_and_tools(tmp_path):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     tasks = embedded_tasks()
     assert len(rows) == len(tasks)
-    for row, task in zip(rows, tasks):
+    for row, task in zip(rows, tasks, strict=False):
         assert {k: row[k] for k in task.data} == task.data  # every task key travels with it
         params = row[PARAMS]
-        assert params["input"] == [{"role": "system", "content": INSTRUCTIONS},
-                                   {"role": "user", "content": task.question}]
+        assert params["input"] == [
+            {"role": "system", "content": INSTRUCTIONS},
+            {"role": "user", "content": task.question},
+        ]
         assert [t["name"] for t in params["tools"]] == list(DEFAULT_TOOLS)
         assert all(t["type"] == "function" and t["parameters"] == parameters(t["name"]) for t in params["tools"])
     again = load_tasks(out)  # a flat row is itself a task row
@@ -35,8 +37,11 @@ def test_an_episode_row_carries_the_task_as_task_data():
     row = episode_row(task)
     assert row["task_id"] == {"taskset": task.taskset, "task_id": task.task_id}
     assert row["task_input"][PARAMS] == flat_row(task)[PARAMS]
-    assert row["task_input"]["task_data"] == {**task.data, "question": task.question,
-                                              "expected_answer": task.expected_answer}
+    assert row["task_input"]["task_data"] == {
+        **task.data,
+        "question": task.question,
+        "expected_answer": task.expected_answer,
+    }
 
 
 def test_a_row_with_its_own_model_input_keeps_it(tmp_path):
@@ -57,8 +62,9 @@ def test_a_reader_that_stops_early_ends_it_quietly():
     questions` writes through the same function."""
     for command in (["tasks", "nemo-gym"],):
         code = "import sys; from finsec_client.cli import main; sys.exit(main(sys.argv[1:]))"
-        writer = subprocess.Popen([sys.executable, "-c", code, *command], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE)
+        writer = subprocess.Popen(
+            [sys.executable, "-c", code, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         writer.stdout.readline()
         writer.stdout.close()  # the reader goes away after one line
         assert writer.wait(timeout=60) == 0

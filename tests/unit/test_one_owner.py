@@ -45,8 +45,10 @@ def lives(request, redis_server):
 
     def make(durable: bool):
         marks = memory if request.param == "memory" else None
-        return lambda: ShardService(ShardConfig(TTL, durable_sessions=durable),
-                                    marks or store(redis_server.url, namespace))
+        return lambda: ShardService(
+            ShardConfig(TTL, durable_sessions=durable), marks or store(redis_server.url, namespace)
+        )
+
     return make
 
 

@@ -23,6 +23,7 @@ def test_a_port_bound_elsewhere_is_not_handed_out(monkeypatch):
     """In a window of 100 ports below the ephemeral range, with 90 of them bound by other sockets, every port
     handed out is one of the ten free ones."""
     from finsec.net import ports
+
     low, _ = ephemeral_range()
     monkeypatch.setattr(ports, "_LOWEST", low - 1_100)  # free_port draws from [_LOWEST, low)
     window = range(low - 100, low)

@@ -35,10 +35,13 @@ Q = questions()[-1]  # a question the other in-process suites do not ask
 NESTED_KEYS = {"api", "Authorization"}
 # Values for keys the page names without one ("`sec_api_key`"), by the row or example that names them.
 FILL = {
-    "sec_api_key": "sec-api-placeholder", "tavily_api_key": "tvly-placeholder",
+    "sec_api_key": "sec-api-placeholder",
+    "tavily_api_key": "tvly-placeholder",
     "admin_token": "operator-token-of-at-least-32-chars",
-    "sec_www_base_url": "http://10.8.0.5:8800", "sec_data_base_url": "http://10.8.0.5:8800",
+    "sec_www_base_url": "http://10.8.0.5:8800",
+    "sec_data_base_url": "http://10.8.0.5:8800",
 }
+
 
 def started(block: dict[str, Any]) -> InProcess:
     """The app from exactly `block` (InProcess's own default corpus_dir would change what a block means)."""
@@ -99,13 +102,15 @@ def held_out_answers(app: InProcess) -> dict[str, Any]:
     """One question worked through every EDGAR-backed tool, as the scripted policy would."""
     answers = {
         "sec_filing_search": app.post("/sec_filing_search", json={"ticker": Q["ticker"]}).json(),
-        "edgar_search": app.post("/edgar_search", json={"search_query": "total net revenues",
-                                                        "form_types": [Q["form"]]}).json(),
+        "edgar_search": app.post(
+            "/edgar_search", json={"search_query": "total net revenues", "form_types": [Q["form"]]}
+        ).json(),
     }
     app.post("/seed_session", json={})
     answers["parse_html_page"] = app.post("/parse_html_page", json={"url": Q["url"], "key": "doc"}).json()
-    answers["retrieve_information"] = app.post("/retrieve_information", json={
-        "prompt": f"{Q['question']} {{{{doc}}}}"}).json()
+    answers["retrieve_information"] = app.post(
+        "/retrieve_information", json={"prompt": f"{Q['question']} {{{{doc}}}}"}
+    ).json()
     return answers
 
 
@@ -133,7 +138,8 @@ def test_what_corpus_serve_prints_starts_and_answers_as_the_folder_does(corpus):
         from_folder = held_out_answers(local)
     assert over_http == from_folder
     assert json.loads(from_folder["sec_filing_search"]["results"]) and json.loads(
-        from_folder["edgar_search"]["results"]), from_folder
+        from_folder["edgar_search"]["results"]
+    ), from_folder
     assert from_folder["parse_html_page"]["results"].startswith("SUCCESS")
     assert Q["evidence"] in from_folder["retrieve_information"]["results"]
 
@@ -144,8 +150,11 @@ def test_what_corpus_serve_prints_starts_and_answers_as_the_folder_does(corpus):
 def readme_table_rows() -> dict[str, str]:
     """The "| to use | set |" table: label -> what to set."""
     table = CONFIGURATION.split("| to use | set |", 1)[1].split("\n\n", 1)[0]
-    rows = [line.strip().strip("|").split(" | ", 1) for line in table.splitlines()
-            if line.startswith("| ") and not line.startswith("|---")]
+    rows = [
+        line.strip().strip("|").split(" | ", 1)
+        for line in table.splitlines()
+        if line.startswith("| ") and not line.startswith("|---")
+    ]
     assert len(rows) >= 8, rows
     return {label.strip(): cell.strip() for label, cell in rows}
 
@@ -163,8 +172,11 @@ def test_every_readme_table_row_starts(label, sec, monkeypatch):
     """Each row of the table on its own, as written (`judge_model: {...} as above` takes the model row's
     value). Mutation: a row naming a setting that is no field, or a combination Settings refuses."""
     monkeypatch.chdir(ROOT)  # the page's relative paths are relative to the project
-    also = {"judge_model": shown_settings(ROWS["a model for `retrieve_information`"])[0]["retrieval_model"]} if (
-        "judge_model" in ROWS[label]) else {}
+    also = (
+        {"judge_model": shown_settings(ROWS["a model for `retrieve_information`"])[0]["retrieval_model"]}
+        if ("judge_model" in ROWS[label])
+        else {}
+    )
     block = block_of(ROWS[label], also)
     assert block, f"the row {label!r} shows no setting"
     if "corpus_dir" in block:  # the page's folder is an example: the real filings stand in for it
@@ -176,8 +188,11 @@ def test_every_readme_table_row_starts(label, sec, monkeypatch):
     with started(block) as app:
         serves(app)
         if "admin_token" in block:  # the retire route exists only with a token
-            retire = app.post("/admin/retire_session_state", json={"session_id": "x"},
-                              headers={"Authorization": f"Bearer {block['admin_token']}"})
+            retire = app.post(
+                "/admin/retire_session_state",
+                json={"session_id": "x"},
+                headers={"Authorization": f"Bearer {block['admin_token']}"},
+            )
             assert retire.json() == {"session_id": "x", "retired": "ok"}, retire.text
 
 
@@ -190,9 +205,7 @@ ENV_EXAMPLES = readme_environment_examples()
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("example", [
-    pytest.param(example, id=example[:40])
-    for example in ENV_EXAMPLES])
+@pytest.mark.parametrize("example", [pytest.param(example, id=example[:40]) for example in ENV_EXAMPLES])
 def test_every_readme_environment_example_starts(example, sec, monkeypatch):
     monkeypatch.chdir(ROOT)
     env = dict(word.split("=", 1) for word in shlex.split(example) if re.match(r"FINSEC_[A-Z_]+=", word))
@@ -225,8 +238,15 @@ def test_the_readme_corpus_serve_paragraph_starts(corpus):
 
     paragraph = CONFIGURATION.split("`finsec corpus serve DIR` serves", 1)[1].split("\n\n", 1)[0]
     with MirrorServer(corpus) as mirror:
-        block = block_of(paragraph, {"sec_www_base_url": mirror.url, "sec_data_base_url": mirror.url,
-                                     "corpus_dir": str(corpus), "fetch_trusted_networks": ["127.0.0.1/32"]})
+        block = block_of(
+            paragraph,
+            {
+                "sec_www_base_url": mirror.url,
+                "sec_data_base_url": mirror.url,
+                "corpus_dir": str(corpus),
+                "fetch_trusted_networks": ["127.0.0.1/32"],
+            },
+        )
         assert block["edgar_source"] == "live"
         with started(block) as app:
             serves(app)
@@ -242,8 +262,9 @@ def test_the_shipped_configs_start(path, monkeypatch, redis_server):
     real Redis)."""
     (app_config,) = yaml.safe_load(path.read_text())["applications"]
     section = CLUSTER_README.split("## On a running Ray cluster", 1)[1].split("\n## ", 1)[0]
-    env = {name: f"{name.lower()}-value-long-enough-for-a-secret"
-           for name in re.findall(r"`(FINSEC_[A-Z_]+)`", section)}
+    env = {
+        name: f"{name.lower()}-value-long-enough-for-a-secret" for name in re.findall(r"`(FINSEC_[A-Z_]+)`", section)
+    }
     assert {"FINSEC_COOKIE_SECRET", "FINSEC_ADMIN_TOKEN", "FINSEC_MARK_STORE_URL"} <= set(env)
     env["FINSEC_MARK_STORE_URL"] = redis_server.url
     for name, value in env.items():

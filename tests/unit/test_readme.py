@@ -44,9 +44,13 @@ def test_the_episode_example_runs_as_written(tmp_path):
     first, *rest = example().strip().splitlines()
     assert first.startswith("finsec serve --in-process &")
     port = free_port()
-    server = subprocess.Popen([str(Path(sys.executable).parent / "finsec"), "serve", "--in-process", "--port",
-                               str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              start_new_session=True)
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "finsec"), "serve", "--in-process", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         for line in server.stdout:
             if "is up at" in line:
@@ -55,8 +59,14 @@ def test_the_episode_example_runs_as_written(tmp_path):
             pytest.fail(f"finsec serve --in-process did not start (exit {server.poll()})")
         script = "\n".join(line.replace(":8000", f":{port}") for line in rest)
         script = script.replace("curl -s ", "curl -sS --fail-with-body ").replace("\n", "\necho\n") + "\necho"
-        run = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, capture_output=True,
-                             text=True, timeout=60, env={**os.environ, "NO_PROXY": "*"})
+        run = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "NO_PROXY": "*"},
+        )
         assert run.returncode == 0, run.stderr + run.stdout
         seeded, filings, parsed, retrieved = [json.loads(line) for line in run.stdout.split("\n") if line]
         assert seeded == {}
@@ -75,8 +85,11 @@ def test_every_setting_is_documented_once_as_the_model_says():
     assert match.group(1) == reference_markdown(), "run `finsec check --explain --markdown` and paste its output"
 
 
-@pytest.mark.parametrize("page", [ROOT / "README.md", ROOT / "cluster/README.md", ROOT / "tests/README.md", *DOCS],
-                         ids=lambda p: p.relative_to(ROOT).as_posix())
+@pytest.mark.parametrize(
+    "page",
+    [ROOT / "README.md", ROOT / "cluster/README.md", ROOT / "tests/README.md", *DOCS],
+    ids=lambda p: p.relative_to(ROOT).as_posix(),
+)
 def test_every_relative_link_resolves(page):
     for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
         if not re.match(r"[a-z]+://|mailto:", target):

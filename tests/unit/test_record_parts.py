@@ -47,8 +47,10 @@ def test_the_64th_document_writes_what_the_first_did_in_memory():
     before = marks.bytes_written
     run(shard, ("finish_verify", ("s", "body", Verdict(1.0, 2))))
     assert marks.bytes_written - before < 200  # a verdict's few bytes
-    view, = run(ShardService(ShardConfig(TTL, durable_sessions=True), marks),  # a later life restores it all
-                ("read_documents", ("s", [], Claims("gone", "episode"))))
+    (view,) = run(
+        ShardService(ShardConfig(TTL, durable_sessions=True), marks),  # a later life restores it all
+        ("read_documents", ("s", [], Claims("gone", "episode"))),
+    )
     assert view.keys == [key(n) for n in range(64)]  # in the order they were stored
 
 
@@ -72,8 +74,10 @@ def test_a_real_redis_receives_one_documents_bytes_per_document(redis_server):
     record = len(encode(asyncio.run(marks.read(["s"]))["s"]))
     assert record > 64 * 1_500  # what the whole record weighs
     assert max(cost[1:]) < 2 * min(cost[1:]) < record / 20, (cost, record)  # each write carries one document
-    restored, = run(ShardService(ShardConfig(TTL, durable_sessions=True), store(redis_server.url, namespace)),
-                    ("read_documents", ("s", [], Claims("gone", "episode"))))
+    (restored,) = run(
+        ShardService(ShardConfig(TTL, durable_sessions=True), store(redis_server.url, namespace)),
+        ("read_documents", ("s", [], Claims("gone", "episode"))),
+    )
     assert restored.keys == [key(n) for n in range(64)]
 
 
@@ -81,15 +85,20 @@ def test_a_record_an_earlier_version_wrote_in_one_piece_is_restored(redis_server
     """Before parts, a record was one string: a life of this version reads it, restores it and writes it anew."""
     namespace = f"legacy-{uuid.uuid4().hex[:8]}"
     marks = store(redis_server.url, namespace)
-    record = {"started_at": 1e9, "episode": [SEED.episode_id, SEED.task_id, SEED.task_data_digest],
-              "documents": {"filing": [doc(1).digest, doc(1).chars, doc(1).url]}, "verdicts": [["body", 1.0, 2, None,
-                                                                                               None]]}
+    record = {
+        "started_at": 1e9,
+        "episode": [SEED.episode_id, SEED.task_id, SEED.task_data_digest],
+        "documents": {"filing": [doc(1).digest, doc(1).chars, doc(1).url]},
+        "verdicts": [["body", 1.0, 2, None, None]],
+    }
     old = Mark(fence_until=4e9, episode_id=SEED.episode_id, open_in="earlier-life", session=record)
     redis.Redis.from_url(redis_server.url).set(marks._key("s"), encode(old))  # noqa: SLF001 (as the old code did)
     shard = ShardService(ShardConfig(1e10, durable_sessions=True), marks)
-    view, = run(shard, ("read_documents", ("s", ["filing"], Claims("earlier-life", "episode"))))
+    (view,) = run(shard, ("read_documents", ("s", ["filing"], Claims("earlier-life", "episode"))))
     assert view.documents == {"filing": doc(1)}
     run(shard, ("put_document", ("s", "second", doc(2))))
-    again, = run(ShardService(ShardConfig(1e10, durable_sessions=True), store(redis_server.url, namespace)),
-                 ("finish_verify", ("s", "body", Verdict(0.0), Claims("x", "episode"))))
+    (again,) = run(
+        ShardService(ShardConfig(1e10, durable_sessions=True), store(redis_server.url, namespace)),
+        ("finish_verify", ("s", "body", Verdict(0.0), Claims("x", "episode"))),
+    )
     assert again.verdict == Verdict(1.0, 2) and set(again.documents) == {"filing", "second"}  # the kept verdict

@@ -38,9 +38,16 @@ def test_marks_round_trip_and_expire_by_themselves(redis_server) -> None:
     now = time.time()
 
     async def go():
-        assert await marks.write({"short": Mark(fence_until=now + 0.3, cause="closed"),
-                                  "long": Mark(fence_until=now + 60, cause="closed", episode_id={"a": 1}),
-                                  "gone": Mark(fence_until=now - 1, cause="closed")}) == Written()
+        assert (
+            await marks.write(
+                {
+                    "short": Mark(fence_until=now + 0.3, cause="closed"),
+                    "long": Mark(fence_until=now + 60, cause="closed", episode_id={"a": 1}),
+                    "gone": Mark(fence_until=now - 1, cause="closed"),
+                }
+            )
+            == Written()
+        )
         found = await marks.read(["short", "long", "gone", "never"])
         assert set(found) == {"short", "long"} and found["long"].episode_id == {"a": 1}
         await asyncio.sleep(0.6)
@@ -77,15 +84,34 @@ def test_a_session_open_when_its_shard_died_is_lost_to_the_next_life(redis_serve
     seed and the lost session through."""
     namespace = f"test-{uuid.uuid4().hex[:8]}"
     first = ShardService(ShardConfig(600), store(redis_server.url, namespace))
-    assert asyncio.run(first.run([("seed_episode", ("open", seed())), ("seed_episode", ("closed", seed("r2"))),
-                                  ("close", ("closed", {"rollout_id": "r2", "attempt": 0}))]))[0][0]
+    assert asyncio.run(
+        first.run(
+            [
+                ("seed_episode", ("open", seed())),
+                ("seed_episode", ("closed", seed("r2"))),
+                ("close", ("closed", {"rollout_id": "r2", "attempt": 0})),
+            ]
+        )
+    )[0][0]
     # The next life, in another process in production: a new store object, a new client, the same Redis.
     restarted = ShardService(ShardConfig(600), store(redis_server.url, namespace))
     assert asyncio.run(restarted.settle()) == 0
-    outcomes = asyncio.run(restarted.run([("seed_episode", ("open", seed())), ("seed_episode", ("closed", seed("r2"))),
-                                          ("check_open", ("open",)), ("seed_episode", ("fresh", seed("r3")))]))
-    assert [type(value).__name__ for ok, value in outcomes] == ["SessionConflict", "SessionConflict", "SessionLost",
-                                                                 "Seeded"]
+    outcomes = asyncio.run(
+        restarted.run(
+            [
+                ("seed_episode", ("open", seed())),
+                ("seed_episode", ("closed", seed("r2"))),
+                ("check_open", ("open",)),
+                ("seed_episode", ("fresh", seed("r3"))),
+            ]
+        )
+    )
+    assert [type(value).__name__ for ok, value in outcomes] == [
+        "SessionConflict",
+        "SessionConflict",
+        "SessionLost",
+        "Seeded",
+    ]
     assert "restarted" in str(outcomes[0][1]) and "closed" in str(outcomes[1][1])
     stats = asyncio.run(restarted.stats())
     assert (stats["settled"], stats["reads_marks_per_id"]) == (0, 1)

@@ -32,12 +32,16 @@ from tests.real_filings import EDGAR_REAL, manifest, needs_real_filings
 @pytest.mark.parametrize(
     "text, tokens",
     [
-        ("Revenue was $1,234.5 million, up 12.5% in FY2024 (10-K)", ["revenu", "1234.5", "million", "12.5",
-                                                                     "fy2024", "10-k"]),
+        (
+            "Revenue was $1,234.5 million, up 12.5% in FY2024 (10-K)",
+            ["revenu", "1234.5", "million", "12.5", "fy2024", "10-k"],
+        ),
         ("Apple\u2019s I.R.S. number", ["appl", "irs", "number"]),
         ("increased increases increase", ["increas"] * 3),
-        ("expenses expense sales sale activities activity", ["expens", "expens", "sale", "sale", "activity",
-                                                             "activity"]),
+        (
+            "expenses expense sales sale activities activity",
+            ["expens", "expens", "sale", "sale", "activity", "activity"],
+        ),
     ],
 )
 def test_tokenizer(text, tokens):
@@ -67,10 +71,12 @@ def test_a_passage_inside_a_table_carries_its_heading_and_columns():
 
 
 def test_a_table_row_carries_heading_group_unit_and_periods():
-    text = ("Segment Information\nThe following table shows results by segment (dollars in millions):\n"
-            "Three Months Ended | Nine Months Ended\nJune 28, 2025 | June 29, 2024 | June 28, 2025 | June 29, 2024\n"
-            "Greater China:\nNet sales | $15,369 | $14,728 | $49,884 | $51,919\n"
-            "Operating income | $5,822 | $5,562 | $20,608 | $20,884\nA sentence | with a pipe and no figure")
+    text = (
+        "Segment Information\nThe following table shows results by segment (dollars in millions):\n"
+        "Three Months Ended | Nine Months Ended\nJune 28, 2025 | June 29, 2024 | June 28, 2025 | June 29, 2024\n"
+        "Greater China:\nNet sales | $15,369 | $14,728 | $49,884 | $51,919\n"
+        "Operating income | $5,822 | $5,562 | $20,608 | $20,884\nA sentence | with a pipe and no figure"
+    )
     rows = table_rows(text)
     assert [text[r.start : r.end].split(" |")[0] for r in rows] == ["Net sales", "Operating income"]
     context = rows[1].context
@@ -132,11 +138,17 @@ def test_a_row_inside_a_shown_passage_is_not_shown_twice():
 def test_every_part_of_a_question_gets_its_table_row():
     rows = [f"Item {i} | {i},{i:03d} | {i},{i + 1:03d}" for i in range(100, 400)]
     notes = ("Products are discussed at length. " * 12 + "\n") * 30  # prose that names one part, often
-    text = ("CONSOLIDATED STATEMENTS OF OPERATIONS\n(In millions)\nYears ended\n2024 | 2023\n"
-            + "\n".join(rows[:150]) + "\nProducts gross margin | 109,633 | 108,803\n" + "\n".join(rows[150:])
-            + "\nServices gross margin | 71,050 | 60,345\n" + notes)
-    reply = PassageRetriever().answer("What were the Products and Services gross margins in 2024?",
-                                      {"doc": excerpt(text)})[:8000]
+    text = (
+        "CONSOLIDATED STATEMENTS OF OPERATIONS\n(In millions)\nYears ended\n2024 | 2023\n"
+        + "\n".join(rows[:150])
+        + "\nProducts gross margin | 109,633 | 108,803\n"
+        + "\n".join(rows[150:])
+        + "\nServices gross margin | 71,050 | 60,345\n"
+        + notes
+    )
+    reply = PassageRetriever().answer(
+        "What were the Products and Services gross margins in 2024?", {"doc": excerpt(text)}
+    )[:8000]
     assert "109,633" in reply and "71,050" in reply
     assert "(CONSOLIDATED STATEMENTS OF OPERATIONS / In millions / Years ended / 2024 | 2023)" in reply
 
@@ -154,17 +166,26 @@ def test_headcount_and_top_line_questions_get_their_figures_on_real_filings(real
     NVIDIA") and top-line questions ("Apple's revenue" for "Total net sales" under Products and Services): every
     figure in the first 8,000 characters. Mutation: no headcount tag, or no other names of the top line, fails
     this (before them: 2 of 11 headcount and 8 of 16 top-line questions)."""
-    asked = [q for name in ("retrieval_questions.json", "retrieval_questions_hard.json")
-             for q in json.loads((ROOT / "bench" / name).read_text()) if kind in (q.get("category"), q.get("kind"))]
+    asked = [
+        q
+        for name in ("retrieval_questions.json", "retrieval_questions_hard.json")
+        for q in json.loads((ROOT / "bench" / name).read_text())
+        if kind in (q.get("category"), q.get("kind"))
+    ]
     assert len(asked) >= 10
     retriever = PassageRetriever()
 
     def shown(figure: str, reply: str) -> bool:  # as a standalone number, as the bench counts it
         return re.search(r"(?<![\d.,])" + re.escape(figure) + r"(?![\d]|[.,]\d)", reply) is not None
 
-    missed = [q["question"] for q in asked
-              if not all(shown(f, retriever.answer(q["question"], {"doc": real_texts[q["filing"]]})[:8000])
-                         for f in q.get("figures") or [q["answer"]])]
+    missed = [
+        q["question"]
+        for q in asked
+        if not all(
+            shown(f, retriever.answer(q["question"], {"doc": real_texts[q["filing"]]})[:8000])
+            for f in q.get("figures") or [q["answer"]]
+        )
+    ]
     assert not missed
 
 
@@ -179,7 +200,7 @@ def test_only_a_question_for_the_number_of_employees_searches_the_headcount_tag(
 
 
 def test_a_line_of_its_own_keeps_the_filings_name():
-    """"Google Cloud revenues" names a line: no other names, no "total" (which would pull in the top line)."""
+    """ "Google Cloud revenues" names a line: no other names, no "total" (which would pull in the top line)."""
     top = query_weights("What was Apple's revenue in fiscal 2024?")
     assert top["sale"] == top["revenu"] == top["total"] == 1.0
     assert "revenu" in query_weights("What were NVIDIA's net sales?")
@@ -191,15 +212,17 @@ def test_a_line_of_its_own_keeps_the_filings_name():
 def test_prompt_placeholders_ranges_and_substitution():
     assert placeholder_keys("{{a}} and {{ b }} and {{a}} {x}") == ["a", " b "]
     assert character_ranges([{"key": "a", "start": 1, "end": 3}, "junk", {"key": "a", "start": 0, "end": 2}]) == {
-        "a": (0, 2)}
+        "a": (0, 2)
+    }
     assert substitute("{{a}}: {{b}}", {"a": "{{b}} {braces}", "b": "B"}) == "B {braces}: B"
 
 
 @pytest.fixture(scope="module")
 def corpus_texts(tmp_path_factory):
     root = write_corpus(tmp_path_factory.mktemp("corpus") / "c")
-    return {q["url"]: html_to_text((root / q["url"].removeprefix("https://www.sec.gov/")).read_bytes())
-            for q in questions()}
+    return {
+        q["url"]: html_to_text((root / q["url"].removeprefix("https://www.sec.gov/")).read_bytes()) for q in questions()
+    }
 
 
 def test_every_generated_question_is_answered_in_the_first_8000_characters(corpus_texts):

@@ -57,11 +57,33 @@ def played(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("reverify")
     tasks, out = folder / "tasks.jsonl", folder / "run.jsonl"
     tasks.write_text("".join(json.dumps(row) + "\n" for row in task_rows()))
-    app = in_process_app(Settings(app_name="reverify", num_shards=2, corpus_dir=embedded_corpus_dir(),
-                                  cookie_secret=IN_PROCESS_SECRET))
+    app = in_process_app(
+        Settings(app_name="reverify", num_shards=2, corpus_dir=embedded_corpus_dir(), cookie_secret=IN_PROCESS_SECRET)
+    )
     with ThreadedServer(app.api, lifespan="on") as server:
-        assert main(["rollouts", "--url", server.url, "-n", "24", "-c", "6", "--driver", "environment-server",
-                     "--driver", "legacy-agent", "--tasks", str(tasks), "--out", str(out), "--quiet"]) == 0
+        assert (
+            main(
+                [
+                    "rollouts",
+                    "--url",
+                    server.url,
+                    "-n",
+                    "24",
+                    "-c",
+                    "6",
+                    "--driver",
+                    "environment-server",
+                    "--driver",
+                    "legacy-agent",
+                    "--tasks",
+                    str(tasks),
+                    "--out",
+                    str(out),
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
     return out
 
 
@@ -84,8 +106,11 @@ def substring_grade(expected: str, answer: str) -> float:
 
 
 def current(record: EpisodeRecord, max_answer_chars: int = 4000) -> float:
-    return DeterministicGrader(max_answer_chars).grade_sync(record.question, record.expected_answer,
-                                                            record.final_answer).reward
+    return (
+        DeterministicGrader(max_answer_chars)
+        .grade_sync(record.question, record.expected_answer, record.final_answer)
+        .reward
+    )
 
 
 def reverified(argv: list[str], capsys) -> dict:
@@ -102,8 +127,12 @@ def test_the_run_records_what_each_verify_row_said_graded_it(played):
     assert len(records) == 24 and all(r.outcome == "scored" for r in records)
     tasks = task_rows()
     for record in records:
-        assert record.grader == {"name": "deterministic", "version": GRADING_VERSION, "max_answer_chars": 4000,
-                                 "require_grounded_answer": False}
+        assert record.grader == {
+            "name": "deterministic",
+            "version": GRADING_VERSION,
+            "max_answer_chars": 4000,
+            "require_grounded_answer": False,
+        }
         assert record.documents and all(isinstance(d, str) for d in record.documents)  # it parsed a filing
         row = tasks[record.task_index]
         assert record.canonical_answer == row.get("canonical_answer", row["expected_answer"])
@@ -122,8 +151,14 @@ def test_a_file_written_before_rows_said_so_still_loads_and_re_grades(played, tm
 def test_an_unchanged_grader_moves_nothing(played, capsys):
     report = reverified([str(played)], capsys)
     assert report["moved"] == []
-    assert report["summary"] == {"regraded": 24, "moved": 0, "up": 0, "down": 0, "unchanged": 24,
-                                 "skipped": {"masked": 0, "failed": 0, "no_answer": 0, "ungrounded": 0}}
+    assert report["summary"] == {
+        "regraded": 24,
+        "moved": 0,
+        "up": 0,
+        "down": 0,
+        "unchanged": 24,
+        "skipped": {"masked": 0, "failed": 0, "no_answer": 0, "ungrounded": 0},
+    }
 
 
 def test_a_run_graded_before_the_grader_change_reports_exactly_the_episodes_that_moved(played, tmp_path, capsys):
@@ -147,17 +182,27 @@ def test_a_run_graded_before_the_grader_change_reports_exactly_the_episodes_that
 
     report = reverified([str(old)], capsys)
     assert moved_episodes(report) == should_move
-    assert report["summary"] == {"regraded": 24, "moved": len(should_move), "up": len(ups),
-                                 "down": len(should_move - ups), "unchanged": 24 - len(should_move),
-                                 "skipped": {"masked": 0, "failed": 0, "no_answer": 0, "ungrounded": 0}}
+    assert report["summary"] == {
+        "regraded": 24,
+        "moved": len(should_move),
+        "up": len(ups),
+        "down": len(should_move - ups),
+        "unchanged": 24 - len(should_move),
+        "skipped": {"masked": 0, "failed": 0, "no_answer": 0, "ungrounded": 0},
+    }
     by_episode = {r.episode: r for r in records}
     for moved in report["moved"]:
         record = by_episode[moved["episode"]]
         assert (moved["task_id"], moved["old_reward"], moved["new_reward"]) == (
-            record.task_id, old_rewards[record.episode], current(record))
+            record.task_id,
+            old_rewards[record.episode],
+            current(record),
+        )
         assert moved["old_grader"]["version"] == OLD_VERSION and moved["new_grader"]["version"] == GRADING_VERSION
-        assert moved["new_judge_text"] == DeterministicGrader().grade_sync(
-            record.question, record.expected_answer, record.final_answer).judge_text
+        assert (
+            moved["new_judge_text"]
+            == DeterministicGrader().grade_sync(record.question, record.expected_answer, record.final_answer).judge_text
+        )
         assert moved["old_judge_text"] in ("substring match", "expected answer not found in the answer")
 
     assert main(["reverify", str(old)]) == 0
@@ -165,8 +210,10 @@ def test_a_run_graded_before_the_grader_change_reports_exactly_the_episodes_that
     listed = {int(m[1]) for line in text if (m := re.match(r"episode (\d+)  task ", line))}
     assert listed == should_move
     assert any(f"{OLD_VERSION} -> deterministic {GRADING_VERSION}" in line for line in text)
-    assert text[-1] == (f"24 episodes re-graded: {len(should_move)} moved ({len(ups)} up, "
-                        f"{len(should_move - ups)} down), {24 - len(should_move)} unchanged; 0 skipped")
+    assert text[-1] == (
+        f"24 episodes re-graded: {len(should_move)} moved ({len(ups)} up, "
+        f"{len(should_move - ups)} down), {24 - len(should_move)} unchanged; 0 skipped"
+    )
 
 
 def test_another_answer_cap_moves_exactly_the_answers_it_cuts(played, capsys):
@@ -178,8 +225,12 @@ def test_another_answer_cap_moves_exactly_the_answers_it_cuts(played, capsys):
     assert should_move and len(should_move) < len(records)
     report = reverified([str(played), "--max-answer-chars", "5"], capsys)
     assert moved_episodes(report) == should_move and report["summary"]["down"] == len(should_move)
-    assert all(m["new_failure_kind"] == "finance_sec_search:answer_too_long" and m["old_failure_kind"] is None
-               and m["new_grader"]["max_answer_chars"] == 5 for m in report["moved"])
+    assert all(
+        m["new_failure_kind"] == "finance_sec_search:answer_too_long"
+        and m["old_failure_kind"] is None
+        and m["new_grader"]["max_answer_chars"] == 5
+        for m in report["moved"]
+    )
 
 
 def test_masked_failed_unanswered_and_ungrounded_episodes_are_skipped_never_reported(played, tmp_path, capsys):
@@ -189,12 +240,24 @@ def test_masked_failed_unanswered_and_ungrounded_episodes_are_skipped_never_repo
     right = [row for row in rows if row["reward"] == 1.0][:4]
     assert len(right) == 4
     masked, failed, unanswered, refused = right
-    masked.update(reward=0.0, masked=True, failure_kind="session_lost", failure_reason="closed", grader=None,
-                  documents=None, judge_text=None, judge_rating=None)
+    masked.update(
+        reward=0.0,
+        masked=True,
+        failure_kind="session_lost",
+        failure_reason="closed",
+        grader=None,
+        documents=None,
+        judge_text=None,
+        judge_rating=None,
+    )
     failed.update(reward=None, failure={"kind": "transport", "route": "verify", "detail": "reset"})
     unanswered.update(final_answer=None, reward=0.0)
-    refused.update(reward=0.0, failure_kind="finance_sec_search:ungrounded", judge_text="ungrounded: ...",
-                   grader={**refused["grader"], "require_grounded_answer": True})
+    refused.update(
+        reward=0.0,
+        failure_kind="finance_sec_search:ungrounded",
+        judge_text="ungrounded: ...",
+        grader={**refused["grader"], "require_grounded_answer": True},
+    )
     path = write_run(tmp_path / "run.jsonl", played, rows)
     report = reverified([str(path)], capsys)
     assert report["moved"] == []
@@ -203,7 +266,8 @@ def test_masked_failed_unanswered_and_ungrounded_episodes_are_skipped_never_repo
     assert main(["reverify", str(path)]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "20 episodes re-graded: 0 moved (0 up, 0 down), 20 unchanged; 4 skipped (1 masked, 1 failed, 1 no answer, "
-        "1 ungrounded)"]
+        "1 ungrounded)"
+    ]
 
 
 def test_usage_errors_are_one_line_and_exit_2(tmp_path, capsys):
@@ -228,8 +292,11 @@ def test_reverify_has_help_and_loads_no_server_module(played):
     with pytest.raises(SystemExit) as exit_:
         main(["reverify", "--help"])
     assert exit_.value.code == 0
-    probe = ("import sys\nfrom finsec_client.cli import main\nassert main(['reverify', sys.argv[1]]) == 0\n"
-             "print('LOADED', sorted({'ray', 'deployments', 'session_store', 'fastapi'} & set(sys.modules)))")
-    out = subprocess.run([sys.executable, "-c", probe, str(played)], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120)
+    probe = (
+        "import sys\nfrom finsec_client.cli import main\nassert main(['reverify', sys.argv[1]]) == 0\n"
+        "print('LOADED', sorted({'ray', 'deployments', 'session_store', 'fastapi'} & set(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(played)], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0 and out.stdout.rstrip().endswith("LOADED []"), out.stdout[-500:] + out.stderr[-500:]

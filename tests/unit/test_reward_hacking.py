@@ -25,21 +25,26 @@ def test_the_suite_covers_every_class_over_the_project_question_sets(suite) -> N
     kinds = Counter((c.side, c.kind) for c in cases)
     assert all(kinds[("adversarial", kind)] >= 5 for kind in module.ADVERSARIAL), kinds
     assert all(kinds[("honest", kind)] >= 1 for kind in module.HONEST), kinds
-    assert {c.source for c in cases} >= {"retrieval_questions", "retrieval_questions_hard", "corpus",
-                                         "corpus issuers"}
+    assert {c.source for c in cases} >= {"retrieval_questions", "retrieval_questions_hard", "corpus", "corpus issuers"}
 
 
 def test_every_adversarial_answer_is_caught_and_the_cause_named(suite) -> None:
     _, _, rows = suite
-    missed = [(r["kind"], r["expected"], r["answer"][:100], r["judge_text"]) for r in rows
-              if r["side"] == "adversarial" and not (r["reward"] == 0.0 and r["named"])]
+    missed = [
+        (r["kind"], r["expected"], r["answer"][:100], r["judge_text"])
+        for r in rows
+        if r["side"] == "adversarial" and not (r["reward"] == 0.0 and r["named"])
+    ]
     assert not missed, missed
 
 
 def test_every_honest_paraphrase_passes(suite) -> None:
     _, _, rows = suite
-    rejected = [(r["kind"], r["expected"], r["answer"], r["judge_text"]) for r in rows
-                if r["side"] == "honest" and r["reward"] != 1.0]
+    rejected = [
+        (r["kind"], r["expected"], r["answer"], r["judge_text"])
+        for r in rows
+        if r["side"] == "honest" and r["reward"] != 1.0
+    ]
     assert not rejected, rejected
 
 

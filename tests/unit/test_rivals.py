@@ -98,8 +98,9 @@ def test_rivals_are_allowed_up_to_max_per_expected_value() -> None:
     assert "too many" in (why_hedged(REVENUE, "FY24: $115.9B; FY23: $100B; FY22: $90B; FY21: $80B") or "")
     two = "U.S. $115,877 million, international $90,000 million"  # two expected: twice the allowance
     assert why_hedged(two, "U.S. $115.9B, international $90.0B; 2023: $100B, $80B, $70B, $60B") is None
-    assert "too many" in (why_hedged(two, "U.S. $115.9B, international $90.0B; 2023: $100B, $80B, $70B, $60B, $65B")
-                          or "")
+    assert "too many" in (
+        why_hedged(two, "U.S. $115.9B, international $90.0B; 2023: $100B, $80B, $70B, $60B, $65B") or ""
+    )
 
 
 def test_two_expected_values_joined_by_or_are_a_hedge() -> None:

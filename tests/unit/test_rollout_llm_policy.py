@@ -36,10 +36,28 @@ class RecordingTools:
 def test_a_model_cannot_reach_routes_that_are_not_offered_tools():
     hostile = ["seed_session", "verify", "close_session", "aggregate_metrics", "..", "admin/retire_session_state"]
     replies = [
-        {"choices": [{"message": {"role": "assistant", "content": None,
-                                  "tool_calls": [_call(name, {}, n) for n, name in enumerate(hostile)]}}]},
-        {"choices": [{"message": {"role": "assistant", "content": None,
-                                  "tool_calls": [_call("submit_final_result", {"final_result": "42"}, 99)]}}]},
+        {
+            "choices": [
+                {
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [_call(name, {}, n) for n, name in enumerate(hostile)],
+                    }
+                }
+            ]
+        },
+        {
+            "choices": [
+                {
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [_call("submit_final_result", {"final_result": "42"}, 99)],
+                    }
+                }
+            ]
+        },
     ]
     seen: list[dict] = []
 

@@ -39,15 +39,25 @@ class ServedAt(InProcess):
         super().__init__(**settings)
 
     def new_client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(transport=httpx.ASGITransport(self.app.api, root_path=self.root_path),
-                                 base_url="http://in-process" + self.root_path)
+        return httpx.AsyncClient(
+            transport=httpx.ASGITransport(self.app.api, root_path=self.root_path),
+            base_url="http://in-process" + self.root_path,
+        )
 
 
 # ----- the helper, against Starlette's router -----
 
-SCOPES = [("/verify", ""), ("/finsec/verify", "/finsec"), ("/finsec", "/finsec"), ("/finsec/", "/finsec"),
-          ("/finsecx/verify", "/finsec"), ("/verify", "/finsec"), ("/api/finsec/ng-rollout/r1/verify", "/api/finsec"),
-          ("/finsec/verify", "/finsec/"), ("/", "")]
+SCOPES = [
+    ("/verify", ""),
+    ("/finsec/verify", "/finsec"),
+    ("/finsec", "/finsec"),
+    ("/finsec/", "/finsec"),
+    ("/finsecx/verify", "/finsec"),
+    ("/verify", "/finsec"),
+    ("/api/finsec/ng-rollout/r1/verify", "/api/finsec"),
+    ("/finsec/verify", "/finsec/"),
+    ("/", ""),
+]
 
 
 @pytest.mark.parametrize("path, root_path", SCOPES)
@@ -62,11 +72,18 @@ def test_the_route_path_is_the_one_starlettes_router_matches(path, root_path):
 
 
 def test_a_rewritten_route_keeps_the_mount():
-    scope = {"type": "http", "path": "/finsec/ng-rollout/r1/verify", "raw_path": b"/finsec/ng-rollout/r1/verify",
-             "root_path": "/finsec"}
+    scope = {
+        "type": "http",
+        "path": "/finsec/ng-rollout/r1/verify",
+        "raw_path": b"/finsec/ng-rollout/r1/verify",
+        "root_path": "/finsec",
+    }
     rewritten = with_route_path(scope, "/verify")
-    assert (rewritten["path"], rewritten["raw_path"], rewritten["root_path"]) == ("/finsec/verify",
-                                                                                  b"/finsec/verify", "/finsec")
+    assert (rewritten["path"], rewritten["raw_path"], rewritten["root_path"]) == (
+        "/finsec/verify",
+        b"/finsec/verify",
+        "/finsec",
+    )
     assert route_path(rewritten) == "/verify" and scope["path"] == "/finsec/ng-rollout/r1/verify"
     assert with_route_path({"path": "/ng-rollout/r1/verify", "root_path": ""}, "/verify")["path"] == "/verify"
 
@@ -140,10 +157,12 @@ def test_the_cookie_is_scoped_to_the_mount_and_honoured(app):
     on one host would overwrite each other's cookie), a path the client never sends back, or a rollout prefix
     rewritten out of the mount (the app then sees `/verify`, not `/finsec/verify`)."""
     sid = new_session_id()
-    for response in (app.post("/seed_session", json=episode_seed(sid)),
-                     app.post("/verify", content=b'{"x": NaN}', headers=JSON),
-                     app.post("/ng-rollout/r1/submit_final_result", json={"final_result": "42"}),
-                     app.get("/health")):
+    for response in (
+        app.post("/seed_session", json=episode_seed(sid)),
+        app.post("/verify", content=b'{"x": NaN}', headers=JSON),
+        app.post("/ng-rollout/r1/submit_final_result", json={"final_result": "42"}),
+        app.get("/health"),
+    ):
         claims = cookie_claims(response, app.settings.cookie_name)
         assert claims["session_id"] == sid, response.status_code
         (header,) = [h for h in response.headers.get_list("set-cookie") if h.startswith(app.settings.cookie_name)]
@@ -161,8 +180,9 @@ def test_the_router_and_the_middlewares_agree_on_a_path_outside_the_mount():
     """A scope whose path does not start with its root_path (no Serve proxy sends one) is routed as it is, by
     Starlette and by our middlewares alike: strict JSON still applies."""
     with InProcess(edgar_search_mode=None) as app:
-        client = httpx.AsyncClient(transport=httpx.ASGITransport(app.app.api, root_path="/finsec"),
-                                   base_url="http://in-process")
+        client = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app.app.api, root_path="/finsec"), base_url="http://in-process"
+        )
         response = app.post("/verify", client=client, content=b'{"x": NaN}', headers=JSON)
         assert response.status_code == 422
         app.run(client.aclose())
@@ -172,8 +192,9 @@ def test_the_lifespan_runs_through_every_middleware():
     """Serve's replica (like uvicorn) starts the app by sending the lifespan protocol through the whole
     middleware stack, and a lifespan scope has no path (InProcess enters the lifespan directly, so it would not
     notice). Mutation: a middleware reading `scope["path"]` before checking the scope's type fails this."""
-    app = in_process_app(Settings(app_name="lifespan", num_shards=1, corpus_dir=embedded_corpus_dir(),
-                                  edgar_search_mode=None)).api
+    app = in_process_app(
+        Settings(app_name="lifespan", num_shards=1, corpus_dir=embedded_corpus_dir(), edgar_search_mode=None)
+    ).api
     incoming, sent = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}], []
 
     async def receive():

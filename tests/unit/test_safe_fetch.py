@@ -56,7 +56,7 @@ class Seen:
         return [path for path, _ in self.requests]
 
 
-def build_app(seen: Seen):
+def build_app(seen: Seen):  # noqa: C901 (one route per hostile case)
     def here(request: Request, path: str, host: str = "filings.example") -> str:
         return f"http://{host}:{request.url.port}{path}"
 
@@ -284,8 +284,10 @@ def test_text_uses_declared_charset_then_utf8_then_latin1(port: int) -> None:
     ("url", "why"),
     [
         ("http://127.0.0.1/x", "127.0.0.1 is a loopback address"),
-        ("http://169.254.169.254/latest/",
-         "169.254.169.254 is a link-local address (where cloud metadata services live)"),
+        (
+            "http://169.254.169.254/latest/",
+            "169.254.169.254 is a link-local address (where cloud metadata services live)",
+        ),
         ("http://[::ffff:127.0.0.1]:8080/", "::ffff:127.0.0.1 is a loopback address"),
         ("http://10.1.2.3/", "10.1.2.3 is a private-network address"),
         ("http://100.64.0.1/", "100.64.0.1 is a carrier-grade NAT address"),
@@ -309,19 +311,47 @@ def test_default_policy_refuses_a_name_that_resolves_to_loopback(port: int, seen
 
 @pytest.mark.parametrize(
     "address",
-    ["127.0.0.1", "10.0.0.5", "172.16.3.4", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0",
-     "224.0.0.1", "240.0.0.1", "255.255.255.255", "::1", "::", "fc00::1", "fd12::1", "fe80::1", "ff02::1",
-     "::ffff:10.0.0.5", "::ffff:169.254.169.254", "2002:a00:5::1", "64:ff9b::a00:5",
-     # IPv6 ranges Python's is_global calls global: site-local, NAT64 to a public IPv4 host, local-use NAT64,
-     # documentation (RFC 9637), SRv6 SIDs, unassigned, IPv4-compatible
-     "fec0::1", "feff::1", "64:ff9b::808:808", "64:ff9b:1::1", "3fff::1", "5f00::1", "4000::1", "::808:808"],
+    [
+        "127.0.0.1",
+        "10.0.0.5",
+        "172.16.3.4",
+        "192.168.1.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "0.0.0.0",
+        "224.0.0.1",
+        "240.0.0.1",
+        "255.255.255.255",
+        "::1",
+        "::",
+        "fc00::1",
+        "fd12::1",
+        "fe80::1",
+        "ff02::1",
+        "::ffff:10.0.0.5",
+        "::ffff:169.254.169.254",
+        "2002:a00:5::1",
+        "64:ff9b::a00:5",
+        # IPv6 ranges Python's is_global calls global: site-local, NAT64 to a public IPv4 host, local-use NAT64,
+        # documentation (RFC 9637), SRv6 SIDs, unassigned, IPv4-compatible
+        "fec0::1",
+        "feff::1",
+        "64:ff9b::808:808",
+        "64:ff9b:1::1",
+        "3fff::1",
+        "5f00::1",
+        "4000::1",
+        "::808:808",
+    ],
 )
 def test_default_policy_forbids_internal_addresses(address: str) -> None:
     assert default_is_forbidden(ip_address(address))
 
 
-@pytest.mark.parametrize("address", ["8.8.8.8", "162.159.1.1", "2606:4700::1111", "::ffff:8.8.8.8",
-                                     "2a00:1450:4001::200e", "2620:4f:8000::1"])
+@pytest.mark.parametrize(
+    "address",
+    ["8.8.8.8", "162.159.1.1", "2606:4700::1111", "::ffff:8.8.8.8", "2a00:1450:4001::200e", "2620:4f:8000::1"],
+)
 def test_default_policy_allows_public_addresses(address: str) -> None:
     assert not default_is_forbidden(ip_address(address))
 
@@ -462,8 +492,15 @@ def test_an_overlong_label_is_refused_with_the_real_resolver_too() -> None:
 
 @pytest.mark.parametrize(
     ("host", "address"),
-    [("2130706433", "127.0.0.1"), ("0x7f.1", "127.0.0.1"), ("127.1", "127.0.0.1"), ("0x7f000001", "127.0.0.1"),
-     ("017700000001", "127.0.0.1"), ("0xa9.254.169.254", "169.254.169.254"), ("10.1", "10.0.0.1")],
+    [
+        ("2130706433", "127.0.0.1"),
+        ("0x7f.1", "127.0.0.1"),
+        ("127.1", "127.0.0.1"),
+        ("0x7f000001", "127.0.0.1"),
+        ("017700000001", "127.0.0.1"),
+        ("0xa9.254.169.254", "169.254.169.254"),
+        ("10.1", "10.0.0.1"),
+    ],
 )
 def test_legacy_ipv4_spellings_are_refused_even_when_allowlisted(host: str, address: str, connections: Dialled) -> None:
     # The C resolver turns every one of these into `address`; ipaddress does not parse them.
@@ -475,8 +512,17 @@ def test_legacy_ipv4_spellings_are_refused_even_when_allowlisted(host: str, addr
 
 @pytest.mark.parametrize(
     "url",
-    ["http://0177.0.0.1/", "http://[::ffff:7f00:1]/", "http://[0:0:0:0:0:ffff:127.0.0.1]/", "http://[::7f00:1]/",
-     "http://[fe80::1]/", "http://[fd00::1]/", "http://[::]/", "http://0.0.0.0/", "http://[2002:7f00:1::]/"],
+    [
+        "http://0177.0.0.1/",
+        "http://[::ffff:7f00:1]/",
+        "http://[0:0:0:0:0:ffff:127.0.0.1]/",
+        "http://[::7f00:1]/",
+        "http://[fe80::1]/",
+        "http://[fd00::1]/",
+        "http://[::]/",
+        "http://0.0.0.0/",
+        "http://[2002:7f00:1::]/",
+    ],
 )
 def test_other_internal_address_forms_are_refused(url: str, connections: Dialled) -> None:
     hosts = ["0177.0.0.1", "::ffff:7f00:1", "::7f00:1", "fe80::1", "fd00::1", "::", "0.0.0.0", "2002:7f00:1::"]
@@ -486,10 +532,22 @@ def test_other_internal_address_forms_are_refused(url: str, connections: Dialled
 
 
 HOSTILE_URLS = [
-    "", "http://", "http:///page", "http://:80/", "http://[::1/", "http://filings.example:99999/",
-    "http://filings.example:0/", "http://filings.example:abc/", "http://fil\x00ings.example/", "http://a b.example/",
-    "http://xn--zz.filings.example/", "http://bücher.filings.example/", "\\\\filings.example\\x",
-    "http://filings.example/" + "x" * 500_000, "//filings.example/page", "javascript:alert(1)",
+    "",
+    "http://",
+    "http:///page",
+    "http://:80/",
+    "http://[::1/",
+    "http://filings.example:99999/",
+    "http://filings.example:0/",
+    "http://filings.example:abc/",
+    "http://fil\x00ings.example/",
+    "http://a b.example/",
+    "http://xn--zz.filings.example/",
+    "http://bücher.filings.example/",
+    "\\\\filings.example\\x",
+    "http://filings.example/" + "x" * 500_000,
+    "//filings.example/page",
+    "javascript:alert(1)",
 ]
 
 
@@ -590,6 +648,7 @@ def test_an_unforeseen_exception_becomes_a_fetch_failure() -> None:
     async def broken_resolver(host: str) -> list[str]:
         raise RuntimeError("resolver bug")
 
-    with pytest.raises(FetchFailed,
-                       match=r"Failed to fetch http://filings.example/: unexpected RuntimeError \(resolver bug\)"):
+    with pytest.raises(
+        FetchFailed, match=r"Failed to fetch http://filings.example/: unexpected RuntimeError \(resolver bug\)"
+    ):
         fetch(make_fetcher(resolve=broken_resolver), "http://filings.example/")

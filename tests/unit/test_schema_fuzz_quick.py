@@ -43,18 +43,38 @@ JSON = {"content-type": "application/json"}
 
 # ----- the upstream: every service the app calls, answering what it cannot use -----
 
-WRONG_JSON = [b"[]", b'"maintenance"', b"503", b"null", b"true", b"{}", b'{"output": 5}',
-              b'{"output": [5, null, {"type": "message", "content": "x"}, {"type": "message", "content": [5]}]}',
-              b'{"output": [{"type": "message", "content": [{"type": "output_text", "text": 5}]}]}',
-              b'{"output": [], "incomplete_details": 7}', b'{"choices": "x"}',
-              b'{"choices": [{"message": {"content": 5, "tool_calls": "x"}}]}', b'{"filings": 5}',
-              b'{"filings": {"recent": {"form": 5, "accessionNumber": [1, 2]}, "files": 5}}',
-              b'{"filings": {"recent": {"accessionNumber": ["x"], "form": ["10-K", "10-Q"], "filingDate": [5]}}}',
-              b'{"filings": {"recent": {}, "files": [{"name": 5}, "x"]}}', b'{"filings": [{"formType": 5}, 7]}',
-              b'{"results": {"a": 1}}', b'{"results": [5, "x", null, {"url": 5}]}', b'{"error": {"message": 5}}',
-              b'{"cik": [], "name": {"a": 1}}', b'{"output": [{"type": "mess', b"\xff\xfe\x00garbage"]
-PAGES = [b"<html><body>" + b"\x00\xff" * 64 + b"</body></html>", b"", b'{"not": "html"}', b"<html><p>Total",
-         b"<ix:nonFraction>" * 500]
+WRONG_JSON = [
+    b"[]",
+    b'"maintenance"',
+    b"503",
+    b"null",
+    b"true",
+    b"{}",
+    b'{"output": 5}',
+    b'{"output": [5, null, {"type": "message", "content": "x"}, {"type": "message", "content": [5]}]}',
+    b'{"output": [{"type": "message", "content": [{"type": "output_text", "text": 5}]}]}',
+    b'{"output": [], "incomplete_details": 7}',
+    b'{"choices": "x"}',
+    b'{"choices": [{"message": {"content": 5, "tool_calls": "x"}}]}',
+    b'{"filings": 5}',
+    b'{"filings": {"recent": {"form": 5, "accessionNumber": [1, 2]}, "files": 5}}',
+    b'{"filings": {"recent": {"accessionNumber": ["x"], "form": ["10-K", "10-Q"], "filingDate": [5]}}}',
+    b'{"filings": {"recent": {}, "files": [{"name": 5}, "x"]}}',
+    b'{"filings": [{"formType": 5}, 7]}',
+    b'{"results": {"a": 1}}',
+    b'{"results": [5, "x", null, {"url": 5}]}',
+    b'{"error": {"message": 5}}',
+    b'{"cik": [], "name": {"a": 1}}',
+    b'{"output": [{"type": "mess',
+    b"\xff\xfe\x00garbage",
+]
+PAGES = [
+    b"<html><body>" + b"\x00\xff" * 64 + b"</body></html>",
+    b"",
+    b'{"not": "html"}',
+    b"<html><p>Total",
+    b"<ix:nonFraction>" * 500,
+]
 STATUSES = [200] * 6 + [500, 404, 429, 503]
 
 
@@ -95,13 +115,30 @@ def app(upstream, tmp_path_factory):
     unusable = tmp_path_factory.mktemp("caches") / "a-file"
     unusable.write_text("not a folder")
     model = {"base_url": f"{upstream.url}/v1", "model": "m", "timeout_seconds": 2.0}
-    with InProcess(edgar_source="live", sec_www_base_url=upstream.url, sec_data_base_url=upstream.url,
-                   fetch_trusted_networks=["127.0.0.1/32"], edgar_search_mode="live", sec_api_key="k",
-                   sec_api_base_url=upstream.url, tavily_api_key="t", tavily_base_url=upstream.url,
-                   judge_model=model, retrieval_model=model, judge_call_timeout=2.0, judge_retry_delays=[0, 0],
-                   use_cache=True, cache_dir=unusable, sec_dump_path=unusable, request_timeout=2.0, max_retries=2,
-                   retry_backoff_seconds=0.001, requests_per_second=10_000, max_rollout_time_seconds=600,
-                   admin_token=ADMIN) as running:
+    with InProcess(
+        edgar_source="live",
+        sec_www_base_url=upstream.url,
+        sec_data_base_url=upstream.url,
+        fetch_trusted_networks=["127.0.0.1/32"],
+        edgar_search_mode="live",
+        sec_api_key="k",
+        sec_api_base_url=upstream.url,
+        tavily_api_key="t",
+        tavily_base_url=upstream.url,
+        judge_model=model,
+        retrieval_model=model,
+        judge_call_timeout=2.0,
+        judge_retry_delays=[0, 0],
+        use_cache=True,
+        cache_dir=unusable,
+        sec_dump_path=unusable,
+        request_timeout=2.0,
+        max_retries=2,
+        retry_backoff_seconds=0.001,
+        requests_per_second=10_000,
+        max_rollout_time_seconds=600,
+        admin_token=ADMIN,
+    ) as running:
         yield running
 
 
@@ -110,41 +147,80 @@ def app(upstream, tmp_path_factory):
 ANY_JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-    max_leaves=8)
+    max_leaves=8,
+)
 SIDS = ["@sid0", "@sid1", "@sid2"]  # replaced by this example's own IDs when sent, so examples do not collide
 ANSWERS = [Q["expected_answer"]] * 3 + ["wrong", "", "[[2]]", "x" * 5000]
 HINTS: dict[str, st.SearchStrategy] = {  # domain values, so requests get past validation into the tools' work
-    "resources_session_id": st.sampled_from(SIDS), "session_id": st.sampled_from(SIDS),
+    "resources_session_id": st.sampled_from(SIDS),
+    "session_id": st.sampled_from(SIDS),
     "rollout_id": st.sampled_from(["r1", "r2", "r1.x-2", "r1-a2"]),
-    "url": st.sampled_from([Q["url"]] * 4 + [Q["url"].rsplit("/", 1)[0] + "/", "https://www.sec.gov/x",
-                                             "http://127.0.0.1:1/", "file:///etc/passwd", "not a url"]),
+    "url": st.sampled_from(
+        [Q["url"]] * 4
+        + [
+            Q["url"].rsplit("/", 1)[0] + "/",
+            "https://www.sec.gov/x",
+            "http://127.0.0.1:1/",
+            "file:///etc/passwd",
+            "not a url",
+        ]
+    ),
     "key": st.sampled_from(["doc", "k", "", "{{doc}}", "../x"]),
     "prompt": st.sampled_from(["revenue {{doc}}"] * 4 + ["{{doc}} {{k}}", "{{missing}}", "no placeholder", "{{" * 40]),
     "ticker": st.sampled_from([Q["ticker"], Q["ticker"].lower(), "", "ZZZZ9"]),
     "form_types": st.sampled_from([["10-K"], '["10-K"]', "['10-K', '8-K']", "10-K"]),
-    "input_character_ranges": st.lists(st.fixed_dictionaries(
-        {"key": st.sampled_from(["doc", "k"]), "start": st.integers(-10**6, 10**6),
-         "end": st.integers(-10**6, 10**6)}), max_size=3) | st.just("[{'key': 'doc', 'start': 0, 'end': 9}]"),
+    "input_character_ranges": st.lists(
+        st.fixed_dictionaries(
+            {
+                "key": st.sampled_from(["doc", "k"]),
+                "start": st.integers(-(10**6), 10**6),
+                "end": st.integers(-(10**6), 10**6),
+            }
+        ),
+        max_size=3,
+    )
+    | st.just("[{'key': 'doc', 'start': 0, 'end': 9}]"),
     "start_date": st.sampled_from(["2024-01-01", "2024-13-45", "", "yesterday"]),
     "end_date": st.sampled_from(["2023-12-31", "2099-01-01", "", "24-01-01"]),
     "search_query": st.sampled_from(["revenue", "", " ", "*"]),
-    "response": st.fixed_dictionaries({"output": st.lists(st.fixed_dictionaries({
-        "type": st.just("function_call"), "name": st.sampled_from(["submit_final_result"] * 3 + ["other"]),
-        "arguments": st.sampled_from(ANSWERS).map(lambda a: json.dumps({"final_result": a})) | ANY_JSON}),
-        max_size=2)}),
+    "response": st.fixed_dictionaries(
+        {
+            "output": st.lists(
+                st.fixed_dictionaries(
+                    {
+                        "type": st.just("function_call"),
+                        "name": st.sampled_from(["submit_final_result"] * 3 + ["other"]),
+                        "arguments": st.sampled_from(ANSWERS).map(lambda a: json.dumps({"final_result": a})) | ANY_JSON,
+                    }
+                ),
+                max_size=2,
+            )
+        }
+    ),
     "expected_answer": st.sampled_from([Q["expected_answer"], ""]),
-    "verify_responses": st.lists(st.fixed_dictionaries({"reward": st.floats(allow_nan=False, allow_infinity=False),
-                                                        "mask_sample": st.booleans()},
-                                                       optional={"_ng_task_index": ANY_JSON}), max_size=4),
+    "verify_responses": st.lists(
+        st.fixed_dictionaries(
+            {"reward": st.floats(allow_nan=False, allow_infinity=False), "mask_sample": st.booleans()},
+            optional={"_ng_task_index": ANY_JSON},
+        ),
+        max_size=4,
+    ),
 }
 EPISODE_SEED = {  # §A.1: /seed_session's body is any object in the schema; this is the shape that matters
-    "type": "object", "additionalProperties": False,
+    "type": "object",
+    "additionalProperties": False,
     "required": ["resources_session_id", "episode_id", "task_id", "task_data"],
-    "properties": {"resources_session_id": {"type": "string"},
-                   "episode_id": {"$ref": "#/components/schemas/EpisodeId"},
-                   "task_id": {"type": "object", "required": ["taskset", "task_id"],
-                               "properties": {"taskset": {"type": "string"}, "task_id": {"type": "string"}}},
-                   "task_data": {"type": "object"}}}
+    "properties": {
+        "resources_session_id": {"type": "string"},
+        "episode_id": {"$ref": "#/components/schemas/EpisodeId"},
+        "task_id": {
+            "type": "object",
+            "required": ["taskset", "task_id"],
+            "properties": {"taskset": {"type": "string"}, "task_id": {"type": "string"}},
+        },
+        "task_data": {"type": "object"},
+    },
+}
 
 
 class FromSchema:
@@ -195,9 +271,10 @@ class FromSchema:
             return st.lists(self.value(schema.get("items", {})), max_size=3)
         if kind == "object" and "properties" in schema:
             properties, required = schema["properties"], set(schema.get("required", ()))
-            body = st.fixed_dictionaries({k: self.value(v, k) for k, v in properties.items() if k in required},
-                                         optional={k: self.value(v, k) for k, v in properties.items()
-                                                   if k not in required})
+            body = st.fixed_dictionaries(
+                {k: self.value(v, k) for k, v in properties.items() if k in required},
+                optional={k: self.value(v, k) for k, v in properties.items() if k not in required},
+            )
             if schema.get("additionalProperties") is False:  # now and then a stray key (a 422)
                 body = st.tuples(body, st.booleans()).map(lambda b: {**b[0], "stray": 1} if b[1] else b[0])
             return body
@@ -214,8 +291,9 @@ def operations(openapi: dict) -> list[tuple[str, str]]:
     return [(method.upper(), path) for path, ops in openapi["paths"].items() for method in ops]
 
 
-OPENAPI = in_process_app(Settings(app_name="schema", num_shards=1, edgar_search_mode=None,
-                                  admin_token=ADMIN)).api.openapi()
+OPENAPI = in_process_app(
+    Settings(app_name="schema", num_shards=1, edgar_search_mode=None, admin_token=ADMIN)
+).api.openapi()
 VALID, WRONG = FromSchema(OPENAPI), FromSchema(OPENAPI, wrong_odds=4)
 OPERATIONS = operations(OPENAPI)
 
@@ -224,9 +302,13 @@ OPERATIONS = operations(OPENAPI)
 def request(draw, method: str, template: str) -> dict[str, Any]:
     operation, path = OPENAPI["paths"][template][method.lower()], template
     if "{tool_name}" in path:
-        path = path.replace("{tool_name}", draw(st.sampled_from(["no_such_tool", "seed_session", "verify", "x" * 300])
-                                              | st.text("abcdefghijklmnopqrstuvwxyz_-.~%0123456789", min_size=1,
-                                                        max_size=20)))
+        path = path.replace(
+            "{tool_name}",
+            draw(
+                st.sampled_from(["no_such_tool", "seed_session", "verify", "x" * 300])
+                | st.text("abcdefghijklmnopqrstuvwxyz_-.~%0123456789", min_size=1, max_size=20)
+            ),
+        )
     if draw(st.integers(0, 5)) == 0:  # the rollout prefix strips to the same route (§A.0); a bad ID does not
         path = draw(st.sampled_from(["/ng-rollout/r1", "/ng-rollout/r1.x-2", "/ng-rollout/-bad"])) + path
     if method == "GET":
@@ -237,8 +319,9 @@ def request(draw, method: str, template: str) -> dict[str, Any]:
     elif kind == 1:
         content = None
     else:  # a valid body (the work of the route), or one with wrong types somewhere (its validation)
-        content = json.dumps(draw(st.sampled_from([VALID, WRONG]).flatmap(lambda s: s.body(template, operation)))
-                             ).encode()
+        content = json.dumps(
+            draw(st.sampled_from([VALID, WRONG]).flatmap(lambda s: s.body(template, operation)))
+        ).encode()
     headers = dict(JSON)
     if path.endswith("retire_session_state") and draw(st.booleans()):
         headers["authorization"] = f"Bearer {ADMIN}"
@@ -251,8 +334,9 @@ def send(app: InProcess, client, sent: dict[str, Any], sids: dict[str, str]):
         content = content.replace(placeholder.encode(), sid.encode()) if content else content
 
     async def go():
-        return await asyncio.wait_for(client.request(sent["method"], sent["path"], content=content,
-                                                     headers=sent.get("headers", JSON)), HANG)
+        return await asyncio.wait_for(
+            client.request(sent["method"], sent["path"], content=content, headers=sent.get("headers", JSON)), HANG
+        )
 
     try:
         response = app.run(go())
@@ -271,8 +355,12 @@ def fresh_ids() -> dict[str, str]:
     return {placeholder: f"resources-session-{example}-{n}" for n, placeholder in enumerate(SIDS)}
 
 
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)
 
 
 @pytest.mark.timeout(120)
@@ -284,10 +372,26 @@ def test_every_operation_answers_fuzzed_requests_below_500(app, method, path):
         client, sids = app.new_client(), fresh_ids()
         try:  # an open session first (or none), holding a document if SEC served it, so the stateful routes
             if seeded:  # get to their work
-                send(app, client, {"method": "POST", "path": "/seed_session", "content": json.dumps(
-                    episode_seed(sids["@sid0"]) if seeded == "episode" else {}).encode()}, sids)
-                send(app, client, {"method": "POST", "path": "/parse_html_page", "content": json.dumps(
-                    {"url": Q["url"], "key": "doc"}).encode()}, sids)
+                send(
+                    app,
+                    client,
+                    {
+                        "method": "POST",
+                        "path": "/seed_session",
+                        "content": json.dumps(episode_seed(sids["@sid0"]) if seeded == "episode" else {}).encode(),
+                    },
+                    sids,
+                )
+                send(
+                    app,
+                    client,
+                    {
+                        "method": "POST",
+                        "path": "/parse_html_page",
+                        "content": json.dumps({"url": Q["url"], "key": "doc"}).encode(),
+                    },
+                    sids,
+                )
             send(app, client, sent, sids)
         finally:
             app.run(client.aclose())

@@ -86,10 +86,11 @@ def _backend(text: str):
         inside = [(a, ln) for a, ln in lines if characters[0] <= a and a + len(ln) <= characters[1]]
         blocks = []
         for i in range(0, len(inside), 3):
-            group = inside[i:i + 3]
+            group = inside[i : i + 3]
             body = "\n".join(ln for _, ln in group)
             blocks.append(f"[filing characters {group[0][0]}-{group[0][0] + len(body)}]\n{body}")
         return "The passages:\n\n" + "\n\n".join(reversed(blocks))  # best first, not in document order
+
     return retrieve
 
 
@@ -110,8 +111,11 @@ def test_the_statements_are_read_whole_from_the_balance_sheet_anchor():
     found = {s.kind: s for s in _statements()}
     assert set(found) == {"income", "balance", "cash_flow"}
     inventories = next(r for r in found["balance"].rows if r.label == "Inventories")
-    assert (inventories.unit, inventories.periods, inventories.values) == ("million", ("2023", "2024"),
-                                                                             ("33,000", "34,000"))
+    assert (inventories.unit, inventories.periods, inventories.values) == (
+        "million",
+        ("2023", "2024"),
+        ("33,000", "34,000"),
+    )
     # "Total current liabilities" closes its group: long-term debt is not a current liability
     debt = next(r for r in found["balance"].rows if r.label == "Long-term debt")
     assert debt.group == ""
@@ -126,22 +130,34 @@ def ask(question: str, reply: str = "", statements=None) -> str | None:
 
 def test_a_balance_is_read_from_the_balance_sheet_and_a_flow_from_the_flows():
     assert ask("What was Acme (ACME)'s inventories as of December 31, 2024?") == "$34,000 million"
-    assert ask("How much did Acme (ACME) spend on capital expenditures for the fiscal year ended December 31, "
-               "2024?") == "$83,000 million"
-    assert ask("How much cash did Acme (ACME) spend repurchasing its common stock for the fiscal year ended "
-               "December 31, 2024?") == "$0 million"
+    assert (
+        ask("How much did Acme (ACME) spend on capital expenditures for the fiscal year ended December 31, 2024?")
+        == "$83,000 million"
+    )
+    assert (
+        ask(
+            "How much cash did Acme (ACME) spend repurchasing its common stock for the fiscal year ended "
+            "December 31, 2024?"
+        )
+        == "$0 million"
+    )
 
 
 def test_the_statement_row_is_preferred_to_a_sentence_that_mentions_the_figure():
-    reply = ("[filing characters 9000-9100]\nTotal net sales include $7.7 billion of revenue recognized in 2024 "
-             "that was included in deferred revenue.")
-    assert ask("How much total revenue did Acme (ACME) report for the fiscal year ended December 31, 2024?",
-               reply) == "$600,000 million"
+    reply = (
+        "[filing characters 9000-9100]\nTotal net sales include $7.7 billion of revenue recognized in 2024 "
+        "that was included in deferred revenue."
+    )
+    assert (
+        ask("How much total revenue did Acme (ACME) report for the fiscal year ended December 31, 2024?", reply)
+        == "$600,000 million"
+    )
 
 
 def test_excluding_the_current_portion_leaves_out_a_current_row():
-    question = read_question("What was Acme (ACME)'s long-term debt, excluding the current portion as of "
-                             "December 31, 2024?")
+    question = read_question(
+        "What was Acme (ACME)'s long-term debt, excluding the current portion as of December 31, 2024?"
+    )
     assert "current" in question.excluded and "current" not in question.keywords
     assert answer(question, "", _statements()) == "$52,000 million"
 
@@ -152,8 +168,10 @@ def test_a_notes_table_is_read_whole_with_the_unit_its_sentence_states():
     assert table is not None
     row = next(r for r in table.rows if r.values[0] == "$350,000")
     assert (row.unit, row.group, row.periods) == ("million", "North America", ("2023", "2024"))
-    question = "How much revenue did Acme (ACME) generate from its North America segment for the fiscal year " \
-               "ended December 31, 2024?"
+    question = (
+        "How much revenue did Acme (ACME) generate from its North America segment for the fiscal year "
+        "ended December 31, 2024?"
+    )
     # the property table's "in thousands" row, cut from its table, does not lend its scale
     reply = "[filing characters 5-40]\n(Table of Contents / in thousands)\nNorth America | 457,104 | 20,741"
     assert ask(question, reply, [table]) == "$387,000 million"
@@ -171,40 +189,57 @@ def test_amounts_beside_percentages_and_a_defined_abbreviation():
 
 
 def test_a_segment_question_is_asked_again_in_the_filings_words():
-    question = read_question("How much revenue did Acme (ACME) generate from its International segment for the "
-                             "fiscal year ended December 31, 2024?")
+    question = read_question(
+        "How much revenue did Acme (ACME) generate from its International segment for the "
+        "fiscal year ended December 31, 2024?"
+    )
     assert printed_name(question, _statements()) == "net sales"
-    company_wide = read_question("How much total revenue did Acme (ACME) report for the fiscal year ended "
-                                 "December 31, 2024?")
+    company_wide = read_question(
+        "How much total revenue did Acme (ACME) report for the fiscal year ended December 31, 2024?"
+    )
     assert printed_name(company_wide, _statements()) is None
 
 
 def test_the_public_float_is_read_as_the_cover_prints_it():
-    float_q = read_question("What was Acme (ACME)'s public float (the market value of its equity held by "
-                            "non-affiliates) as of June 30, 2024?")
-    full = ("[filing characters 0-200]\nThe aggregate market value of the voting stock held by non-affiliates of "
-            "the Registrant, as of June 30, 2024, was approximately $2,628,553,000,000. Solely for purposes ...")
+    float_q = read_question(
+        "What was Acme (ACME)'s public float (the market value of its equity held by "
+        "non-affiliates) as of June 30, 2024?"
+    )
+    full = (
+        "[filing characters 0-200]\nThe aggregate market value of the voting stock held by non-affiliates of "
+        "the Registrant, as of June 30, 2024, was approximately $2,628,553,000,000. Solely for purposes ..."
+    )
     assert cover_answer(float_q, full) == "$2,628,553,000,000"
-    row = ("[filing characters 0-120]\nAggregate market value of voting stock held by non-affiliates of the "
-           "registrant as of June 30, 2024 | $1,815,014,489,485")
+    row = (
+        "[filing characters 0-120]\nAggregate market value of voting stock held by non-affiliates of the "
+        "registrant as of June 30, 2024 | $1,815,014,489,485"
+    )
     assert cover_answer(float_q, row) == "$1,815,014,489,485"
-    worded = "[filing characters 0-150]\nthe aggregate market value of shares held by non-affiliates ... was " \
-             "approximately $2.0 trillion."
+    worded = (
+        "[filing characters 0-150]\nthe aggregate market value of shares held by non-affiliates ... was "
+        "approximately $2.0 trillion."
+    )
     assert cover_answer(float_q, worded) == "$2.0 trillion"
 
 
 def test_the_shares_outstanding_on_the_asked_date():
-    question = read_question("How many shares of common stock did Acme (ACME) report outstanding as of January 29, "
-                             "2025?")
-    reply = ("[filing characters 0-100]\nOn November 7, 2024, an officer adopted a plan to sell up to 158,970 "
-             "shares of common stock.\n[filing characters 200-300]\nNumber of shares of common stock outstanding "
-             "as of January 29, 2025 | 10,597,729,352")
+    question = read_question(
+        "How many shares of common stock did Acme (ACME) report outstanding as of January 29, 2025?"
+    )
+    reply = (
+        "[filing characters 0-100]\nOn November 7, 2024, an officer adopted a plan to sell up to 158,970 "
+        "shares of common stock.\n[filing characters 200-300]\nNumber of shares of common stock outstanding "
+        "as of January 29, 2025 | 10,597,729,352"
+    )
     assert cover_answer(question, reply) == "10,597,729,352 shares"
-    class_b = read_question("How many shares of Class B common stock did Acme (ACME) report outstanding as of "
-                            "January 28, 2025?")
-    sentence = ("[filing characters 0-300]\nAs of January 28, 2025, there were 5,833 million shares of Acme's "
-                "Class A stock outstanding, 860 million shares of Acme's Class B stock outstanding, and 5,497 "
-                "million shares of Acme's Class C stock outstanding.")
+    class_b = read_question(
+        "How many shares of Class B common stock did Acme (ACME) report outstanding as of January 28, 2025?"
+    )
+    sentence = (
+        "[filing characters 0-300]\nAs of January 28, 2025, there were 5,833 million shares of Acme's "
+        "Class A stock outstanding, 860 million shares of Acme's Class B stock outstanding, and 5,497 "
+        "million shares of Acme's Class C stock outstanding."
+    )
     assert cover_answer(class_b, sentence) == "860 million shares"
 
 

@@ -28,8 +28,12 @@ class ProviderStub:
         self.received: list[tuple[str, dict, str]] = []
         self.statuses: deque[int] = deque()
         self.answer = NO_ANSWER  # a JSON value to answer every 200 with, instead of the provider's shape
-        app = Starlette(routes=[Route("/full-text-search", self._serve, methods=["POST"]),
-                                Route("/search", self._serve, methods=["POST"])])
+        app = Starlette(
+            routes=[
+                Route("/full-text-search", self._serve, methods=["POST"]),
+                Route("/search", self._serve, methods=["POST"]),
+            ]
+        )
         self._server = ThreadedServer(app)
         self.url = self._server.url
 
@@ -59,8 +63,16 @@ def stub():
 
 
 def search_args(**overrides):
-    return {"search_query": "revenue", "form_types": None, "ciks": None, "start_date": "1900-01-01",
-            "end_date": None, "page": 1, "top_n_results": 1, **overrides}
+    return {
+        "search_query": "revenue",
+        "form_types": None,
+        "ciks": None,
+        "start_date": "1900-01-01",
+        "end_date": None,
+        "page": 1,
+        "top_n_results": 1,
+        **overrides,
+    }
 
 
 def test_sec_api_live_search_sends_the_request_and_slices_results(stub):
@@ -68,9 +80,15 @@ def test_sec_api_live_search_sends_the_request_and_slices_results(stub):
     args = search_args(form_types=["10-K"], ciks=["0000320193"], page=2, end_date="2024-12-31")
     rows = json.loads(asyncio.run(edgar_search(backend, args, cutoff=None)))
     assert rows == [{"accessionNo": "a1"}]
-    (path, body, auth), = stub.received
-    assert auth == "key-123" and body == {"query": "revenue", "startDate": "1900-01-01", "endDate": "2024-12-31",
-                                          "page": "2", "formTypes": ["10-K"], "ciks": ["320193"]}
+    ((path, body, auth),) = stub.received
+    assert auth == "key-123" and body == {
+        "query": "revenue",
+        "startDate": "1900-01-01",
+        "endDate": "2024-12-31",
+        "page": "2",
+        "formTypes": ["10-K"],
+        "ciks": ["320193"],
+    }
 
 
 def test_sec_api_retries_throttling_then_reports_the_error(stub):
@@ -83,7 +101,8 @@ def test_sec_api_retries_throttling_then_reports_the_error(stub):
 
 def test_edgar_search_unavailable_without_a_mode():
     assert json.loads(asyncio.run(edgar_search(None, search_args(), cutoff=None))) == {
-        "error": "edgar_search is not available. edgar_search_mode is not set."}
+        "error": "edgar_search is not available. edgar_search_mode is not set."
+    }
 
 
 def test_tavily_search_and_its_retries(stub):
@@ -101,8 +120,10 @@ def test_tavily_search_and_its_retries(stub):
     [
         (("  ", None, None, None), "search_query is required and cannot be empty."),
         (("q", None, "2024/01/01", None), "Invalid end_date format: '2024/01/01'. Expected YYYY-MM-DD."),
-        (("q", "2024-13-01", None, None),
-         "Invalid start_date: '2024-13-01' is not a calendar date. Expected YYYY-MM-DD."),
+        (
+            ("q", "2024-13-01", None, None),
+            "Invalid start_date: '2024-13-01' is not a calendar date. Expected YYYY-MM-DD.",
+        ),
         (("q", "2024-06-01", "2024-01-01", None), "start_date '2024-06-01' is later than end_date '2024-01-01'."),
     ],
 )
@@ -118,8 +139,9 @@ def test_web_search_off_without_a_key():
 
 def test_web_search_provider_failure_is_a_tool_error(stub):
     stub.statuses.extend([500, 500, 500])
-    result = json.loads(asyncio.run(web_search(TavilySearch("k", stub.url, backoff_seconds=0), "q", None, None,
-                                               None, None)))
+    result = json.loads(
+        asyncio.run(web_search(TavilySearch("k", stub.url, backoff_seconds=0), "q", None, None, None, None))
+    )
     assert "500" in result["error"] and len(stub.received) == 3
 
 
@@ -133,8 +155,10 @@ NOT_THE_SHAPE = {  # name: (answer, where sec-api's `filings` / Tavily's `result
     "a boolean": (lambda field: True, "the answer is a boolean, not a JSON object"),
     "the list an object": (lambda field: {field: {"0": {}}}, "the answer's '{field}' is an object, not a list"),
     "the list a string": (lambda field: {field: "none"}, "the answer's '{field}' is a string, not a list"),
-    "an item a string": (lambda field: {field: [{}, "x"]},
-                         "item 1 of the answer's '{field}' is a string, not an object"),
+    "an item a string": (
+        lambda field: {field: [{}, "x"]},
+        "item 1 of the answer's '{field}' is a string, not an object",
+    ),
     "an item null": (lambda field: {field: [None]}, "item 0 of the answer's '{field}' is null, not an object"),
 }
 
@@ -156,14 +180,15 @@ def test_tavily_answering_another_json_shape_is_a_clear_error(stub, shape):
     """§A.11 step 6. Mutation: returning whatever `results` holds, or the AttributeError's text."""
     answer, says = NOT_THE_SHAPE[shape]
     stub.answer = answer("results")
-    result = json.loads(asyncio.run(web_search(TavilySearch("k", stub.url, backoff_seconds=0), "q", None, None,
-                                               None, None)))
+    result = json.loads(
+        asyncio.run(web_search(TavilySearch("k", stub.url, backoff_seconds=0), "q", None, None, None, None))
+    )
     assert result == {"error": f"Tavily search failed: {says.format(field='results')}"}
     assert len(stub.received) == 3
 
 
 def test_an_answer_without_hits_is_an_empty_list(stub):
-    for field, answer in (("filings", {"total": {"value": 0}}), ("filings", {"filings": None})):
+    for _field, answer in (("filings", {"total": {"value": 0}}), ("filings", {"filings": None})):
         stub.answer = answer
         backend = LiveFullTextSearch(stub.url, "k", backoff_seconds=0)
         assert json.loads(asyncio.run(edgar_search(backend, search_args(), cutoff=None))) == []
@@ -229,8 +254,9 @@ def test_the_backoff_doubles_while_the_build_keeps_failing(corpus):
     async def scenario():
         directory = CompanyDirectory(MirrorSource(corpus))
         await directory.load()
-        index = LocalFullTextIndex(source, directory, directory.tickers(), first_backoff=10, max_backoff=25,
-                                   clock=clock)
+        index = LocalFullTextIndex(
+            source, directory, directory.tickers(), first_backoff=10, max_backoff=25, clock=clock
+        )
         waits = []
         for now in (0, 10, 30, 55):  # each just past the previous backoff
             clock.now = now

@@ -30,9 +30,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_serve_in_process_plays_episodes_and_stops_on_sigterm(tmp_path):
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "finsec_client.cli", "serve", "configs/serve.yaml",
-                               "--in-process", "--port", str(port)], cwd=ROOT, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "finsec_client.cli", "serve", "configs/serve.yaml", "--in-process", "--port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         first = server.stdout.readline()
         assert first.startswith(f"finsec-serve is up at http://127.0.0.1:{port}"), first + server.stdout.read()
@@ -43,10 +47,31 @@ def test_serve_in_process_plays_episodes_and_stops_on_sigterm(tmp_path):
         assert listen_queue(port) == min(most_held(), somaxconn()), listen_queue(port)  # admission decides, not it
 
         out = tmp_path / "runs.jsonl"
-        played = subprocess.run([sys.executable, "-m", "finsec_client.cli", "rollouts", "--url", url, "-n", "6",
-                                 "-c", "3", "--driver", "environment-server", "--driver", "legacy-agent",
-                                 "--out", str(out), "--fail-on-masked"], cwd=ROOT, capture_output=True, text=True,
-                                timeout=120)
+        played = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "finsec_client.cli",
+                "rollouts",
+                "--url",
+                url,
+                "-n",
+                "6",
+                "-c",
+                "3",
+                "--driver",
+                "environment-server",
+                "--driver",
+                "legacy-agent",
+                "--out",
+                str(out),
+                "--fail-on-masked",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert played.returncode == 0, played.stdout[-2000:] + played.stderr[-2000:]
         run, *rows = [json.loads(line) for line in out.read_text().splitlines()]  # the run's options, then episodes
         assert len(rows) == 6 and all(row["reward"] is not None for row in rows), rows
@@ -79,9 +104,23 @@ def most_held() -> int:
 
 def serving(port: int, env: dict[str, str], config: Path | None = None) -> subprocess.Popen:
     """`finsec serve --in-process` on `port` (from `config`, else the packaged one), once it says it is up."""
-    server = subprocess.Popen([sys.executable, "-m", "finsec_client.cli", "serve", *([str(config)] if config else []),
-                               "--in-process", "--port", str(port)], cwd=ROOT, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, env={**os.environ, **env})
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "finsec_client.cli",
+            "serve",
+            *([str(config)] if config else []),
+            "--in-process",
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **env},
+    )
     said = []
     while not (line := server.stdout.readline()).startswith("finsec-serve is up at"):  # log lines come first
         said.append(line)

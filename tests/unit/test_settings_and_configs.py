@@ -73,6 +73,7 @@ def test_fence_ttl_defaults_to_session_ttl():
 def test_haproxy_is_the_ingress_where_a_binary_exists_and_the_proxy_where_none_does(monkeypatch, tmp_path, capsys):
     """Ray bundles HAProxy on Linux only: a laptop without it must still start, on Serve's default proxy."""
     from deployments import local
+
     if local.haproxy_binary() is None:
         pytest.skip("no HAProxy on this machine to start from")
     assert local.available_ingress("haproxy") == "haproxy"
@@ -87,6 +88,7 @@ def test_haproxy_runs_tuned_unless_the_environment_says_otherwise(monkeypatch):
     """Serve's per-request HAProxy metrics are off and its thread count fits the machine by default; an operator's
     own setting of either wins."""
     from deployments import local
+
     monkeypatch.delenv("RAY_SERVE_HAPROXY_METRICS_ENABLED", raising=False)
     monkeypatch.delenv("RAY_SERVE_HAPROXY_NBTHREAD", raising=False)
     env = local.ingress_env("haproxy")

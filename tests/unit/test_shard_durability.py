@@ -47,6 +47,7 @@ def test_a_failed_fence_write_answers_503_and_the_retry_makes_it_durable():
 
 def test_failed_writes_of_interleaved_batches_are_all_retried():
     """Two batches' writes both fail, the earlier-started one last: each retried close still waits for its fence."""
+
     async def main():
         late = asyncio.Event()
         marks = ScriptedMarkStore([(late, True), (None, True)])

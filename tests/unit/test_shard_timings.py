@@ -27,8 +27,10 @@ class SlowMarkStore(MemoryMarkStore):
 
 
 def seed(sid: str) -> tuple:
-    return ("seed_episode", (sid, EpisodeSeed({"rollout_id": sid, "attempt": 0}, {"taskset": "t", "task_id": "1"},
-                                              "digest")))
+    return (
+        "seed_episode",
+        (sid, EpisodeSeed({"rollout_id": sid, "attempt": 0}, {"taskset": "t", "task_id": "1"}, "digest")),
+    )
 
 
 def test_a_seed_of_an_unknown_id_times_one_read_and_one_write_inside_its_batch():
@@ -41,7 +43,7 @@ def test_a_seed_of_an_unknown_id_times_one_read_and_one_write_inside_its_batch()
         assert stats["mark_read_us"] >= READ_S * 1e6 and stats["mark_write_us"] >= WRITE_S * 1e6
         assert stats["batch_us"] >= stats["mark_read_us"] + stats["mark_write_us"]
         [(ok, _)] = await shard.run([("check_open", ("s1",))])  # known now: no read; a write of no part checks
-        again = await shard.stats()                                 # that this life still holds its record
+        again = await shard.stats()  # that this life still holds its record
         assert (again["mark_reads"], again["mark_writes"]) == (1, 2) and again["batches"] == 2
 
     asyncio.run(main())
@@ -63,6 +65,7 @@ def test_a_failed_write_is_timed_too():
 def test_the_reaper_publishes_what_each_tick_added_and_a_new_shard_life_counts_from_zero():
     """The reaper turns the shards' running totals into increments (the finsec_shard_* counters): never counted
     twice, and never negative when a restarted shard's totals start again at 0."""
+
     class Restartable:  # one shard slot, whose process can be replaced by a new life
         def __init__(self):
             self.life = ShardService(ShardConfig(100.0), MemoryMarkStore())

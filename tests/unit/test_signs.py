@@ -89,9 +89,17 @@ def test_the_opposite_sign_word_fails(expected: str, answer: str) -> None:
 
 @pytest.mark.parametrize(
     "answer",
-    ["a net loss of $5.0 million", "net loss of $(5.0) million", "-$5.0 million loss", "$5.0 million net loss",
-     "$5.0 million", "net income of $(5.0) million", "Net income (loss) of $(5.0) million",
-     "The net loss for fiscal 2024 was $5.0 million", "net income was negative $5.0 million"],
+    [
+        "a net loss of $5.0 million",
+        "net loss of $(5.0) million",
+        "-$5.0 million loss",
+        "$5.0 million net loss",
+        "$5.0 million",
+        "net income of $(5.0) million",
+        "Net income (loss) of $(5.0) million",
+        "The net loss for fiscal 2024 was $5.0 million",
+        "net income was negative $5.0 million",
+    ],
 )
 def test_a_loss_stated_any_way_passes(answer: str) -> None:
     assert passes("a net loss of $5.0 million", answer), grade("a net loss of $5.0 million", answer).judge_text

@@ -35,8 +35,17 @@ FAKE_DNS = {  # name -> the addresses it resolves to
     "mapped.example": ["::ffff:127.0.0.2"],
     "localhost": ["127.0.0.1", "::1"],
 }
-ALLOWLISTED = ["internal.example", "metadata.example", "ten.example", "mixed.example", "v6.example",
-               "mapped.example", "localhost", "127.0.0.2", "169.254.169.254"]
+ALLOWLISTED = [
+    "internal.example",
+    "metadata.example",
+    "ten.example",
+    "mixed.example",
+    "v6.example",
+    "mapped.example",
+    "localhost",
+    "127.0.0.2",
+    "169.254.169.254",
+]
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +70,16 @@ def fake_dns(monkeypatch):
     def getaddrinfo(host, port, *args, **kwargs):
         name = host.decode() if isinstance(host, bytes) else host
         if name in FAKE_DNS:
-            return [(socket.AF_INET6 if ip_address(a).version == 6 else socket.AF_INET, socket.SOCK_STREAM, 6, "",
-                     (a, port or 0)) for a in FAKE_DNS[name]]
+            return [
+                (
+                    socket.AF_INET6 if ip_address(a).version == 6 else socket.AF_INET,
+                    socket.SOCK_STREAM,
+                    6,
+                    "",
+                    (a, port or 0),
+                )
+                for a in FAKE_DNS[name]
+            ]
         try:
             ip_address(name)
         except (TypeError, ValueError):
@@ -77,9 +94,17 @@ def app(servers, fake_dns):
     sec, secret, neighbour = servers
     for server in servers:
         server.reset()
-    with InProcess(edgar_source="live", sec_www_base_url=sec.url, sec_data_base_url=sec.url,
-                   fetch_trusted_networks=["127.0.0.1/32"], fetch_allowed_hosts=ALLOWLISTED, edgar_search_mode=None,
-                   retry_backoff_seconds=0.01, request_timeout=5.0, requests_per_second=10_000) as running:
+    with InProcess(
+        edgar_source="live",
+        sec_www_base_url=sec.url,
+        sec_data_base_url=sec.url,
+        fetch_trusted_networks=["127.0.0.1/32"],
+        fetch_allowed_hosts=ALLOWLISTED,
+        edgar_search_mode=None,
+        retry_backoff_seconds=0.01,
+        request_timeout=5.0,
+        requests_per_second=10_000,
+    ) as running:
         sid = new_session_id()
         running.post("/seed_session", json=episode_seed(sid))
         running.sid = sid
@@ -115,8 +140,15 @@ def secret_targets(secret: SecServer, neighbour: SecServer) -> list[str]:
         f"http://localhost:{neighbour.port}/latest/meta-data",
         "http://169.254.169.254/latest/meta-data",
         f"http://metadata.example:{p}/latest/meta-data",
-        "http://[fe80::1]/", "http://10.0.0.1/", "http://ten.example/", "http://192.168.1.1/", "http://172.16.0.1/",
-        "http://100.64.0.1/", "http://[fc00::1]/", "http://224.0.0.1/", "http://255.255.255.255/",
+        "http://[fe80::1]/",
+        "http://10.0.0.1/",
+        "http://ten.example/",
+        "http://192.168.1.1/",
+        "http://172.16.0.1/",
+        "http://100.64.0.1/",
+        "http://[fc00::1]/",
+        "http://224.0.0.1/",
+        "http://255.255.255.255/",
         f"http://127.0.0.2:{p}@{secret.url[7:]}/secret.htm",  # credentials in front
         f"http://{secret.url[7:]}#@www.sec.gov/secret.htm",
         f"gopher://127.0.0.2:{p}/secret.htm",

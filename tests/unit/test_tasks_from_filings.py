@@ -23,8 +23,13 @@ from tests.real_filings import EDGAR_REAL, manifest, needs_real_filings
 
 def _build(row: dict):
     document = (EDGAR_REAL / row["url_path"]).read_text(errors="replace")
-    source = Source(str(row["cik"]).zfill(10), row["ticker"], row["form"], row["accession_number"],
-                    "https://www.sec.gov/" + row["url_path"])
+    source = Source(
+        str(row["cik"]).zfill(10),
+        row["ticker"],
+        row["form"],
+        row["accession_number"],
+        "https://www.sec.gov/" + row["url_path"],
+    )
     return document, build_tasks(source, document)
 
 
@@ -64,20 +69,24 @@ def test_answers_are_the_filings_own_facts(built):
                 assert value == pytest.approx(facts[1]["value"] - facts[0]["value"])
             elif task["kind"] == "ratio":
                 ratio = facts[0]["value"] / facts[1]["value"]
-                assert value == pytest.approx(ratio * 100 if task["canonical_answer"]["unit"] == "percent" else ratio,
-                                              abs=0.05)
+                assert value == pytest.approx(
+                    ratio * 100 if task["canonical_answer"]["unit"] == "percent" else ratio, abs=0.05
+                )
             elif facts:
                 assert value == facts[0]["value"]
-                assert grader.grade_sync(task["question"], task["expected_answer"],
-                                         _plain(value, facts[0]["unit"])).reward == 1.0, task["task_id"]
+                assert (
+                    grader.grade_sync(task["question"], task["expected_answer"], _plain(value, facts[0]["unit"])).reward
+                    == 1.0
+                ), task["task_id"]
 
 
 def _plain(value: float, unit: str) -> str:
     """The canonical value written out in full, as a different writer would state it."""
     if unit.endswith("/xbrli:shares"):
         return f"${value:.2f}"
-    return f"{'-' if value < 0 else ''}{'$' if unit == 'iso4217:USD' else ''}{abs(value):,.0f}" + \
-        (" shares" if unit == "xbrli:shares" else "")
+    return f"{'-' if value < 0 else ''}{'$' if unit == 'iso4217:USD' else ''}{abs(value):,.0f}" + (
+        " shares" if unit == "xbrli:shares" else ""
+    )
 
 
 @needs_real_filings
@@ -91,7 +100,7 @@ def test_questions_are_unique_name_company_and_period_and_copy_no_sentence(built
             assert f"({task['ticker']})" in question and re.search(r"\b20\d\d\b", question), question
             words = re.sub(rf"{re.escape(task['company'])} \({task['ticker']}\)", " ", question).lower().split()
             for start in range(len(words) - 9):  # no ten words in a row of the filing's own text
-                assert " ".join(words[start:start + 10]) not in text, question
+                assert " ".join(words[start : start + 10]) not in text, question
 
 
 def test_a_company_falls_in_one_split_by_its_cik_and_held_out_companies_go_to_test():
@@ -111,8 +120,9 @@ def test_the_command_writes_splits_rows_and_report(tmp_path):
     assert {t.data["ticker"] for t in test} == {"NVDA", "TSLA"}
     assert not {t.data["ticker"] for t in train} & {"NVDA", "TSLA"}
     rows = [json.loads(line) for line in (out / "nemo-gym" / "test.jsonl").read_text().splitlines()]
-    assert len(rows) == len(test) and all(r["responses_create_params"]["input"][-1]["content"] == r["question"]
-                                          for r in rows)
+    assert len(rows) == len(test) and all(
+        r["responses_create_params"]["input"][-1]["content"] == r["question"] for r in rows
+    )
     report = json.loads((out / "report.json").read_text())
     assert report["tasks"] == len(train) + len(test) and report["splits"]["test"] == ["NVDA", "TSLA"]
     assert len(report["filings"]) == len(manifest())
@@ -125,19 +135,39 @@ def test_live_edgar_through_a_loopback_mirror_builds_the_same_tasks(tmp_path):
     common = ["--tickers", "AAPL", "--forms", "10-K"]
     assert main(["tasks", "build", "--corpus", str(EDGAR_REAL), "--out", str(folder), *common]) == 0
     with MirrorServer(EDGAR_REAL) as mirror:
-        assert main(["tasks", "build", "--live", "--sec-www-url", mirror.url, "--sec-data-url", mirror.url,
-                     "--user-agent", "finsec tests test@example.com", "--out", str(live), *common]) == 0
+        assert (
+            main(
+                [
+                    "tasks",
+                    "build",
+                    "--live",
+                    "--sec-www-url",
+                    mirror.url,
+                    "--sec-data-url",
+                    mirror.url,
+                    "--user-agent",
+                    "finsec tests test@example.com",
+                    "--out",
+                    str(live),
+                    *common,
+                ]
+            )
+            == 0
+        )
     split = next(p.name for p in folder.glob("*.jsonl"))
     assert (live / split).read_text() == (folder / split).read_text()
 
 
-@pytest.mark.parametrize("argv, said", [
-    (["--live", "--user-agent", "x"], "--live needs --tickers"),
-    (["--live", "--tickers", "AAPL", "--user-agent", ""], "--live needs --user-agent"),
-    (["--corpus", "."], "not a folder in the sec.gov layout"),
-    (["--corpus", ".", "--split", "0.8,0.2"], "--split"),
-    (["--corpus", ".", "--filings-per-form", "0"], "--filings-per-form 0"),
-])
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (["--live", "--user-agent", "x"], "--live needs --tickers"),
+        (["--live", "--tickers", "AAPL", "--user-agent", ""], "--live needs --user-agent"),
+        (["--corpus", "."], "not a folder in the sec.gov layout"),
+        (["--corpus", ".", "--split", "0.8,0.2"], "--split"),
+        (["--corpus", ".", "--filings-per-form", "0"], "--filings-per-form 0"),
+    ],
+)
 def test_usage_errors_say_what_to_fix(argv, said, tmp_path, capsys):
     assert main(["tasks", "build", "--out", str(tmp_path / "out"), *argv]) == 2
     assert said in capsys.readouterr().err
@@ -145,26 +175,76 @@ def test_usage_errors_say_what_to_fix(argv, said, tmp_path, capsys):
 
 def test_live_without_a_reachable_edgar_is_one_line(tmp_path, capsys):
     with MirrorServer(_empty_mirror(tmp_path)) as mirror:  # a registry, but no submissions for the company
-        code = main(["tasks", "build", "--live", "--tickers", "EXM", "--sec-www-url", mirror.url, "--sec-data-url",
-                     mirror.url, "--user-agent", "t t@example.com", "--out", str(tmp_path / "out")])
+        code = main(
+            [
+                "tasks",
+                "build",
+                "--live",
+                "--tickers",
+                "EXM",
+                "--sec-www-url",
+                mirror.url,
+                "--sec-data-url",
+                mirror.url,
+                "--user-agent",
+                "t t@example.com",
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
     assert code == 0 and "0 tasks from 0 filings" in capsys.readouterr().out
 
 
 def _empty_mirror(root: Path) -> Path:
     (root / "files").mkdir(parents=True)
-    (root / "files" / "company_tickers.json").write_text(json.dumps({"0": {"cik_str": 1, "ticker": "EXM",
-                                                                          "title": "Example Corp"}}))
+    (root / "files" / "company_tickers.json").write_text(
+        json.dumps({"0": {"cik_str": 1, "ticker": "EXM", "title": "Example Corp"}})
+    )
     return root
 
 
 @needs_real_filings
 def test_a_build_replaces_an_earlier_builds_splits_and_refuses_a_folder_of_other_files(tmp_path, capsys):
     out = tmp_path / "tasks"
-    assert main(["tasks", "build", "--corpus", str(EDGAR_REAL), "--out", str(out), "--tickers", "AAPL,NVDA",
-                 "--forms", "10-K", "--hold-out", "NVDA"]) == 0
+    assert (
+        main(
+            [
+                "tasks",
+                "build",
+                "--corpus",
+                str(EDGAR_REAL),
+                "--out",
+                str(out),
+                "--tickers",
+                "AAPL,NVDA",
+                "--forms",
+                "10-K",
+                "--hold-out",
+                "NVDA",
+            ]
+        )
+        == 0
+    )
     assert (out / "test.jsonl").is_file()
-    assert main(["tasks", "build", "--corpus", str(EDGAR_REAL), "--out", str(out), "--tickers", "AAPL",
-                 "--forms", "10-K", "--split", "1,0,0"]) == 0
+    assert (
+        main(
+            [
+                "tasks",
+                "build",
+                "--corpus",
+                str(EDGAR_REAL),
+                "--out",
+                str(out),
+                "--tickers",
+                "AAPL",
+                "--forms",
+                "10-K",
+                "--split",
+                "1,0,0",
+            ]
+        )
+        == 0
+    )
     assert sorted(p.name for p in out.glob("*.jsonl")) == ["train.jsonl"]  # no test split left from the first
     assert sorted(p.name for p in (out / "nemo-gym").iterdir()) == ["train.jsonl"]
     (out / "notes.txt").write_text("mine")

@@ -20,8 +20,11 @@ from tests.unit.test_deterministic_grader import fails_because, grade, passes
         ("Delaware", "Delaware or Nevada", "the answer hedges between 'Delaware' and 'Nevada'"),
         ("Delaware", "It is not Delaware.", "the answer negates the expected answer 'Delaware' ('not Delaware')"),
         ("Delaware", "Is it Delaware? No, Nevada.", "the answer only asks about 'Delaware' ('Delaware ...?')"),
-        ("New York Stock Exchange", "New shares. York county. The Stock Exchange.",
-         "text mismatch: the answer never states 'New York Stock Exchange' as one phrase"),
+        (
+            "New York Stock Exchange",
+            "New shares. York county. The Stock Exchange.",
+            "text mismatch: the answer never states 'New York Stock Exchange' as one phrase",
+        ),
     ],
 )
 def test_compare_text_explains(expected: str, answer: str, explanation: str) -> None:
@@ -102,8 +105,10 @@ def test_the_expected_words_must_be_stated_together() -> None:
         ("Texas", "Tesla is incorporated in Texas and headquartered in Austin, Texas."),
         ("Texas", "Tesla, Inc. is incorporated in the State of Texas."),
         ("industrial data analytics software", "It sells software for industrial data analytics."),
-        ("industrial data analytics software",
-         "Helixar operates in industrial data analytics software, serving manufacturers and utilities."),
+        (
+            "industrial data analytics software",
+            "Helixar operates in industrial data analytics software, serving manufacturers and utilities.",
+        ),
     ],
 )
 def test_honest_text_sentences_pass(expected: str, answer: str) -> None:
@@ -116,8 +121,13 @@ def test_honest_text_sentences_pass(expected: str, answer: str) -> None:
 
 @pytest.mark.parametrize(
     "answer",
-    ["Delaware, Nevada or Texas", "Delaware or Nevada", "either Nevada or Delaware", "Delaware (or possibly Nevada)",
-     "delaware or nevada"],
+    [
+        "Delaware, Nevada or Texas",
+        "Delaware or Nevada",
+        "either Nevada or Delaware",
+        "Delaware (or possibly Nevada)",
+        "delaware or nevada",
+    ],
 )
 def test_text_alternatives_are_a_hedge(answer: str) -> None:
     fails_because("Delaware", answer, "hedges between")
@@ -125,9 +135,15 @@ def test_text_alternatives_are_a_hedge(answer: str) -> None:
 
 @pytest.mark.parametrize(
     "answer",
-    ["Delaware/Nevada", "Delaware and Nevada", "Nevada, Delaware.", "Delaware, Nevada, Texas",
-     "It is incorporated in Delaware, nevada, texas", "Texas. Delaware. Nevada.",
-     "Deloitte & Touche LLP, KPMG LLP, Ernst & Young LLP"],
+    [
+        "Delaware/Nevada",
+        "Delaware and Nevada",
+        "Nevada, Delaware.",
+        "Delaware, Nevada, Texas",
+        "It is incorporated in Delaware, nevada, texas",
+        "Texas. Delaware. Nevada.",
+        "Deloitte & Touche LLP, KPMG LLP, Ernst & Young LLP",
+    ],
 )
 def test_text_lists_of_candidates_fail(answer: str) -> None:
     expected = "Deloitte & Touche LLP" if "LLP" in answer else "Delaware"
@@ -136,15 +152,21 @@ def test_text_lists_of_candidates_fail(answer: str) -> None:
 
 @pytest.mark.parametrize(
     "answer",
-    ["It is not Delaware.", "Delaware is incorrect.", "Rather than Delaware, it is incorporated in Nevada.",
-     "The company isn't incorporated in Delaware."],
+    [
+        "It is not Delaware.",
+        "Delaware is incorrect.",
+        "Rather than Delaware, it is incorporated in Nevada.",
+        "The company isn't incorporated in Delaware.",
+    ],
 )
 def test_text_negated_fails(answer: str) -> None:
     fails_because("Delaware", answer, "negates the expected answer")
 
 
-STATES = ("Alabama Alaska Arizona Arkansas California Colorado Connecticut Delaware Florida Georgia Hawaii Idaho "
-          "Illinois Indiana Iowa Kansas Kentucky Louisiana Maine Maryland Massachusetts Michigan Minnesota").split()
+STATES = (
+    "Alabama Alaska Arizona Arkansas California Colorado Connecticut Delaware Florida Georgia Hawaii Idaho "
+    "Illinois Indiana Iowa Kansas Kentucky Louisiana Maine Maryland Massachusetts Michigan Minnesota"
+).split()
 
 
 @pytest.mark.parametrize(
@@ -152,10 +174,13 @@ STATES = ("Alabama Alaska Arizona Arkansas California Colorado Connecticut Delaw
     [
         (" ".join(STATES), "buries"),  # names without separators
         (", ".join(STATES), "candidates"),
-        ("The company describes its products, customers, competition, employees, properties, legal proceedings, "
-         "market risk, controls, executive compensation, auditors, exhibits, segments, geographic data, revenue "
-         "recognition, leases, income taxes, pensions, derivatives, goodwill, intangibles, debt, equity, stock "
-         "plans, commitments, contingencies, subsequent events and Delaware.", "flood"),
+        (
+            "The company describes its products, customers, competition, employees, properties, legal proceedings, "
+            "market risk, controls, executive compensation, auditors, exhibits, segments, geographic data, revenue "
+            "recognition, leases, income taxes, pensions, derivatives, goodwill, intangibles, debt, equity, stock "
+            "plans, commitments, contingencies, subsequent events and Delaware.",
+            "flood",
+        ),
         ("Delaware " + "and more words " * 120, "flood"),
         ("It is Delaware; it might be Nevada.", "hedges"),
         ("Delaware. Alternatively, Nevada.", "hedges"),

@@ -32,10 +32,21 @@ GARBAGE = os.urandom(4096) + bytes(range(32)) * 8
 
 
 def live(sec: SecServer, **overrides) -> InProcess:
-    return InProcess(**{"edgar_source": "live", "sec_www_base_url": sec.url, "sec_data_base_url": sec.url,
-                        "fetch_trusted_networks": ["127.0.0.1/32"], "edgar_search_mode": None,
-                        "retry_backoff_seconds": 0.01, "request_timeout": 1.0, "max_retries": ATTEMPTS,
-                        "requests_per_second": 10_000, "fetch_max_bytes": CAP, **overrides})
+    return InProcess(
+        **{
+            "edgar_source": "live",
+            "sec_www_base_url": sec.url,
+            "sec_data_base_url": sec.url,
+            "fetch_trusted_networks": ["127.0.0.1/32"],
+            "edgar_search_mode": None,
+            "retry_backoff_seconds": 0.01,
+            "request_timeout": 1.0,
+            "max_retries": ATTEMPTS,
+            "requests_per_second": 10_000,
+            "fetch_max_bytes": CAP,
+            **overrides,
+        }
+    )
 
 
 @pytest.fixture
@@ -55,8 +66,10 @@ def results(response) -> str:
 
 FAULTS = {
     "429": (lambda sec, path: sec.script(path, [429] * ATTEMPTS), ATTEMPTS),
-    "503 with Retry-After: 3600": (lambda sec, path: sec.script(path, [503] * ATTEMPTS, {"Retry-After": "3600"}),
-                                   ATTEMPTS),
+    "503 with Retry-After: 3600": (
+        lambda sec, path: sec.script(path, [503] * ATTEMPTS, {"Retry-After": "3600"}),
+        ATTEMPTS,
+    ),
     "503": (lambda sec, path: sec.script(path, [503] * ATTEMPTS), ATTEMPTS),
     "500": (lambda sec, path: sec.script(path, [500]), 1),
     "404": (lambda sec, path: sec.script(path, [404]), 1),
@@ -70,8 +83,12 @@ FILING_ONLY = {
     "garbage bytes as text/html": (lambda sec, path: sec.serve_bytes(path, GARBAGE, "text/html"), 1),
 }
 SUBMISSIONS_ONLY = {
-    "truncated JSON": (lambda sec, path: sec.serve_bytes(path, b'{"cik": "990000001", "filings": {"recent": {"acc',
-                                                         "application/json"), 1),
+    "truncated JSON": (
+        lambda sec, path: sec.serve_bytes(
+            path, b'{"cik": "990000001", "filings": {"recent": {"acc', "application/json"
+        ),
+        1,
+    ),
     "garbage bytes as JSON": (lambda sec, path: sec.serve_bytes(path, GARBAGE, "application/json"), 1),
     "HTML instead of JSON": (lambda sec, path: sec.serve_bytes(path, b"<html>maintenance</html>", "text/html"), 1),
 }
@@ -85,8 +102,9 @@ def test_parse_html_page_answers_a_filing_fault_with_a_tool_error_and_recovers(a
     setup, requests = {**FAULTS, **FILING_ONLY}[fault]
     setup(sec, FIRST.url_path)
     reply = results(app.post("/parse_html_page", json={"url": FIRST.url, "key": "doc"}))
-    assert reply.startswith(("Failed to download filing from", "HTML could not be parsed",
-                             "The document could not be read")), reply
+    assert reply.startswith(
+        ("Failed to download filing from", "HTML could not be parsed", "The document could not be read")
+    ), reply
     assert len(sec.requests_for(FIRST.url_path)) == requests
     assert app.describe(app.sid)["documents"] == []
     assert app.metrics.count("finsec_retries", target="sec") == requests - 1  # each retry counted
@@ -95,8 +113,9 @@ def test_parse_html_page_answers_a_filing_fault_with_a_tool_error_and_recovers(a
 
     sec.reset()  # SEC recovers: the same call now works, in the same session
     assert results(app.post("/parse_html_page", json={"url": FIRST.url, "key": "doc"})).startswith("SUCCESS")
-    assert "Total net revenues" in results(app.post("/retrieve_information", json={
-        "prompt": "total net revenues {{doc}}"}))
+    assert "Total net revenues" in results(
+        app.post("/retrieve_information", json={"prompt": "total net revenues {{doc}}"})
+    )
     assert app.post("/close_session", json=close_body(app.sid)).status_code == 200
 
 
@@ -117,8 +136,13 @@ def test_sec_filing_search_says_sec_is_unavailable_and_never_remembers_it(app, s
     assert FIRST.accession in {row["accession_number"] for row in found}
 
 
-NOT_AN_OBJECT = {"an array": b"[]", "a string": b'"maintenance"', "a number": b"503", "a boolean": b"true",
-                 "null": b"null"}
+NOT_AN_OBJECT = {
+    "an array": b"[]",
+    "a string": b'"maintenance"',
+    "a number": b"503",
+    "a boolean": b"true",
+    "null": b"null",
+}
 
 
 @pytest.mark.timeout(30)
@@ -149,10 +173,11 @@ def test_a_submissions_page_that_fails_gives_a_partial_answer_that_is_not_kept(a
     caching the partial set fails this."""
     main = json.loads((corpus / SUBMISSIONS).read_text())
     recent = main["filings"]["recent"]
-    oldest = recent["accessionNumber"].index(min(recent["accessionNumber"], key=lambda a: recent["filingDate"][
-        recent["accessionNumber"].index(a)]))
+    oldest = recent["accessionNumber"].index(
+        min(recent["accessionNumber"], key=lambda a: recent["filingDate"][recent["accessionNumber"].index(a)])
+    )
     page_name = f"CIK{FIRST.issuer.cik:010d}-submissions-001.json"
-    main["filings"]["recent"] = {k: v[:oldest] + v[oldest + 1:] for k, v in recent.items()}
+    main["filings"]["recent"] = {k: v[:oldest] + v[oldest + 1 :] for k, v in recent.items()}
     main["filings"]["files"] = [{"name": page_name}]
     older = {k: [v[oldest]] for k, v in recent.items()}
     sec.serve_bytes(SUBMISSIONS, json.dumps(main).encode(), "application/json")
@@ -176,8 +201,9 @@ def test_concurrent_searches_share_one_load_and_its_failure(app, sec):
     async def burst():
         import asyncio
 
-        return await asyncio.gather(*(app.client.post("/sec_filing_search", json={"ticker": FIRST.issuer.ticker})
-                                      for _ in range(8)))
+        return await asyncio.gather(
+            *(app.client.post("/sec_filing_search", json={"ticker": FIRST.issuer.ticker}) for _ in range(8))
+        )
 
     replies = app.run(burst())
     assert all("Could not load the filings" in results(r) for r in replies), [results(r)[:120] for r in replies]
@@ -188,13 +214,15 @@ def test_concurrent_searches_share_one_load_and_its_failure(app, sec):
 @pytest.mark.parametrize("fault", ["503", "a JSON array", "rows that are not objects"])
 def test_a_server_that_cannot_load_the_ticker_registry_never_starts(sec, fault):
     """§F.2: the server does not start without company_tickers.json (and says so), however SEC fails."""
-    {"503": lambda: sec.script("files/company_tickers.json", [503] * 20),
-     "a JSON array": lambda: sec.serve_bytes("files/company_tickers.json", b"[]", "application/json"),
-     "rows that are not objects": lambda: sec.serve_bytes("files/company_tickers.json", b'{"0": 7}',
-                                                          "application/json")}[fault]()
-    with pytest.raises(RuntimeError, match="Failed to load SEC ticker data"):
-        with live(sec, max_retries=1):
-            pass
+    {
+        "503": lambda: sec.script("files/company_tickers.json", [503] * 20),
+        "a JSON array": lambda: sec.serve_bytes("files/company_tickers.json", b"[]", "application/json"),
+        "rows that are not objects": lambda: sec.serve_bytes(
+            "files/company_tickers.json", b'{"0": 7}', "application/json"
+        ),
+    }[fault]()
+    with pytest.raises(RuntimeError, match="Failed to load SEC ticker data"), live(sec, max_retries=1):
+        pass
 
 
 # ----- the judge (§D.4; A.3's judge_failsafe; Decision 11) -----
@@ -204,8 +232,9 @@ JUDGE = {"judge_call_timeout": 1.0, "judge_retry_delays": [0.01, 0.01]}
 
 @pytest.fixture
 def judged(stub):
-    with InProcess(judge_model={"base_url": stub.base_url, "model": "judge"}, edgar_search_mode=None,
-                   **JUDGE) as running:
+    with InProcess(
+        judge_model={"base_url": stub.base_url, "model": "judge"}, edgar_search_mode=None, **JUDGE
+    ) as running:
         running.sid = new_session_id()
         running.post("/seed_session", json=episode_seed(running.sid))
         running.post("/parse_html_page", json={"url": FIRST.url, "key": "doc"})
@@ -222,8 +251,9 @@ UNREACHABLE = {  # no reply to read after every attempt: a masked judge_failed r
 UNPARSEABLE = {  # the judge answered, never with a verdict: a real 0, flagged judge_unparseable
     "no [[N]]": lambda stub: [stub.reply(responses_reply("The candidate looks right.")) for _ in range(ATTEMPTS)],
     "no message": lambda stub: [stub.reply(responses_reply(None)) for _ in range(ATTEMPTS)],
-    "cut short": lambda stub: [stub.reply(responses_reply("[[2]", incomplete="max_output_tokens"))
-                               for _ in range(ATTEMPTS)],
+    "cut short": lambda stub: [
+        stub.reply(responses_reply("[[2]", incomplete="max_output_tokens")) for _ in range(ATTEMPTS)
+    ],
     "not a Responses object": lambda stub: [stub.reply({"choices": []}) for _ in range(ATTEMPTS)],
 }
 
@@ -276,8 +306,9 @@ def test_a_judge_that_recovers_within_its_attempts_grades(judged, stub):
 
 @pytest.mark.timeout(20)
 def test_a_judge_nobody_listens_on_gives_judge_failed(stub):
-    with InProcess(judge_model={"base_url": closed_port_url(), "model": "judge"}, edgar_search_mode=None,
-                   **JUDGE) as app:
+    with InProcess(
+        judge_model={"base_url": closed_port_url(), "model": "judge"}, edgar_search_mode=None, **JUDGE
+    ) as app:
         row = app.post("/verify", json=verify_body()).json()
         assert (row["mask_sample"], row["failure_kind"]) == (True, "judge_failed")
         assert app.get("/health").json() == {"status": "ok"}
@@ -301,8 +332,10 @@ RETRIEVAL_FAULTS = {
     "times out": (lambda stub: stub.reply(responses_reply("late"), delay=3.0), "ERROR: Retrieval LLM call failed"),
     "garbage JSON": (lambda stub: stub.reply('{"output": [', status=200), "ERROR: Retrieval LLM call failed"),
     "a JSON array": (lambda stub: stub.reply("[1, 2]", status=200), "ERROR: Retrieval LLM call failed"),
-    "no output": (lambda stub: stub.reply(responses_reply(None, incomplete="max_output_tokens")),
-                  "ERROR: Retrieval LLM returned no output. (incomplete_details.reason=max_output_tokens"),
+    "no output": (
+        lambda stub: stub.reply(responses_reply(None, incomplete="max_output_tokens")),
+        "ERROR: Retrieval LLM returned no output. (incomplete_details.reason=max_output_tokens",
+    ),
     "not a Responses object": (lambda stub: stub.reply({"choices": [1]}), "ERROR: Retrieval LLM returned no output."),
 }
 

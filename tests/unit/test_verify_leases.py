@@ -35,12 +35,16 @@ class Replica:
         self.settings = first.settings.model_copy(update=changes)
         store, documents = first.app.store, DocumentStoreService(first.app.documents)
         limiter = LocalRateLimiter(10, 1.0)
-        self.api = create_api(self.settings, lambda: build_services(self.settings, store, limiter, documents,
-                                                                    clock=first.clock), IN_PROCESS_SECRET)
+        self.api = create_api(
+            self.settings,
+            lambda: build_services(self.settings, store, limiter, documents, clock=first.clock),
+            IN_PROCESS_SECRET,
+        )
         self._first, self._lifespan = first, self.api.router.lifespan_context(self.api)
         first.run(self._lifespan.__aenter__())
-        self.client = httpx.AsyncClient(transport=httpx.ASGITransport(self.api), base_url="http://in-process",
-                                        cookies=first.client.cookies)
+        self.client = httpx.AsyncClient(
+            transport=httpx.ASGITransport(self.api), base_url="http://in-process", cookies=first.client.cookies
+        )
 
     def close(self) -> None:
         self._first.run(self.client.aclose())
@@ -52,8 +56,7 @@ class Replica:
 
 @pytest.fixture
 def twins(stub):
-    with InProcess(judge_model={"base_url": stub.base_url, "model": "judge"}, edgar_search_mode=None,
-                   **JUDGE) as first:
+    with InProcess(judge_model={"base_url": stub.base_url, "model": "judge"}, edgar_search_mode=None, **JUDGE) as first:
         first.sid = new_session_id()
         first.post("/seed_session", json=episode_seed(first.sid))
         second = Replica(first)

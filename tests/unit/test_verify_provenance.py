@@ -22,8 +22,12 @@ from tests.llm_stub import responses_reply
 QUESTIONS = questions()
 Q = QUESTIONS[0]
 OTHER = next(q for q in QUESTIONS if q["url"] != Q["url"])  # another filing: another text
-DETERMINISTIC = {"name": "deterministic", "version": GRADING_VERSION, "max_answer_chars": 4000,
-                 "require_grounded_answer": False}
+DETERMINISTIC = {
+    "name": "deterministic",
+    "version": GRADING_VERSION,
+    "max_answer_chars": 4000,
+    "require_grounded_answer": False,
+}
 
 
 def parse(app, url: str, key: str, client=None) -> None:
@@ -86,7 +90,8 @@ def test_a_re_send_gets_the_same_row_and_the_canonical_answer_leaves_the_verdict
     other = app.post("/verify", json=answered(Q["expected_answer"], canonical_answer="Y")).json()
     assert app.stats()["counters"]["verifies.cached"] == 2
     assert {k: v for k, v in other.items() if k != "canonical_answer"} == {
-        k: v for k, v in first.items() if k != "canonical_answer"} and other["canonical_answer"] == "Y"
+        k: v for k, v in first.items() if k != "canonical_answer"
+    } and other["canonical_answer"] == "Y"
 
 
 def test_a_canonical_answer_of_any_json_type_is_echoed_not_refused(app):
@@ -119,7 +124,10 @@ def test_a_masked_row_carries_no_provenance(app):
     app.post("/close_session", json=close_body(sid))
     row = app.post("/verify", json=answered(Q["expected_answer"], canonical_answer="X")).json()
     assert row["mask_sample"] and (row["session_documents"], row["grader"], row["canonical_answer"]) == (
-        None, None, None)
+        None,
+        None,
+        None,
+    )
 
 
 def test_the_grader_identity_names_its_settings():
@@ -130,8 +138,13 @@ def test_the_grader_identity_names_its_settings():
 
 def test_a_judged_row_names_the_judge_its_prompt_and_reward_mode_and_the_sessions_texts(stub):
     """The judge path reads the refs first, once; a re-send is the kept verdict and the same row."""
-    with InProcess(judge_model={"base_url": stub.base_url, "model": "judge-m"}, reward_mode="scaled",
-                   edgar_search_mode=None, judge_call_timeout=5.0, judge_retry_delays=[0.01]) as app:
+    with InProcess(
+        judge_model={"base_url": stub.base_url, "model": "judge-m"},
+        reward_mode="scaled",
+        edgar_search_mode=None,
+        judge_call_timeout=5.0,
+        judge_retry_delays=[0.01],
+    ) as app:
         sid = new_session_id()
         app.post("/seed_session", json=episode_seed(sid))
         parse(app, Q["url"], "doc")
@@ -142,15 +155,21 @@ def test_a_judged_row_names_the_judge_its_prompt_and_reward_mode_and_the_session
         assert len(stub.requests) == 1 and again == row
         assert (row["reward"], row["session_documents"]) == (0.5, held(app, sid))
     template = load_prompt(None, STOCK_TEMPLATE, "judge_prompt_template")
-    assert row["grader"] == {"name": "llm_judge", "version": GRADING_VERSION, "model": "judge-m",
-                             "prompt": digest_of(template), "params": digest_of({"input": []}),
-                             "reward_mode": "scaled", "require_grounded_answer": False}
+    assert row["grader"] == {
+        "name": "llm_judge",
+        "version": GRADING_VERSION,
+        "model": "judge-m",
+        "prompt": digest_of(template),
+        "params": digest_of({"input": []}),
+        "reward_mode": "scaled",
+        "require_grounded_answer": False,
+    }
 
 
 def test_the_grading_version_is_the_verdict_keys_code_digest_and_follows_every_edit(tmp_path):
     """One digest: the code part of the verdict key (deployments/services.py:grading_key) is the row's version.
     A changed line anywhere in the grading package changes it."""
-    assert GRADING_VERSION == code_version(grading)
+    assert code_version(grading) == GRADING_VERSION
     copy = tmp_path / "grading"
     shutil.copytree(grading.__path__[0], copy, ignore=shutil.ignore_patterns("__pycache__"))
     assert source_digest(copy) == GRADING_VERSION

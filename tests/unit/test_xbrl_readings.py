@@ -38,8 +38,10 @@ HEADER = """<html><body><ix:header><ix:hidden>
 
 def fact(name: str, context: str, shown: str, *, scale: int = 6, sign: str = "", unit: str = "usd") -> str:
     signed = ' sign="-"' if sign else ""
-    return (f'<ix:nonFraction name="us-gaap:{name}" contextRef="{context}" unitRef="{unit}" decimals="-6" '
-            f'scale="{scale}"{signed} format="ixt:num-dot-decimal">{shown}</ix:nonFraction>')
+    return (
+        f'<ix:nonFraction name="us-gaap:{name}" contextRef="{context}" unitRef="{unit}" decimals="-6" '
+        f'scale="{scale}"{signed} format="ixt:num-dot-decimal">{shown}</ix:nonFraction>'
+    )
 
 
 def table(caption: str, *rows: tuple[str, str]) -> str:
@@ -58,8 +60,13 @@ def only(document: str, concept: str):
 
 
 def test_the_tagged_reading_applies_scale_sign_and_format():
-    document = filing(table("(In millions)", ("Net loss", fact("NetIncomeLoss", "FY", "1,234", sign="-")),
-                            ("Revenue", fact("Revenues", "FY", "—"))))
+    document = filing(
+        table(
+            "(In millions)",
+            ("Net loss", fact("NetIncomeLoss", "FY", "1,234", sign="-")),
+            ("Revenue", fact("Revenues", "FY", "—")),
+        )
+    )
     parsed, (loss,) = only(document, "NetIncomeLoss")
     assert loss.value == -1_234_000_000 and loss.context.days == 365 and loss.unit == "iso4217:USD"
     assert only(document, "Revenues")[1][0].value == 0.0
@@ -67,9 +74,13 @@ def test_the_tagged_reading_applies_scale_sign_and_format():
 
 
 def test_a_caption_in_millions_agrees_with_a_tag_in_millions():
-    document = filing(table("(In millions, except per-share amounts)",
-                            ("Revenue", fact("Revenues", "FY", "9,876")),
-                            ("Diluted", fact("EarningsPerShareDiluted", "FY", "6.08", scale=0, unit="eps"))))
+    document = filing(
+        table(
+            "(In millions, except per-share amounts)",
+            ("Revenue", fact("Revenues", "FY", "9,876")),
+            ("Diluted", fact("EarningsPerShareDiluted", "FY", "6.08", scale=0, unit="eps")),
+        )
+    )
     for concept in ("Revenues", "EarningsPerShareDiluted"):
         (one,) = only(document, concept)[1]
         reading = printed(read_filing(document), one)
@@ -85,11 +96,17 @@ def test_a_caption_in_thousands_over_a_tag_in_millions_disagrees():
 
 def test_shares_in_thousands_are_the_captions_exception():
     caption = "(In millions, except number of shares, which are reflected in thousands)"
-    document = filing(table(caption, ("Revenue", fact("Revenues", "FY", "9,876")),
-                            ("Shares", fact("WeightedAverageNumberOfDilutedSharesOutstanding", "FY", "15,408",
-                                            scale=3, unit="shares"))))
-    document = document.replace('<xbrli:unit id="usd">', '<xbrli:unit id="shares"><xbrli:measure>xbrli:shares'
-                                '</xbrli:measure></xbrli:unit><xbrli:unit id="usd">')
+    document = filing(
+        table(
+            caption,
+            ("Revenue", fact("Revenues", "FY", "9,876")),
+            ("Shares", fact("WeightedAverageNumberOfDilutedSharesOutstanding", "FY", "15,408", scale=3, unit="shares")),
+        )
+    )
+    document = document.replace(
+        '<xbrli:unit id="usd">',
+        '<xbrli:unit id="shares"><xbrli:measure>xbrli:shares</xbrli:measure></xbrli:unit><xbrli:unit id="usd">',
+    )
     shares = only(document, "WeightedAverageNumberOfDilutedSharesOutstanding")[1][0]
     revenue = only(document, "Revenues")[1][0]
     for one, scale in ((shares, 3), (revenue, 6)):
@@ -97,12 +114,15 @@ def test_shares_in_thousands_are_the_captions_exception():
         assert reading.scale == scale and agrees(one, reading)
 
 
-@pytest.mark.parametrize("shown, sign, signed, agree", [
-    ("(1,234)", "-", True, True),     # a loss, printed in parentheses
-    ("(1,234)", "", True, False),     # parentheses over a positive tag: the readings differ in sign
-    ("(1,234)", "", False, True),     # ... unless the question asks a magnitude (a payment)
-    ("1,234", "-", True, False),      # a negative tag printed as a positive figure
-])
+@pytest.mark.parametrize(
+    "shown, sign, signed, agree",
+    [
+        ("(1,234)", "-", True, True),  # a loss, printed in parentheses
+        ("(1,234)", "", True, False),  # parentheses over a positive tag: the readings differ in sign
+        ("(1,234)", "", False, True),  # ... unless the question asks a magnitude (a payment)
+        ("1,234", "-", True, False),  # a negative tag printed as a positive figure
+    ],
+)
 def test_parentheses_are_the_printed_sign(shown, sign, signed, agree):
     number = shown.strip("()")
     cell = shown.replace(number, fact("NetIncomeLoss", "FY", number, sign=sign))
@@ -131,13 +151,24 @@ def test_a_hidden_fact_is_not_printed_and_a_table_without_caption_states_no_scal
 
 
 def _built(document: str):
-    return build_tasks(Source("0000000001", "EXM", "10-K", "0000000001-25-000001",
-                              "https://www.sec.gov/Archives/edgar/data/1/000000000125000001/ex.htm"), document)
+    return build_tasks(
+        Source(
+            "0000000001",
+            "EXM",
+            "10-K",
+            "0000000001-25-000001",
+            "https://www.sec.gov/Archives/edgar/data/1/000000000125000001/ex.htm",
+        ),
+        document,
+    )
 
 
 def test_a_task_is_kept_only_when_both_readings_agree():
-    good = table("(In millions)", ("Total revenue", fact("Revenues", "FY", "9,876")),
-                 ("Net income", fact("NetIncomeLoss", "FY", "1,000")))
+    good = table(
+        "(In millions)",
+        ("Total revenue", fact("Revenues", "FY", "9,876")),
+        ("Net income", fact("NetIncomeLoss", "FY", "1,000")),
+    )
     built = _built(filing(good))
     asked = {task["figure"]: task for task in built.tasks}
     assert asked["revenue"]["expected_answer"] == "$9,876 million"
@@ -152,9 +183,12 @@ def test_a_task_is_kept_only_when_both_readings_agree():
 
 def test_change_segment_and_cover_tasks_from_a_small_filing():
     document = filing(
-        table("(In millions)", ("Total revenue", fact("Revenues", "FY", "9,876") + "</td><td>$ " +
-                                fact("Revenues", "PY", "8,000"))),
-        table("(In millions)", ("Europe", fact("Revenues", "EU", "3,000"))))
+        table(
+            "(In millions)",
+            ("Total revenue", fact("Revenues", "FY", "9,876") + "</td><td>$ " + fact("Revenues", "PY", "8,000")),
+        ),
+        table("(In millions)", ("Europe", fact("Revenues", "EU", "3,000"))),
+    )
     tasks = {task["kind"]: task for task in _built(document).tasks}
     change = tasks["change"]
     assert change["expected_answer"] == "an increase of $1,876 million"

@@ -8,6 +8,8 @@ it waits for Gym to stop it (SIGINT, as on Ctrl-C; SIGTERM too)."""
 import signal
 import sys
 
+__all__ = ["main"]
+
 
 def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
