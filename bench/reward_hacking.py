@@ -14,7 +14,7 @@ labelled context, signed in words, reordered parts, other date forms, text in a 
 (hand-written answers to the same questions, as a model would write them). Then the time to grade a 1 MB
 answer (median of several runs) through the grader, and through `compare` alone (no cap), for context.
 
-The suite and the report's tables live in harness/reward_hacking.py; `tests/unit/test_reward_hacking.py` runs the
+The suite and the report's tables live in harness/reward_hacking.py; `tests/unit/harness/test_reward_hacking.py` runs the
 same `suite()` and asserts 100% on both sides. No real filings needed.
 """
 

@@ -1,6 +1,6 @@
 """The environment every node of a finsec-serve cluster runs with, which a serve config cannot carry (Serve reads
 it when a node's proxy and replicas start): the one source for `finsec serve` (deployments/local.py), the
-RayService's pod env (cluster/base/rayservice.yaml, compared by tests/unit/test_cluster_manifests.py) and the
+RayService's pod env (cluster/base/rayservice.yaml, compared by tests/unit/cluster/test_cluster_manifests.py) and the
 cluster docs; and the scheduling policy every node starts Ray under (POD_START). Each was chosen by the
 whole-rollout benchmark (bench/serve_rollouts.py; docs/benchmarks.md, "Why the serving defaults")."""
 

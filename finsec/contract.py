@@ -42,7 +42,7 @@ _CAPTURE_SUFFIX = re.compile(r"-a[1-9][0-9]*$")
 
 MAX_ID_CHARS = 256  # session IDs end up in cookies and shard keys; NeMo Gym's are 50 characters
 # ast.literal_eval is slow and memory-hungry: a string of megabytes stalls the loop for a long time and takes many
-# times its size in memory (tests/unit/test_hostile_bodies.py)
+# times its size in memory (tests/unit/deployments/test_hostile_bodies.py)
 MAX_COERCED_CHARS = 16_384
 
 
@@ -64,7 +64,7 @@ def coerce_stringified(value: Any) -> Any:
 def list_of(*types: type) -> BeforeValidator:
     """`coerce_stringified`, then one error for the first item of a wrong type. Left to pydantic, every wrong item
     is its own error, and FastAPI rebuilds them all on the event loop: a body of megabytes of them stalled it for
-    a long time (tests/unit/test_hostile_bodies.py)."""
+    a long time (tests/unit/deployments/test_hostile_bodies.py)."""
     names = " or ".join(t.__name__ for t in types)
 
     def check(value: Any) -> Any:

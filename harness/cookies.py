@@ -1,4 +1,4 @@
-"""The load generator's session cookie, carried by hand (bench/loadgen.py; tests/unit/test_loadgen_cookies.py)."""
+"""The load generator's session cookie, carried by hand (bench/loadgen.py; tests/unit/harness/test_loadgen_cookies.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The reward-hacking suite against the deterministic grader: adversarial answers that must earn 0, honest
 paraphrases that must earn 1, graded as /verify grades, and the report's tables. bench/reward_hacking.py runs it
-and writes bench/results/reward_hacking.md; tests/unit/test_reward_hacking.py asserts 100% on both sides.
+and writes bench/results/reward_hacking.md; tests/unit/harness/test_reward_hacking.py asserts 100% on both sides.
 """
 
 from __future__ import annotations

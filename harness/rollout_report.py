@@ -2,7 +2,7 @@
 rounds are read (ratios and latency differences within each round, medians over rounds), the CPU and ceiling
 tables, the targets. The reading of a run is not here: it is written by hand in bench/results/<out>.reading.md,
 which `render` appends (bench/serve_rollouts.py --render); without one the report ends with a section left for it.
-Shared by the benchmark and tests/unit/test_latency_readings.py, test_ceiling.py.
+Shared by the benchmark and tests/unit/harness/test_latency_readings.py, test_ceiling.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A live-EDGAR mirror on loopback whose filings wait until they are released: a request that parses one holds
-its place for as long as its caller likes (the admission tests, tests/held_place.py; bench/admission_memory.py)."""
+its place for as long as its caller likes (the admission tests, harness/held_place.py; bench/admission_memory.py)."""
 
 from __future__ import annotations
 

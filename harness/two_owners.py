@@ -1,6 +1,6 @@
 """Two owners at once: servers over one mark store (a redeploy's old and new shard lives side by side, two
 `finsec serve --in-process` over one Redis), every request of an episode sent to either at random. Used by
-tests/unit/test_one_owner.py and the fault benchmark (bench/faults.py).
+tests/unit/session_store/test_one_owner.py and the fault benchmark (bench/faults.py).
 
 What must never happen, each counted (must be 0, as must the app's own 500s): a *split session* (a read that
 misses a document the episode stored through the other server), a *late score* (a verify after the close scored

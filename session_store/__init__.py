@@ -1,6 +1,6 @@
 """The session store: every rule of the resources-sessions contract, and the shards that hold sessions.
 
-This is its public API; everything else is internal (`tests/unit/test_public_api.py` fails when it drifts).
+This is its public API; everything else is internal (`tests/unit/session_store/test_public_api.py` fails when it drifts).
 Ray-free: the Ray shells live in `session_store.ray_store` (the store over the actors), `session_store.ray_actors`
 (the actors) and `session_store.app_actors` (naming, options, errors and cleanup of an application's actors).
 """

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from finsec.net.ports import free_port
+from harness.llm_stub import LlmStub, running_stub
 from harness.redis_server import RedisServer, running_redis
-from tests.llm_stub import LlmStub, running_stub
 
 
 @pytest.fixture(scope="session")

@@ -31,12 +31,12 @@ ROOT = Path(__file__).resolve().parents[1]
 # Everything the tests may read (READMEs, configs, the bench scripts), not the environment or the history.
 NOT_COPIED = {".venv", ".git", "runs", "finsec_serve.egg-info", "__pycache__", ".hypothesis", ".pytest_cache"}
 FIRST = (
-    "tests/unit/test_core.py",
-    "tests/unit/test_contract_rules_extra.py",
-    "tests/unit/test_shard_durability.py",
-    "tests/unit/test_redis_marks.py",
-    "tests/unit/test_verify_leases.py",
-    "tests/unit/test_contract_in_process.py",
+    "tests/unit/session_store/test_core.py",
+    "tests/unit/deployments/test_contract_rules_extra.py",
+    "tests/unit/session_store/test_shard_durability.py",
+    "tests/unit/session_store/test_redis_marks.py",
+    "tests/unit/deployments/test_verify_leases.py",
+    "tests/unit/deployments/test_contract_in_process.py",
 )
 SUITE_TIMEOUT = 1800
 

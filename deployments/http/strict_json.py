@@ -38,7 +38,7 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _MAX_INT_DIGITS = 400
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # runs of plain bytes at once
 # Arrays and objects a body may open: each costs the parser and the check here CPU, and a 16 MB body of "[[[1]]]"
-# opens eight million (a long stall, the GIL held by one parse throughout; tests/unit/test_hostile_bodies.py).
+# opens eight million (a long stall, the GIL held by one parse throughout; tests/unit/deployments/test_hostile_bodies.py).
 MAX_CONTAINERS = 500_000
 
 

@@ -279,7 +279,7 @@ class _Refused(Exception):
 
 def _connection(ctx: Any) -> Any:
     """The MCP connection a request came on: its `state` and `exit_stack` are the SDK's per-connection scratch and
-    teardown, but mcp 2.3 reaches them only through a private attribute (pinned; tests/unit/test_mcp.py)."""
+    teardown, but mcp 2.3 reaches them only through a private attribute (pinned; tests/unit/deployments/test_mcp.py)."""
     return ctx.session._connection
 
 

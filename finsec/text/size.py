@@ -3,7 +3,7 @@
 A document is read once (parsed, then indexed on its first question) and that work runs in one request. Its cost
 follows the page's tags and the text's characters and lines, not its bytes, and a page built to cost holds many
 times the tags and lines a filing of its size does. The limits sit above any filing the fetch cap lets in
-(tests/unit/test_document_size.py scales the real filings to the cap) and bound the worst page's work
+(tests/unit/finsec/test_document_size.py scales the real filings to the cap) and bound the worst page's work
 (docs/benchmarks.md); past them a document is refused whole, with its size named.
 """
 

@@ -35,7 +35,7 @@ class Retriever:
         keys = placeholder_keys(prompt)
         if not keys:
             return NO_PLACEHOLDER
-        # a long list of ranges is a walk long enough to stall other requests (tests/unit/test_hostile_bodies.py,
+        # a long list of ranges is a walk long enough to stall other requests (tests/unit/deployments/test_hostile_bodies.py,
         # "200,000 range objects"): off the event loop when it is long
         try:
             bounds = await offload.run(len(ranges or ()), character_ranges, ranges, limit=_INLINE_RANGES)

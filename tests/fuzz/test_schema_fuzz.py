@@ -17,7 +17,7 @@ import os
 
 import pytest
 
-from tests.extras import needs
+from harness.extras import needs
 
 schemathesis = needs("fuzz", "schemathesis")
 

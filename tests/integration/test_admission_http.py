@@ -1,8 +1,8 @@
 """Admission by waiting time on Serve: a replica hands every request to the app at once, which times its wait for a
 place (deployments/http/admission.py). Requests wait for a held place and are served, past the bound they get 503
 with Retry-After; open MCP streams and slow bodies hold no place; and a burst of 1,024 episodes from a client that
-never retries completes against the shipped config's deployment. tests/unit/test_serve_in_process.py and
-tests/unit/test_admission.py hold the one process to the same."""
+never retries completes against the shipped config's deployment. tests/unit/deployments/test_serve_in_process.py and
+tests/unit/deployments/test_admission.py hold the one process to the same."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from deployments.local import QUIET_LOGS, deploy_application, undeploy
 from deployments.settings import Settings
 from finsec.corpus.generate import embedded_corpus_dir
 from finsec_client.cli.serve_config import load_serve_config
+from harness import places
 from harness.bodies import ROOT
 from harness.episodes import burst
+from harness.extras import needs
+from harness.held_place import admission_settings, assert_waits_then_refuses
 from harness.stalling_edgar import StallingEdgar, stalling_edgar
-from tests import places
-from tests.extras import needs
-from tests.held_place import admission_settings, assert_waits_then_refuses
 
 ONE_REPLICA = {"num_replicas": 1, "ray_actor_options": {"num_cpus": 0}, "logging_config": QUIET_LOGS}
 

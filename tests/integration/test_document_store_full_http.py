@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.real_filings import EDGAR_REAL, manifest, needs_real_filings
+from harness.real_filings import EDGAR_REAL, manifest, needs_real_filings
 
 from .conftest import close_body, deployed_app, episode_seed, new_session_id
 

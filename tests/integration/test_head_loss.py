@@ -1,7 +1,7 @@
 """Losing the whole Ray cluster, head and GCS included, with the marks in Redis (issue: state that survives the head;
 contract §C.4 fences, §C.5 masked verify, §C.6 session_lost, Decision 14 cookies).
 
-A second private cluster (tests/ray_head.py) runs `finsec serve --address` on a real redis-server, in either of two
+A second private cluster (harness/ray_head.py) runs `finsec serve --address` on a real redis-server, in either of two
 setups: the Redis mark store (`mark_store_url`), or the GCS mark store on a GCS that Ray itself keeps in that Redis
 (GCS fault tolerance, `RAY_REDIS_ADDRESS`, as KubeRay's `gcsFaultToleranceOptions` sets up; it works outside KubeRay
 too). Sessions are seeded, some closed; then every process of that cluster is SIGKILLed at once, the cluster is
@@ -20,8 +20,8 @@ import redis
 
 from finsec.corpus.generate import questions
 from harness.bodies import close_body, episode_seed, new_session_id, verify_body
-from tests.ray_head import RayHead, free_port
-from tests.serve_configs import one_replica
+from harness.ray_head import RayHead, free_port
+from harness.serve_configs import one_replica
 
 # Without durable sessions, so that the open ones are lost (with them, the last test: a new cluster takes over).
 SETUPS = {

@@ -2,7 +2,7 @@
 app is SIGKILLed while the judge stalls on the first verify, so nothing releases its lease; an identical verify
 after the replicas come back waits only until that lease lapses (one judgement's worst case: judge_call_timeout
 x attempts, plus 2 s), not judge_lease_seconds (300 s), then is judged. The Ray-free twins of this test, with a
-judge that stalls, fails or raises, are in tests/unit/test_verify_leases.py."""
+judge that stalls, fails or raises, are in tests/unit/deployments/test_verify_leases.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.llm_stub import responses_reply
+from harness.llm_stub import responses_reply
 
 from .conftest import deployed_app, episode_seed, new_session_id, verify_body
 from .test_shard_failure import replica_pids

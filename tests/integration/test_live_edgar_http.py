@@ -11,7 +11,7 @@ import time
 import pytest
 
 from finsec.corpus.generate import ISSUERS, filings, write_corpus
-from tests.sec_server import SecServer, most_in_any_window
+from harness.sec_server import SecServer, most_in_any_window
 
 from .conftest import deployed_app
 

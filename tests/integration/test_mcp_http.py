@@ -1,5 +1,5 @@
 """The tools over MCP at /mcp on the Serve app: two ingress replicas under route prefix /finsec, driven by the `mcp`
-SDK's own client (tests/unit/test_mcp.py has the one-process cases). An MCP session's calls land on either replica
+SDK's own client (tests/unit/deployments/test_mcp.py has the one-process cases). An MCP session's calls land on either replica
 and still speak for one agent-run session; its reward comes from /verify over REST; ending it releases that
 session (on the replica that holds it, at once or by its idle timeout). Skips without the `mcp` extra."""
 
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.extras import needs
+from harness.extras import needs
 
 needs("mcp", "mcp", "httpx2")
 

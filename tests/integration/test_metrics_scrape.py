@@ -15,9 +15,9 @@ import pytest
 
 from deployments.local import QUIET_LOGS
 from finsec.corpus.generate import filings, write_corpus
+from harness.llm_stub import responses_reply
+from harness.sec_server import SecServer
 from tests.conftest import METRICS_PORT
-from tests.llm_stub import responses_reply
-from tests.sec_server import SecServer
 
 from .conftest import close_body, deployed_app, episode_seed, new_session_id, verify_body
 

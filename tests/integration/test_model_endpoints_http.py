@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from finsec.corpus.generate import filings
-from tests.llm_stub import responses_reply
+from harness.llm_stub import responses_reply
 
 from .conftest import close_body, deployed_app, episode_seed, new_session_id, verify_body
 

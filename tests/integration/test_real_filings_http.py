@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.real_filings import EDGAR_REAL, needs_real_filings
+from harness.real_filings import EDGAR_REAL, needs_real_filings
 
 from .conftest import close_body, deployed_app, episode_seed, new_session_id, verify_body
 

@@ -12,7 +12,7 @@ from finsec_client.client import ServerClient
 from finsec_client.drivers import EnvironmentServerDriver, Episode, LegacyAgentDriver
 from finsec_client.policies.scripted import ScriptedPolicy
 from finsec_client.tasks import embedded_tasks
-from tests.http_app_server import start
+from harness.http_app_server import start
 
 TASK = embedded_tasks()[0]
 

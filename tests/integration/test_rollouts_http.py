@@ -198,7 +198,7 @@ def _answer_from(reply: str) -> str:
 
 def fake_analyst(body: dict) -> dict:
     """A model that calls the tools in order: search, parse the newest 10-K, retrieve, submit what it read."""
-    from tests.llm_stub import tool_calls_reply
+    from harness.llm_stub import tool_calls_reply
 
     messages = body["messages"]
     tool_results = [m["content"] for m in messages if m["role"] == "tool"]
@@ -258,7 +258,7 @@ def test_the_llm_policy_plays_through_tool_calls_and_is_scored_on_its_submission
 
 
 def test_a_model_that_never_submits_stops_after_its_turns_and_scores_zero(app, tmp_path, stub):
-    from tests.llm_stub import tool_calls_reply
+    from harness.llm_stub import tool_calls_reply
 
     stub.respond_with(lambda body: tool_calls_reply(("sec_filing_search", {"ticker": "HLXR1"})))
     status, records, _ = rollouts(

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from finsec_client.cli import main
-from tests.http_app_server import start
+from harness.http_app_server import start
 
 EPISODES = 24
 

@@ -1,6 +1,6 @@
 """The contract under a non-root route prefix, over real HTTP through Serve (the app at route_prefix /finsec).
 
-Serve keeps the prefix in the ASGI path and names it in root_path (tests/unit/test_route_prefix.py has the
+Serve keeps the prefix in the ASGI path and names it in root_path (tests/unit/deployments/test_route_prefix.py has the
 in-process cases and the evidence); strict JSON, the body cap, the `/ng-rollout/<id>/` prefix and the cookie
 must behave as they do at "/". The whole session contract suite runs under /finsec too
 (test_sessions_http.py); here, what is the prefix's own: seed, retried seed, close and fence 409 with and

@@ -1,4 +1,4 @@
-"""The bounded schema fuzz of tests/unit/test_schema_fuzz_quick.py, against the running Serve app under a route
+"""The bounded schema fuzz of tests/unit/deployments/test_schema_fuzz_quick.py, against the running Serve app under a route
 prefix (/finsec) behind HAProxy: every route from the OpenAPI schema, with a cache the app cannot use and every
 upstream misbehaving. Every answer below 500, JSON, with the session cookie, within the fuzz's HANG seconds."""
 
@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.unit.test_schema_fuzz_quick import (  # noqa: F401 (the fixture and the tests, run on this app)
+from tests.unit.deployments.test_schema_fuzz_quick import (  # noqa: F401 (the fixture and the tests, run on this app)
     ADMIN,
     fixture_upstream,
     test_every_operation_answers_fuzzed_requests_below_500,

@@ -17,7 +17,7 @@ from deployments.cpu_policy import policy_of
 from deployments.ingress import app_actors
 from deployments.settings import Settings
 from harness.bodies import close_body, episode_seed, new_session_id
-from tests.serve_configs import one_replica
+from harness.serve_configs import one_replica
 
 APP = "it-serve-cli"
 

@@ -1,4 +1,4 @@
-"""An agent model for the recipes' tests: a loopback OpenAI-compatible server (tests/llm_stub.py) whose replies play
+"""An agent model for the recipes' tests: a loopback OpenAI-compatible server (harness/llm_stub.py) whose replies play
 each task as a capable agent would, whichever trainer asks: find the filing, store it, ask it, submit, then say the
 answer in text. It serves chat completions (streamed when asked) and the Responses API, and reads where an episode
 stands from the tool results already in the conversation, so any number of episodes can run at once. The tasks in
@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 from finsec_client.tasks import Task
-from tests.llm_stub import chat_reply, tool_calls_reply
+from harness.llm_stub import chat_reply, tool_calls_reply
 
 WRONG_ANSWER = "$1 thousand"
 

@@ -18,7 +18,7 @@ from deployments.settings import Settings
 from finsec.corpus.generate import embedded_corpus_dir
 from finsec_client.threaded_server import ThreadedServer
 from harness.bodies import ROOT
-from tests.llm_stub import LlmStub, running_stub
+from harness.llm_stub import LlmStub, running_stub
 
 
 @dataclass

@@ -32,7 +32,7 @@ from finsec_client.cli.serve_config import load_serve_config
 from finsec_client.recipes import GYM_SERVERS
 from finsec_client.tasks import embedded_tasks
 from harness.bodies import ROOT
-from tests.ray_head import RayHead
+from harness.ray_head import RayHead
 from tests.recipes.agent_model import AgentModel
 from tests.recipes.conftest import Finsec, recipe_python
 

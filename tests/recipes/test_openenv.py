@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from tests.extras import needs
+from harness.extras import needs
 
 needs("openenv", "openenv")
 

@@ -12,7 +12,7 @@ import subprocess
 
 from finsec_client.cli import main
 from finsec_client.tasks import embedded_tasks
-from tests.real_filings import EDGAR_REAL, needs_real_filings
+from harness.real_filings import EDGAR_REAL, needs_real_filings
 from tests.recipes.agent_model import AgentModel
 from tests.recipes.conftest import recipe_python
 

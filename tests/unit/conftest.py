@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from finsec.corpus.generate import write_corpus
-from tests.sec_server import SecServer
+from harness.sec_server import SecServer
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,252 @@
+"""`finsec tasks build` over the real filings of ../shared/data/edgar-real (skipped without them): the targets of
+issue 37 (40 tasks a 10-K, 20 a 10-Q, every kind), answers that are the filings' facts, the split by company, the
+exports, and the live-EDGAR path through a loopback mirror. The Ray-free parts (split, usage errors) run always."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from finsec.grading.deterministic import DeterministicGrader
+from finsec.taskgen.build import TIERS, Source, build_tasks
+from finsec.taskgen.split import SPLITS, split_of
+from finsec.xbrl.facts import read_filing, text_of
+from finsec_client.cli import main
+from finsec_client.mirror_server import MirrorServer
+from finsec_client.tasks import load_tasks
+from harness.real_filings import EDGAR_REAL, manifest, needs_real_filings
+
+
+def _build(row: dict):
+    document = (EDGAR_REAL / row["url_path"]).read_text(errors="replace")
+    source = Source(
+        str(row["cik"]).zfill(10),
+        row["ticker"],
+        row["form"],
+        row["accession_number"],
+        "https://www.sec.gov/" + row["url_path"],
+    )
+    return document, build_tasks(source, document)
+
+
+@pytest.fixture(scope="module")
+def built():
+    return [(row, *_build(row)) for row in manifest()]
+
+
+@needs_real_filings
+def test_every_filing_meets_the_targets_with_every_kind(built):
+    kinds = Counter()
+    for row, _, result in built:
+        least = 40 if row["form"] == "10-K" else 20
+        assert len(result.tasks) >= least, (row["ticker"], row["form"], len(result.tasks))
+        kinds.update(task["kind"] for task in result.tasks)
+        if row["form"] == "10-K":
+            assert {task["kind"] for task in result.tasks} == set(TIERS), row["ticker"]
+    assert set(kinds) == set(TIERS)
+
+
+@needs_real_filings
+def test_answers_are_the_filings_own_facts(built):
+    """Each task's facts are in its filing with the value recorded; a change is their difference, a ratio their
+    quotient; the expected answer grades as the canonical value."""
+    grader = DeterministicGrader()
+    for _, document, result in built:
+        filing = read_filing(document)
+        values: dict[tuple[str, str], set[float]] = {}
+        for f in filing.facts:  # a fact may be tagged again, rounded ("$12.3 billion" beside 12,308)
+            values.setdefault((f.concept, f.context.id), set()).add(f.value)
+        for task in result.tasks:
+            facts = task["facts"]
+            for fact in facts:
+                assert fact["value"] in values[(fact["concept"], fact["context"])], task["task_id"]
+            value = task["canonical_answer"]["value"]
+            if task["kind"] == "change":
+                assert value == pytest.approx(facts[1]["value"] - facts[0]["value"])
+            elif task["kind"] == "ratio":
+                ratio = facts[0]["value"] / facts[1]["value"]
+                assert value == pytest.approx(
+                    ratio * 100 if task["canonical_answer"]["unit"] == "percent" else ratio, abs=0.05
+                )
+            elif facts:
+                assert value == facts[0]["value"]
+                assert (
+                    grader.grade_sync(task["question"], task["expected_answer"], _plain(value, facts[0]["unit"])).reward
+                    == 1.0
+                ), task["task_id"]
+
+
+def _plain(value: float, unit: str) -> str:
+    """The canonical value written out in full, as a different writer would state it."""
+    if unit.endswith("/xbrli:shares"):
+        return f"${value:.2f}"
+    return f"{'-' if value < 0 else ''}{'$' if unit == 'iso4217:USD' else ''}{abs(value):,.0f}" + (
+        " shares" if unit == "xbrli:shares" else ""
+    )
+
+
+@needs_real_filings
+def test_questions_are_unique_name_company_and_period_and_copy_no_sentence(built):
+    for _, document, result in built:
+        text = text_of(document).lower()
+        questions = [task["question"] for task in result.tasks]
+        assert len(questions) == len(set(questions))
+        for task in result.tasks:
+            question = task["question"]
+            assert f"({task['ticker']})" in question and re.search(r"\b20\d\d\b", question), question
+            words = re.sub(rf"{re.escape(task['company'])} \({task['ticker']}\)", " ", question).lower().split()
+            for start in range(len(words) - 9):  # no ten words in a row of the filing's own text
+                assert " ".join(words[start : start + 10]) not in text, question
+
+
+def test_a_company_falls_in_one_split_by_its_cik_and_held_out_companies_go_to_test():
+    assert split_of("0000320193", "AAPL") == split_of("320193", "AAPL")
+    assert split_of("0000320193", "AAPL", held_out=["aapl"]) == "test"
+    counts = Counter(split_of(str(cik), "X") for cik in range(1, 3001))
+    assert set(counts) == set(SPLITS)
+    assert 0.75 < counts["train"] / 3000 < 0.85 and 0.07 < counts["test"] / 3000 < 0.13
+    assert {split_of(str(cik), "X", (0, 0, 1)) for cik in range(1, 200)} == {"test"}
+
+
+@needs_real_filings
+def test_the_command_writes_splits_rows_and_report(tmp_path):
+    out = tmp_path / "tasks"
+    assert main(["tasks", "build", "--corpus", str(EDGAR_REAL), "--out", str(out), "--hold-out", "NVDA,TSLA"]) == 0
+    train, test = load_tasks(out / "train.jsonl"), load_tasks(out / "test.jsonl")
+    assert {t.data["ticker"] for t in test} == {"NVDA", "TSLA"}
+    assert not {t.data["ticker"] for t in train} & {"NVDA", "TSLA"}
+    rows = [json.loads(line) for line in (out / "nemo-gym" / "test.jsonl").read_text().splitlines()]
+    assert len(rows) == len(test) and all(
+        r["responses_create_params"]["input"][-1]["content"] == r["question"] for r in rows
+    )
+    report = json.loads((out / "report.json").read_text())
+    assert report["tasks"] == len(train) + len(test) and report["splits"]["test"] == ["NVDA", "TSLA"]
+    assert len(report["filings"]) == len(manifest())
+    assert "facts checked agreed" in (out / "report.md").read_text()
+
+
+@needs_real_filings
+def test_live_edgar_through_a_loopback_mirror_builds_the_same_tasks(tmp_path):
+    folder, live = tmp_path / "folder", tmp_path / "live"
+    common = ["--tickers", "AAPL", "--forms", "10-K"]
+    assert main(["tasks", "build", "--corpus", str(EDGAR_REAL), "--out", str(folder), *common]) == 0
+    with MirrorServer(EDGAR_REAL) as mirror:
+        assert (
+            main(
+                [
+                    "tasks",
+                    "build",
+                    "--live",
+                    "--sec-www-url",
+                    mirror.url,
+                    "--sec-data-url",
+                    mirror.url,
+                    "--user-agent",
+                    "finsec tests test@example.com",
+                    "--out",
+                    str(live),
+                    *common,
+                ]
+            )
+            == 0
+        )
+    split = next(p.name for p in folder.glob("*.jsonl"))
+    assert (live / split).read_text() == (folder / split).read_text()
+
+
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (["--live", "--user-agent", "x"], "--live needs --tickers"),
+        (["--live", "--tickers", "AAPL", "--user-agent", ""], "--live needs --user-agent"),
+        (["--corpus", "."], "not a folder in the sec.gov layout"),
+        (["--corpus", ".", "--split", "0.8,0.2"], "--split"),
+        (["--corpus", ".", "--filings-per-form", "0"], "--filings-per-form 0"),
+    ],
+)
+def test_usage_errors_say_what_to_fix(argv, said, tmp_path, capsys):
+    assert main(["tasks", "build", "--out", str(tmp_path / "out"), *argv]) == 2
+    assert said in capsys.readouterr().err
+
+
+def test_live_without_a_reachable_edgar_is_one_line(tmp_path, capsys):
+    with MirrorServer(_empty_mirror(tmp_path)) as mirror:  # a registry, but no submissions for the company
+        code = main(
+            [
+                "tasks",
+                "build",
+                "--live",
+                "--tickers",
+                "EXM",
+                "--sec-www-url",
+                mirror.url,
+                "--sec-data-url",
+                mirror.url,
+                "--user-agent",
+                "t t@example.com",
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
+    assert code == 0 and "0 tasks from 0 filings" in capsys.readouterr().out
+
+
+def _empty_mirror(root: Path) -> Path:
+    (root / "files").mkdir(parents=True)
+    (root / "files" / "company_tickers.json").write_text(
+        json.dumps({"0": {"cik_str": 1, "ticker": "EXM", "title": "Example Corp"}})
+    )
+    return root
+
+
+@needs_real_filings
+def test_a_build_replaces_an_earlier_builds_splits_and_refuses_a_folder_of_other_files(tmp_path, capsys):
+    out = tmp_path / "tasks"
+    assert (
+        main(
+            [
+                "tasks",
+                "build",
+                "--corpus",
+                str(EDGAR_REAL),
+                "--out",
+                str(out),
+                "--tickers",
+                "AAPL,NVDA",
+                "--forms",
+                "10-K",
+                "--hold-out",
+                "NVDA",
+            ]
+        )
+        == 0
+    )
+    assert (out / "test.jsonl").is_file()
+    assert (
+        main(
+            [
+                "tasks",
+                "build",
+                "--corpus",
+                str(EDGAR_REAL),
+                "--out",
+                str(out),
+                "--tickers",
+                "AAPL",
+                "--forms",
+                "10-K",
+                "--split",
+                "1,0,0",
+            ]
+        )
+        == 0
+    )
+    assert sorted(p.name for p in out.glob("*.jsonl")) == ["train.jsonl"]  # no test split left from the first
+    assert sorted(p.name for p in (out / "nemo-gym").iterdir()) == ["train.jsonl"]
+    (out / "notes.txt").write_text("mine")
+    assert main(["tasks", "build", "--corpus", str(EDGAR_REAL), "--out", str(out), "--tickers", "AAPL"]) == 2
+    assert "notes.txt" in capsys.readouterr().err and (out / "notes.txt").read_text() == "mine"
