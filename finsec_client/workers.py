@@ -13,7 +13,15 @@ from finsec_client.drivers import new_record
 from finsec_client.records import EpisodeRecord, Failure
 from finsec_client.runner import RunPlan, run_episodes
 
-__all__ = ["CALL_TIMEOUT_SECONDS", "POLL_SECONDS", "RolloutWorker", "run_on_workers", "shares", "worker_name"]
+__all__ = [
+    "CALL_TIMEOUT_SECONDS",
+    "POLL_SECONDS",
+    "RolloutWorker",
+    "join_cluster",
+    "run_on_workers",
+    "shares",
+    "worker_name",
+]
 
 POLL_SECONDS = 0.5
 CALL_TIMEOUT_SECONDS = 60.0
@@ -119,3 +127,17 @@ def run_on_workers(plan: RunPlan, workers: int, on_record: Callable[[EpisodeReco
 def _why(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}"[:200]
+
+
+def join_cluster(address: str) -> None:
+    """This process into the Ray cluster at `address`; a UsageError when it cannot."""
+    import logging
+
+    import ray
+
+    from finsec_client.cli.usage import UsageError, one_line
+
+    try:
+        ray.init(address=address, logging_level=logging.WARNING)
+    except (ConnectionError, RuntimeError, ValueError) as error:
+        raise UsageError(f"cannot join the Ray cluster at {address}: {one_line(error)}") from None

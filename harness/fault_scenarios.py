@@ -484,7 +484,7 @@ def node_loss(seconds: float = 12.0) -> dict:
         }
         config = _serve_config(args, port)
         server = subprocess.Popen(
-            [sys.executable, "-m", "finsec_client.cli", "serve", str(config), "--address", cluster.address],
+            [sys.executable, "-m", "deployments.cli", "serve", str(config), "--address", cluster.address],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

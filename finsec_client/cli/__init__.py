@@ -1,12 +1,11 @@
-"""The `finsec` command: serve the app, drive rollouts against it, and handle the embedded corpus.
+"""The client's commands of `finsec`: drive rollouts against a server, grade a run again, read a server's state,
+and handle the embedded corpus, tasks and recipes. They speak to a server over HTTP and load none of it; the
+`finsec` command itself (deployments/cli) adds the server's own commands (serve, check, store) and lets
+`rollouts` start a server when it is given no --url.
 
-    finsec serve [CONFIG]           the app from a serve config until Ctrl-C (local cluster, --address, or
-                                    --in-process: one process, no Ray); CONFIG defaults to the packaged one
-    finsec check [CONFIG]           every mistake in a serve config and the FINSEC_ environment at once
-    finsec rollouts [...]           N episodes at concurrency C against --url or an in-process server
+    finsec rollouts [...]           N episodes at concurrency C against --url (or a server `finsec` starts)
     finsec reverify RUN.jsonl       a run's episodes graded again by the current grader: what moved and why
     finsec status --url URL         what a running server is: version, settings, actors, sessions, fences
-    finsec store check|acknowledge-loss [CONFIG]   the durable mark store: can it forget; accept a loss
     finsec corpus write|serve|questions
     finsec tasks nemo-gym [--tasks FILE] [--episode]   a task file as NeMo Gym's (and verifiers') rows
     finsec recipe nemo-gym DIR --finsec-url URL --model-url URL --model NAME   a NeMo Gym folder for a running server
@@ -19,10 +18,10 @@ import argparse
 import sys
 from typing import NoReturn
 
-from finsec_client.cli import check, corpus, recipe, reverify, rollouts, serve, status, store, tasks
+from finsec_client.cli import corpus, recipe, reverify, rollouts, status, tasks
 from finsec_client.cli.usage import EXIT_USAGE, UsageError, did_you_mean
 
-__all__ = ["entry_point", "main", "parser"]
+__all__ = ["COMMANDS", "entry_point", "main", "parser", "run_command"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -46,37 +45,32 @@ def _flags(parser: argparse.ArgumentParser) -> list[str]:
     return sorted(set(flags))
 
 
-def parser() -> argparse.ArgumentParser:
+# The client's commands in the order `finsec --help` lists them; each module has add_parser(commands).
+COMMANDS = (rollouts, reverify, status, corpus, tasks, recipe)
+
+
+def parser(commands=COMMANDS, version: type[argparse.Action] | None = None) -> argparse.ArgumentParser:
+    """`finsec`'s parser over these command modules (the server's `finsec` passes its own and the client's)."""
     top = _Parser(
         prog="finsec",
         description="finsec-serve: NeMo Gym's finance_sec_search resources server on Ray Serve, "
         "and the rollout drivers that exercise it.",
     )
-    top.add_argument("--version", action=_Version, nargs=0, help="show the version and the code's digest, then exit")
-    commands = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    serve.add_parser(commands)
-    check.add_parser(commands)
-    rollouts.add_parser(commands)
-    reverify.add_parser(commands)
-    status.add_parser(commands)
-    store.add_parser(commands)
-    corpus.add_parser(commands)
-    tasks.add_parser(commands)
-    recipe.add_parser(commands)
+    if version is not None:
+        top.add_argument("--version", action=version, nargs=0, help="show the version and the code's digest, then exit")
+    subcommands = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in commands:
+        command.add_parser(subcommands)
     return top
 
 
-class _Version(argparse.Action):
-    """The version, computed when asked for: it digests the server's code, which the command line never loads."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        from deployments.about import version
-
-        parser.exit(message=f"finsec-serve {version()}\n")
-
-
 def main(argv: list[str] | None = None) -> int:
-    options = parser().parse_args(argv)
+    """The client's commands alone (the installed `finsec` is deployments.cli's, which adds the server's)."""
+    return run_command(parser(), argv)
+
+
+def run_command(top: argparse.ArgumentParser, argv: list[str] | None = None) -> int:
+    options = top.parse_args(argv)
     try:
         return options.run(options)
     except UsageError as error:

@@ -1,5 +1,6 @@
-"""`finsec rollouts`: N episodes at concurrency C against a running server (--url) or one it starts in process,
-then one JSONL of episodes and a summary. Exit status 0 when every episode completed, 1 when some did not."""
+"""`finsec rollouts`: N episodes at concurrency C against a running server (--url), or one the server's `finsec`
+starts for the run (a `LocalServer` it hands in), then one JSONL of episodes and a summary. Exit status 0 when every
+episode completed, 1 when some did not."""
 
 from __future__ import annotations
 
@@ -12,12 +13,11 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from finsec_client.cli.serve_config import describe_corpus, load_serve_config, packaged_config
-from finsec_client.cli.server import join_cluster, running_app
 from finsec_client.cli.usage import (
     EXIT_FAILED,
     EXIT_OK,
@@ -35,11 +35,25 @@ from finsec_client.records import EpisodeRecord, RecordWriter, read_records, rea
 from finsec_client.runner import RunPlan, new_run_id, run_episodes
 from finsec_client.summary import render, summarize
 from finsec_client.tasks import TaskFileError, embedded_tasks, load_tasks
+from finsec_client.workers import join_cluster
 
-__all__ = ["add_parser", "RUN_OPTIONS", "run_options", "run_rollouts"]
+__all__ = ["add_parser", "LocalServer", "RUN_OPTIONS", "run_options", "run_rollouts"]
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+class LocalServer(Protocol):
+    """What the server's `finsec` hands `rollouts` so that a run without --url starts the app itself."""
+
+    def check(self, config: Path) -> None:
+        """Read the serve config as the server would; a UsageError says what is wrong."""
+
+    def running(self, options: argparse.Namespace) -> AbstractContextManager[str]:
+        """The app from --config (or the packaged one) on a free port, --address or a local cluster: its URL."""
+
+    def workers_cluster(self) -> None:
+        """Ray alone on this machine, for --workers against a server elsewhere."""
+
+
+def add_parser(commands: argparse._SubParsersAction, local_server: LocalServer | None = None) -> None:
     parser = commands.add_parser(
         "rollouts",
         help="drive episodes against a server and summarise them",
@@ -175,7 +189,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="exit status 1 also when some verify was masked (the demo's check)",
     )
-    parser.set_defaults(run=run_rollouts, default_of=parser.get_default)
+    parser.set_defaults(run=run_rollouts, default_of=parser.get_default, local_server=local_server)
 
 
 def _plan_from(options: argparse.Namespace, url: str) -> RunPlan:
@@ -266,7 +280,7 @@ def _check(options: argparse.Namespace) -> None:
         except TaskFileError as error:
             raise UsageError(str(error)) from None
     if options.config:
-        load_serve_config(options.config)
+        _local(options).check(options.config)
 
 
 # What a run's file records of its options: what decides its episodes and where they are played.
@@ -354,22 +368,14 @@ def _server(options: argparse.Namespace) -> Iterator[str]:
         check_server_up(options.url)
         yield options.url
         return
-    from finsec.net.ports import free_port
-
-    # the config's port may be taken (a `finsec serve` running): any free one will do
-    target = replace(load_serve_config(options.config or packaged_config()), port=free_port())
-    began = time.monotonic()
-    print(
-        f"starting {'on ' + options.address if options.address else 'a local Ray cluster'} and the app "
-        f"on {describe_corpus(target.settings)} ...",
-        file=sys.stderr,
-        flush=True,
-    )
-    with running_app(
-        target, address=options.address, ingress=options.ingress, say=lambda m: print(m, file=sys.stderr)
-    ) as url:
-        print(f"finsec-serve is up at {url} after {time.monotonic() - began:.1f}s", file=sys.stderr, flush=True)
+    with _local(options).running(options) as url:
         yield url
+
+
+def _local(options: argparse.Namespace) -> LocalServer:
+    if options.local_server is None:
+        raise UsageError("this `finsec` has the client's commands only: give --url of a running finsec-serve")
+    return options.local_server
 
 
 def _interrupt(*_: object) -> None:
@@ -508,9 +514,7 @@ def _on_workers(options: argparse.Namespace, plan: RunPlan, on_record) -> tuple[
         if options.address:
             join_cluster(options.address)
         else:
-            from deployments.local import start_ray
-
-            start_ray()  # Ray alone, no Serve
+            _local(options).workers_cluster()  # Ray alone, no Serve
             started = True
         signal.signal(signal.SIGTERM, _interrupt)  # ray.init replaced it
     try:

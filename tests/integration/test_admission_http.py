@@ -11,10 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from deployments.cli.serve_config import load_serve_config
 from deployments.local import QUIET_LOGS, deploy_application, undeploy
 from deployments.settings import Settings
 from finsec.corpus.generate import embedded_corpus_dir
-from finsec_client.cli.serve_config import load_serve_config
 from harness import places
 from harness.bodies import ROOT
 from harness.episodes import burst

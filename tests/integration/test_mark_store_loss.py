@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from deployments.cli import main as finsec
 from finsec.net.ports import free_port
-from finsec_client.cli import main as finsec
 from harness.fault_scenarios import failures, store_forgets
 from harness.redis_server import running_redis
 from session_store import shard_index

@@ -10,8 +10,8 @@ import re
 import httpx
 import pytest
 
+from deployments.cli import main
 from finsec.corpus.generate import questions
-from finsec_client.cli import main
 
 from .conftest import deployed_app
 

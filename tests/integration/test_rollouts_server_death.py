@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from finsec_client.cli import main
+from deployments.cli import main
 from harness.http_app_server import start
 
 EPISODES = 24

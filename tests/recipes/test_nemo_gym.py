@@ -23,12 +23,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from deployments.cli import main
+from deployments.cli.serve_config import load_serve_config
 from deployments.local import QUIET_LOGS, deploy_application, undeploy
 from deployments.settings import Settings
 from finsec.corpus.generate import embedded_corpus_dir
 from finsec.net.ports import free_port
-from finsec_client.cli import main
-from finsec_client.cli.serve_config import load_serve_config
 from finsec_client.recipes import GYM_SERVERS
 from finsec_client.tasks import embedded_tasks
 from harness.bodies import ROOT

@@ -10,7 +10,7 @@ import json
 import os
 import subprocess
 
-from finsec_client.cli import main
+from deployments.cli import main
 from finsec_client.tasks import embedded_tasks
 from harness.real_filings import EDGAR_REAL, needs_real_filings
 from tests.recipes.agent_model import AgentModel

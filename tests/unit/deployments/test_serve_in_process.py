@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_serve_in_process_plays_episodes_and_stops_on_sigterm(tmp_path):
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "finsec_client.cli", "serve", "configs/serve.yaml", "--in-process", "--port", str(port)],
+        [sys.executable, "-m", "deployments.cli", "serve", "configs/serve.yaml", "--in-process", "--port", str(port)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -51,7 +51,7 @@ def test_serve_in_process_plays_episodes_and_stops_on_sigterm(tmp_path):
             [
                 sys.executable,
                 "-m",
-                "finsec_client.cli",
+                "deployments.cli",
                 "rollouts",
                 "--url",
                 url,
@@ -108,7 +108,7 @@ def serving(port: int, env: dict[str, str], config: Path | None = None) -> subpr
         [
             sys.executable,
             "-m",
-            "finsec_client.cli",
+            "deployments.cli",
             "serve",
             *([str(config)] if config else []),
             "--in-process",

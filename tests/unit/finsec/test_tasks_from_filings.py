@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from deployments.cli import main
 from finsec.grading.deterministic import DeterministicGrader
 from finsec.taskgen.build import TIERS, Source, build_tasks
 from finsec.taskgen.split import SPLITS, split_of
 from finsec.xbrl.facts import read_filing, text_of
-from finsec_client.cli import main
 from finsec_client.mirror_server import MirrorServer
 from finsec_client.tasks import load_tasks
 from harness.real_filings import EDGAR_REAL, manifest, needs_real_filings

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from deployments.cli import main
 from deployments.http.admission import Admission
 from deployments.settings import Settings
 from finsec.corpus.generate import embedded_corpus_dir
-from finsec_client.cli import main
 from harness.llm_stub import closed_port_url, running_stub
 from harness.redis_server import running_redis
 
@@ -163,7 +163,7 @@ def test_every_setting_is_described(capsys):
 
 
 def test_the_packaged_and_shipped_configs_are_sound(capsys):
-    from finsec_client.cli.serve_config import packaged_config
+    from deployments.cli.serve_config import packaged_config
 
     for name in ("serve.yaml", "serve-cluster.yaml"):
         assert main(["check", "--offline", str(packaged_config(name))]) == 0, capsys.readouterr().err

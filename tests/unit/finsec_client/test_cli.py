@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from finsec_client.cli import main
+from deployments.cli import main
 from finsec_client.cli.usage import UsageError, check_port_free
 from harness.llm_stub import closed_port_url
 
@@ -254,7 +254,7 @@ def test_corpus_questions_is_a_task_file_and_corpus_write_writes_the_layout(tmp_
 
 def test_the_application_s_logging_config_reaches_its_replicas():
     """configs/serve.yaml turns the per-request access log off for the app; `finsec serve` must deploy it so."""
-    from finsec_client.cli.serve_config import load_serve_config
+    from deployments.cli.serve_config import load_serve_config
 
     for name in ("serve.yaml", "serve-cluster.yaml"):
         options = load_serve_config(ROOT / "configs" / name).deployment_options

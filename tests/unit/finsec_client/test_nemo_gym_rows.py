@@ -7,8 +7,8 @@ import json
 import subprocess
 import sys
 
+from deployments.cli import main
 from finsec.tools.catalog import DEFAULT_TOOLS, INSTRUCTIONS, parameters
-from finsec_client.cli import main
 from finsec_client.nemo_gym_rows import PARAMS, episode_row, flat_row
 from finsec_client.tasks import embedded_tasks, load_tasks
 
@@ -61,7 +61,7 @@ def test_a_reader_that_stops_early_ends_it_quietly():
     """`finsec tasks nemo-gym | head -1` (rows past a pipe's buffer): no BrokenPipeError. `finsec corpus
     questions` writes through the same function."""
     for command in (["tasks", "nemo-gym"],):
-        code = "import sys; from finsec_client.cli import main; sys.exit(main(sys.argv[1:]))"
+        code = "import sys; from deployments.cli import main; sys.exit(main(sys.argv[1:]))"
         writer = subprocess.Popen(
             [sys.executable, "-c", code, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )

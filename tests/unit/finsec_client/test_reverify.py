@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from deployments.cli import main
 from deployments.inprocess import in_process_app
 from deployments.settings import Settings
 from finsec.corpus.generate import embedded_corpus_dir
 from finsec.grading.deterministic import DeterministicGrader
 from finsec.grading.identity import GRADING_VERSION
-from finsec_client.cli import main
 from finsec_client.records import EpisodeRecord, read_records, read_run
 from finsec_client.tasks import embedded_tasks
 from finsec_client.threaded_server import ThreadedServer
@@ -293,7 +293,7 @@ def test_reverify_has_help_and_loads_no_server_module(played):
         main(["reverify", "--help"])
     assert exit_.value.code == 0
     probe = (
-        "import sys\nfrom finsec_client.cli import main\nassert main(['reverify', sys.argv[1]]) == 0\n"
+        "import sys\nfrom deployments.cli import main\nassert main(['reverify', sys.argv[1]]) == 0\n"
         "print('LOADED', sorted({'ray', 'deployments', 'session_store', 'fastapi'} & set(sys.modules)))"
     )
     out = subprocess.run(

@@ -46,6 +46,18 @@ def test_the_client_loads_no_server_module():
     assert loaded_by_importing("finsec_client") & {"deployments", "session_store", "ray"} == set()
 
 
+def test_the_client_imports_no_server_module_anywhere():
+    """Not even in a function: the client speaks to a server over HTTP; the `finsec` command that also serves is
+    the server's (deployments/cli), which composes the client's commands with its own."""
+    graph = _import_graph()
+    reaching = {
+        module: sorted(t for t in targets if t.startswith(("deployments", "session_store")))
+        for module, targets in graph.items()
+        if module.startswith("finsec_client")
+    }
+    assert {module: targets for module, targets in reaching.items() if targets} == {}
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -61,9 +73,11 @@ def test_the_client_loads_no_server_module():
 def test_the_command_line_loads_no_ray_to_answer(argv):
     probe = (
         "import runpy, sys; sys.argv = ['finsec', *sys.argv[1:]]\n"
-        "try:\n    runpy.run_module('finsec_client.cli', run_name='__main__')\n"
+        "try:\n    runpy.run_module('deployments.cli', run_name='__main__')\n"
         "except SystemExit:\n    pass\n"
-        "print('\\nLOADED', 'ray' in sys.modules, 'deployments' in sys.modules)"
+        "app = sorted(m for m in sys.modules if m.startswith(('deployments.', 'session_store'))\n"
+        "             and not m.startswith('deployments.cli'))\n"
+        "print('\\nLOADED', 'ray' in sys.modules, bool(app))"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120

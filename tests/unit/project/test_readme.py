@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from deployments.cli.settings_check import reference_markdown
 from finsec.net.ports import free_port
-from finsec_client.cli.settings_check import reference_markdown
 
 ROOT = Path(__file__).resolve().parents[3]
 README = (ROOT / "README.md").read_text()

@@ -9,8 +9,8 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from finsec_client.cli.serve_config import ServeTarget, describe_corpus, load_serve_config, packaged_config
-from finsec_client.cli.server import running_app
+from deployments.cli.serve_config import ServeTarget, describe_corpus, load_serve_config, packaged_config
+from deployments.cli.server import running_app
 from finsec_client.cli.usage import EXIT_OK, check_port_free
 
 __all__ = ["add_parser", "run"]

@@ -1,6 +1,6 @@
 """A serve config (configs/serve.yaml) read the way `finsec serve` deploys it, and checked before Ray starts:
 the file must validate as Serve's own ServeDeploySchema with no key it would drop, and its application's `args`,
-with FINSEC_<FIELD> in the environment overriding them, as Settings (finsec_client/cli/settings_check.py). Every
+with FINSEC_<FIELD> in the environment overriding them, as Settings (deployments/cli/settings_check.py). Every
 mistake is reported at once."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def load_serve_config(path: Path, *, reach: bool = False) -> ServeTarget:
     the settings name must also answer (a short timeout each)."""
     from ray.serve.schema import ServeDeploySchema
 
-    from finsec_client.cli.settings_check import checked_settings, reach_problems
+    from deployments.cli.settings_check import checked_settings, reach_problems
 
     path = Path(path)
     if not path.is_file():

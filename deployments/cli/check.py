@@ -44,10 +44,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(options: argparse.Namespace) -> int:
-    from finsec_client.cli.serve_config import describe_corpus, load_serve_config, packaged_config
+    from deployments.cli.serve_config import describe_corpus, load_serve_config, packaged_config
 
     if options.explain:
-        from finsec_client.cli.settings_check import explain, reference_markdown
+        from deployments.cli.settings_check import explain, reference_markdown
 
         print(reference_markdown() if options.markdown else "\n".join(explain()), end="\n" * (not options.markdown))
         return EXIT_OK

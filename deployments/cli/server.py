@@ -6,28 +6,23 @@ serve.start/serve.run and, on stop, deletes only its application and actors: the
 
 from __future__ import annotations
 
-import logging
+import argparse
 import sys
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from finsec_client.cli.serve_config import ServeTarget
+from deployments.cli.serve_config import ServeTarget, describe_corpus, load_serve_config, packaged_config
 from finsec_client.cli.usage import UsageError, check_port_free, one_line
+from finsec_client.workers import join_cluster
 
-__all__ = ["join_cluster", "running_app"]
+__all__ = ["LOCAL_SERVER", "running_app"]
 
 if TYPE_CHECKING:  # the server is loaded when a command starts it, never by the command line itself
     from deployments.local import Ingress
-
-
-def join_cluster(address: str) -> None:
-    import ray
-
-    try:
-        ray.init(address=address, logging_level=logging.WARNING)  # what Ray makes of "warning"
-    except (ConnectionError, RuntimeError, ValueError) as error:
-        raise UsageError(f"cannot join the Ray cluster at {address}: {one_line(error)}") from None
 
 
 @contextmanager
@@ -51,7 +46,8 @@ def running_app(
             from ray import serve
 
             serve.start(http_options={"host": target.host, "port": target.port})
-            # A Serve already running keeps its own HTTP options (serve.start only warns): ask it which.
+            # A Serve already running keeps its own HTTP options (serve.start only warns): ask it which. Serve has no
+            # public call that reads them; this is the one place that reaches its client.
             from ray.serve.context import _get_global_client
 
             client = _get_global_client()
@@ -116,3 +112,37 @@ def _stop(target: ServeTarget, started_cluster: bool, say, purge: bool = False) 
         stop_ray_and_serve()
     else:
         ray.shutdown()
+
+
+class _LocalServer:
+    """`finsec rollouts` without --url: the app from --config (or the packaged one) on a free port, on a local
+    cluster or joined to --address, stopped after the run (finsec_client.cli.rollouts.LocalServer)."""
+
+    def check(self, config: Path) -> None:
+        load_serve_config(config)
+
+    def running(self, options: argparse.Namespace) -> AbstractContextManager[str]:
+        return self._running(options)
+
+    @contextmanager
+    def _running(self, options: argparse.Namespace) -> Iterator[str]:
+        from finsec.net.ports import free_port
+
+        # the config's port may be taken (a `finsec serve` running): any free one will do
+        target = replace(load_serve_config(options.config or packaged_config()), port=free_port())
+        began = time.monotonic()
+        where = "on " + options.address if options.address else "a local Ray cluster"
+        print(f"starting {where} and the app on {describe_corpus(target.settings)} ...", file=sys.stderr, flush=True)
+        with running_app(
+            target, address=options.address, ingress=options.ingress, say=lambda m: print(m, file=sys.stderr)
+        ) as url:
+            print(f"finsec-serve is up at {url} after {time.monotonic() - began:.1f}s", file=sys.stderr, flush=True)
+            yield url
+
+    def workers_cluster(self) -> None:
+        from deployments.local import start_ray
+
+        start_ray()
+
+
+LOCAL_SERVER = _LocalServer()

@@ -42,7 +42,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run_store(options: argparse.Namespace) -> int:
-    from finsec_client.cli.serve_config import load_serve_config, packaged_config
+    from deployments.cli.serve_config import load_serve_config, packaged_config
 
     settings = load_serve_config(options.config or packaged_config()).settings
     store, where = _open(settings, options.address), _where(settings)

@@ -1,0 +1,3 @@
+from deployments.cli import entry_point
+
+entry_point()
