@@ -5,7 +5,7 @@ and `rollouts` able to start the app itself when it is given no --url.
                                     --in-process: one process, no Ray); CONFIG defaults to the packaged one
     finsec check [CONFIG]           every mistake in a serve config and the FINSEC_ environment at once
     finsec store check|acknowledge-loss [CONFIG]   the durable mark store: can it forget; accept a loss
-    finsec rollouts, reverify, status, corpus, tasks, recipe   the client's (finsec_client/cli)
+    finsec rollouts, reverify, profile, status, corpus, tasks, recipe   the client's (finsec_client/cli)
 
 Answering `--help` loads neither Ray nor the app: each command loads what it runs when it runs.
 """
@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 from deployments.cli import check, serve, store
 from deployments.cli.server import LOCAL_SERVER
-from finsec_client.cli import corpus, parser, recipe, reverify, rollouts, run_command, status, tasks
+from finsec_client.cli import corpus, parser, profile, recipe, reverify, rollouts, run_command, status, tasks
 
 __all__ = ["COMMANDS", "entry_point", "main"]
 
@@ -28,6 +28,7 @@ COMMANDS = (
     check,
     SimpleNamespace(add_parser=functools.partial(rollouts.add_parser, local_server=LOCAL_SERVER)),
     reverify,
+    profile,
     status,
     store,
     corpus,

@@ -44,18 +44,18 @@ def run_reverify(options: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def load(path: Path) -> list[EpisodeRecord]:
+def load(path: Path, command: str = "reverify") -> list[EpisodeRecord]:
     """The file's episode records; a usage error, in one line, for anything else."""
     try:
         with path.open() as stream:
             records = read_records(stream)
     except FileNotFoundError:
-        raise UsageError(f"reverify: {path} does not exist") from None
+        raise UsageError(f"{command}: {path} does not exist") from None
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as error:
         raise UsageError(
-            f"reverify: {path} is not an episodes JSONL of finsec rollouts "
+            f"{command}: {path} is not an episodes JSONL of finsec rollouts "
             f"({one_line(f'{type(error).__name__}: {error}')})"
         ) from None
     if not records:
-        raise UsageError(f"reverify: {path} holds no episodes")
+        raise UsageError(f"{command}: {path} holds no episodes")
     return records

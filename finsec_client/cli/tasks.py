@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from finsec_client.cli.usage import EXIT_OK, UsageError
 
-__all__ = ["add_parser", "run_build", "run_nemo_gym", "write_jsonl"]
+__all__ = ["add_parser", "run_build", "run_nemo_gym", "run_select", "write_jsonl"]
 
 SEC_WWW, SEC_DATA = "https://www.sec.gov", "https://data.sec.gov"
 
@@ -86,6 +86,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="with --live: EDGAR requests per second (SEC allows 10; default 5)",
     )
     build.set_defaults(run=run_build)
+
+    chosen = actions.add_parser(
+        "select",
+        help="the tasks whose measured pass rate lies in a range: a curriculum",
+        description="Write the tasks of a task file whose pass@1 in a profile (finsec profile --json) lies "
+        "between --min-pass and --max-pass, and say how many were left out and why (too hard, too easy, not "
+        "measured).",
+    )
+    chosen.add_argument("--profile", type=Path, required=True, help="a profile from `finsec profile --json`")
+    chosen.add_argument("--tasks", type=Path, help="a JSONL task file (default: the embedded corpus's questions)")
+    chosen.add_argument("--min-pass", type=float, default=0.0, help="the lowest pass@1 kept (default 0)")
+    chosen.add_argument("--max-pass", type=float, default=1.0, help="the highest pass@1 kept (default 1)")
+    chosen.add_argument("--out", "-o", type=Path, help="write here instead of standard output")
+    chosen.set_defaults(run=run_select)
 
 
 def run_nemo_gym(options: argparse.Namespace) -> int:
@@ -242,3 +256,26 @@ def write_jsonl(rows: Iterable[dict[str, Any]], path: Path | None = None) -> Non
     except BrokenPipeError:
         # Python would report the pipe again when it flushes stdout at exit: point stdout at nothing first.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def run_select(options: argparse.Namespace) -> int:
+    from finsec_client.profile import from_json, select
+    from finsec_client.tasks import TaskFileError, embedded_tasks, load_tasks
+
+    if not 0 <= options.min_pass <= options.max_pass <= 1:
+        raise UsageError(f"--min-pass {options.min_pass:g} --max-pass {options.max_pass:g}: 0 <= min <= max <= 1")
+    try:
+        profiles = from_json(json.loads(options.profile.read_text()))
+    except FileNotFoundError:
+        raise UsageError(f"--profile {options.profile} does not exist") from None
+    except (ValueError, TypeError, AttributeError) as error:
+        raise UsageError(f"--profile {options.profile} is not a `finsec profile --json` file ({error})") from None
+    try:
+        tasks = load_tasks(options.tasks) if options.tasks else embedded_tasks()
+    except TaskFileError as error:
+        raise UsageError(str(error)) from None
+    chosen = select(tasks, profiles, options.min_pass, options.max_pass)
+    write_jsonl((task.data for task in chosen.tasks), options.out)
+    left = ", ".join(f"{count} {why}" for why, count in chosen.left_out.items() if count) or "none"
+    print(f"selected {len(chosen.tasks)} of {len(tasks)} tasks; left out: {left}", file=sys.stderr)
+    return EXIT_OK
