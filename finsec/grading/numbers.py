@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
 
-__all__ = ["CUE_WINDOW", "find_quantities", "Kind", "normalize", "Quantity"]
+__all__ = ["CUE_WINDOW", "DAY", "find_quantities", "Kind", "MONTH", "normalize", "Quantity", "YEAR"]
 
 Kind = Literal["money", "number", "percent", "date"]
 

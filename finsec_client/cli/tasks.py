@@ -18,7 +18,7 @@ from finsec_client.cli.usage import EXIT_OK, UsageError
 
 __all__ = ["add_parser", "run_build", "run_nemo_gym", "run_select", "write_jsonl"]
 
-SEC_WWW, SEC_DATA = "https://www.sec.gov", "https://data.sec.gov"
+_SEC_WWW, _SEC_DATA = "https://www.sec.gov", "https://data.sec.gov"
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -77,8 +77,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         default=os.environ.get("FINSEC_USER_AGENT"),
         help="with --live: your name and contact email, as SEC asks (or FINSEC_USER_AGENT)",
     )
-    build.add_argument("--sec-www-url", default=SEC_WWW, help="with --live: www.sec.gov, or a mirror of it")
-    build.add_argument("--sec-data-url", default=SEC_DATA, help="with --live: data.sec.gov, or a mirror of it")
+    build.add_argument("--sec-www-url", default=_SEC_WWW, help="with --live: www.sec.gov, or a mirror of it")
+    build.add_argument("--sec-data-url", default=_SEC_DATA, help="with --live: data.sec.gov, or a mirror of it")
     build.add_argument(
         "--requests-per-second",
         type=int,

@@ -17,6 +17,9 @@ __all__ = [
     "check_url",
     "default_url",
     "did_you_mean",
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
     "one_line",
     "UsageError",
 ]

@@ -203,7 +203,12 @@ def _defined_public(tree) -> list[str]:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.append(node.name)
         elif isinstance(node, ast.Assign):
-            names += [target.id for target in node.targets if isinstance(target, ast.Name)]
+            for target in node.targets:  # a name, or names unpacked from a tuple
+                names += [
+                    t.id
+                    for t in (target.elts if isinstance(target, ast.Tuple) else [target])
+                    if isinstance(t, ast.Name)
+                ]
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.append(node.target.id)
     return [name for name in names if not name.startswith("_") and name not in {"log", "logger"}]
