@@ -293,7 +293,7 @@ def test_reverify_has_help_and_loads_no_server_module(played):
         main(["reverify", "--help"])
     assert exit_.value.code == 0
     probe = (
-        "import sys\nfrom deployments.cli import main\nassert main(['reverify', sys.argv[1]]) == 0\n"
+        "import sys\nfrom finsec_client.cli import main\nassert main(['reverify', sys.argv[1]]) == 0\n"
         "print('LOADED', sorted({'ray', 'deployments', 'session_store', 'fastapi'} & set(sys.modules)))"
     )
     out = subprocess.run(
