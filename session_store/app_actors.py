@@ -109,6 +109,15 @@ class AppActors:
 
     # ----- placement -----
 
+    def all_exist(self, names: list[str]) -> bool:
+        """Whether every one of these named actors of the app exists (alive or restarting)."""
+        try:
+            for name in names:
+                ray.get_actor(name, namespace=self.namespace)
+        except ValueError:
+            return False
+        return True
+
     def wait_for_nodes(self, count: int, *, poll_seconds: float = 2.0, say_every: float = 60.0) -> list[str]:
         """The IDs of `count` live nodes offering this app's resources, in a stable order; blocks until that many
         have joined (a cluster still starting), saying so now and then."""

@@ -45,7 +45,10 @@ class SessionActors:
         ]
         kinds = [f"shard-{k}-of-{spec.num_shards}" for k in range(spec.num_shards)]
         self.shard_names = [app.name(kind, args, code) for kind, args in zip(kinds, shard_args, strict=False)]
-        nodes = app.wait_for_nodes(spec.state_nodes) if spec.state_nodes else []
+        # Only the first replica places the shards: one added later (autoscaling, a restart) finds them and must
+        # not wait for a state node that is down meanwhile.
+        placing = spec.state_nodes and not app.all_exist(self.shard_names)
+        nodes = app.wait_for_nodes(spec.state_nodes) if placing else []
         self.shards = [
             app.create(kind, SessionShardActor, args, code=code, **(on_node(nodes[k % len(nodes)]) if nodes else {}))
             for k, (kind, args) in enumerate(zip(kinds, shard_args, strict=False))

@@ -13,6 +13,8 @@ import site
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -106,13 +108,13 @@ def test_the_wheel_provides_every_package_and_none_from_the_checkout(venv, tmp_p
         assert Path(folder, "py.typed").is_file(), package
 
 
-def test_the_mcp_recipes_client_reaches_the_installed_server(venv, tmp_path):
-    """docs/recipes/mcp.md's client against `finsec serve --in-process` from the wheel (the mcp extra's client)."""
-    needs("mcp", "mcp", "httpx2")
+@contextmanager
+def serving(venv: Path, cwd: Path) -> Iterator[int]:
+    """`finsec serve --in-process` from the wheel on a free port, until SIGTERM, which it must exit 0 on."""
     port = free_port()
     server = subprocess.Popen(
         [str(venv / "bin" / "finsec"), "serve", "--in-process", "--port", str(port)],
-        cwd=tmp_path,
+        cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -121,28 +123,24 @@ def test_the_mcp_recipes_client_reaches_the_installed_server(venv, tmp_path):
     try:
         first = server.stdout.readline()
         assert first.startswith(f"finsec-serve is up at http://127.0.0.1:{port}"), first + server.stdout.read()
+        yield port
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(30) == 0
+
+
+def test_the_mcp_recipes_client_reaches_the_installed_server(venv, tmp_path):
+    """docs/recipes/mcp.md's client against `finsec serve --in-process` from the wheel (the mcp extra's client)."""
+    needs("mcp", "mcp", "httpx2")
+    with serving(venv, tmp_path) as port:
         spoke = run(venv, "python", "-c", MCP_CLIENT, f"http://127.0.0.1:{port}/mcp", cwd=tmp_path)
         assert spoke.returncode == 0 and "HLXR1" in spoke.stdout, spoke.stdout[-2000:] + spoke.stderr[-2000:]
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
 
 
 def test_the_commands_work_from_another_folder(venv, tmp_path):
     helped = run(venv, "finsec", "--help", cwd=tmp_path)
     assert helped.returncode == 0 and "rollouts" in helped.stdout, helped.stderr
-    port = free_port()
-    server = subprocess.Popen(
-        [str(venv / "bin" / "finsec"), "serve", "--in-process", "--port", str(port)],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=CLEAN,
-    )
-    try:
-        first = server.stdout.readline()
-        assert first.startswith(f"finsec-serve is up at http://127.0.0.1:{port}"), first + server.stdout.read()
+    with serving(venv, tmp_path) as port:
         played = run(
             venv,
             "finsec",
@@ -178,6 +176,3 @@ def test_the_commands_work_from_another_folder(venv, tmp_path):
         )  # the package's data
         assert recipe.returncode == 0 and (tmp_path / "gym/gym.yaml").is_file(), recipe.stderr
         assert (tmp_path / "gym/resources_servers/finsec_external/app.py").is_file()
-    finally:
-        server.send_signal(signal.SIGTERM)
-        assert server.wait(30) == 0
