@@ -32,10 +32,12 @@ INGRESS_DEPLOYMENT = "FinsecIngress"
 
 
 def packaged_config(name: str = "serve.yaml") -> Path:
-    """A serve config the package ships (`configs/` in the repository): `finsec serve` works from any folder."""
+    """A serve config the project ships: `configs/` of a checkout, which the wheel carries as `deployments/configs`
+    (pyproject.toml), so that `finsec serve` works from any folder."""
     from importlib.resources import files
 
-    return Path(str(files("deployments") / "configs" / name))
+    packaged = Path(str(files("deployments"))) / "configs" / name
+    return packaged if packaged.is_file() else Path(__file__).resolve().parents[2] / "configs" / name
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,20 @@ ROOT = Path(__file__).resolve().parents[3]
 CLEAN = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the wheel, not a checkout on the path
 
 
+def test_pyproject_lists_every_package_of_the_tree():
+    """The wheel's packages are listed (configs/ ships as one), so a new package not listed would be left out."""
+    import tomllib
+
+    from setuptools import find_packages
+
+    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = find_packages(ROOT, include=["deployments*", "finsec*", "session_store*"])
+    assert sorted(listed) == sorted([*found, "deployments.configs"])
+    assert not (ROOT / "deployments/configs").exists() and all(
+        not path.is_symlink() for path in (ROOT / "configs").iterdir()
+    )
+
+
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory) -> Path:
     where = tmp_path_factory.mktemp("wheel")
