@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-unit soak bench serve clean redis-server mutations
+.PHONY: demo test test-unit soak bench serve clean debian-packages mutations
 
 # The trainers' client libraries that cannot share .venv, each in its own: verifiers pins mcp 2.0 (the mcp extra is
 # 2.3); nemo-gym 0.7.0 needs Python 3.13 and declares >=3.13.14, so it is installed past that check on any 3.13
@@ -22,7 +22,7 @@ demo: $(BIN)/.installed  ## the main job on the embedded default: local Ray + Se
 	$(BIN)/finsec rollouts -n $(DEMO_EPISODES) -c 32 --driver environment-server --driver legacy-agent \
 		--out runs/demo.jsonl --plot runs/demo-plots --fail-on-masked
 
-test: $(BIN)/.installed $(RECIPE_ENVS) redis-server  ## format check, lint, type check, unit tests (no Ray), the recipes' tests, integration tests (local Ray + Serve over HTTP)
+test: $(BIN)/.installed $(RECIPE_ENVS) debian-packages  ## format check, lint, type check, unit tests (no Ray), the recipes' tests, integration tests (local Ray + Serve over HTTP)
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/mypy
@@ -42,15 +42,18 @@ test: $(BIN)/.installed $(RECIPE_ENVS) redis-server  ## format check, lint, type
 	  .venv-nemo-gym/bin/pip install --quiet --ignore-requires-python .venv-nemo-gym/dl/nemo_gym-0.7.0-py3-none-any.whl; \
 	  touch $@
 
-# The mark-store tests run a real redis-server (Debian's package) on a free loopback port: install it if missing.
-redis-server:
-	@command -v redis-server >/dev/null 2>&1 || { \
+# The mark-store tests run a real redis-server (Debian's package) on a free loopback port, and the run viewer's tests
+# open its page in Debian's chromium: install them if missing.
+DEBIAN_PACKAGES := redis-server chromium
+debian-packages:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do command -v $$p >/dev/null 2>&1 || printf '%s ' $$p; done); \
+	if [ -n "$$missing" ]; then \
 	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  echo "installing Debian's redis-server package (the mark-store tests run a real one)"; \
-	  { $$sudo apt-get update -qq && $$sudo apt-get install -y -qq redis-server; } >/dev/null 2>&1; \
-	  command -v redis-server >/dev/null 2>&1 || { \
-	    echo "make test needs redis-server: install Debian's redis-server package (apt-get install redis-server)" >&2; \
-	    exit 1; }; }
+	  echo "installing Debian's $$missing (the tests run them)"; \
+	  { $$sudo apt-get update -qq && $$sudo apt-get install -y -qq $$missing; } >/dev/null 2>&1; \
+	  for p in $$missing; do command -v $$p >/dev/null 2>&1 || { \
+	    echo "make test needs $$p: install Debian's $$p package (apt-get install $$p)" >&2; exit 1; }; done; \
+	fi
 
 test-unit: $(BIN)/.installed
 	$(BIN)/python -m pytest tests/unit

@@ -17,9 +17,10 @@ Without `--durable` the app runs with `durable_sessions: false`, and a session w
 while a shard restarts, and a lost session is one the server said was lost (a tool's 404, a masked verify); the
 node-loss scenario runs only without it.
 
-Then two owners at once: two `finsec serve --in-process` over one Redis, every request of every episode sent to
-either at random (a redeploy's old and new shard lives, two servers sharing a store; harness/two_owners.py): split
-sessions, late scores and closed IDs seeded again, each must be 0.
+Then two owners at once (harness/two_owners.py), every request of every episode sent to a server in service at
+random: two `finsec serve --in-process` over one Redis (a redeploy's old and new shard lives, two servers sharing a
+store), and a KubeRay NewCluster switch over Redis (two Serve apps, each its own Ray cluster: the old alone, both,
+then the new alone while the old stops). Split sessions, late scores and closed IDs seeded again must be 0.
 """
 
 from __future__ import annotations
@@ -140,8 +141,7 @@ def node_loss() -> dict:
 
 def two_owners_scenario(durable: bool) -> dict:
     with running_redis() as redis:
-        env = {**os.environ, "FINSEC_MARK_STORE_URL": redis.url, "FINSEC_DURABLE_SESSIONS": str(durable).lower()}
-        servers = [FinsecServe(["--in-process"], env) for _ in range(2)]
+        servers = [FinsecServe(["--in-process"], _over(redis, durable)) for _ in range(2)]
         try:
             return asyncio.run(two_owners([server.url for server in servers], workers=16, seconds=SECONDS))
         finally:
@@ -149,23 +149,65 @@ def two_owners_scenario(durable: bool) -> dict:
                 server.stop()
 
 
-def render_two_owners(counts: dict) -> str:
+def cluster_switch_scenario(durable: bool) -> dict:
+    """A KubeRay NewCluster switch over Redis: the old cluster serves alone, then both do (the Service switching
+    over), then the new one alone while the old is deleted (SIGTERM to its `finsec serve`)."""
+    config = [str(ROOT / "configs/serve.yaml")]
+    with running_redis() as redis:
+        old, new = (FinsecServe(config, _over(redis, durable)) for _ in range(2))
+        serving = [old.url]
+
+        async def switch() -> dict:
+            traffic = asyncio.create_task(two_owners(lambda: serving, workers=16, seconds=3 * SECONDS))
+            await asyncio.sleep(SECONDS)
+            serving.append(new.url)
+            await asyncio.sleep(SECONDS)
+            serving.remove(old.url)
+            await asyncio.to_thread(old.stop)
+            return await traffic
+
+        try:
+            return asyncio.run(switch())
+        finally:
+            old.stop()
+            new.stop()
+
+
+def _over(redis, durable: bool) -> dict[str, str]:
+    return {**os.environ, "FINSEC_MARK_STORE_URL": redis.url, "FINSEC_DURABLE_SESSIONS": str(durable).lower()}
+
+
+OWNERS_SCENARIOS = {
+    "two one-process servers": two_owners_scenario,
+    "a NewCluster switch (two Ray clusters)": cluster_switch_scenario,
+}
+
+
+def render_two_owners(scenarios: dict[str, dict]) -> str:
+    rows = [
+        f"| {name} | {c['episodes']} | {c['scored']} | **{c['split_sessions']}** | **{c['late_scores']}** | "
+        f"**{c['closed_ids_seeded_again']}** | {c['app_500s']} | {c['masked']} | {c['refused']} |"
+        for name, c in scenarios.items()
+    ]
     return (
         "\n".join(
             [
                 "",
                 "## Two owners at once",
                 "",
-                f"Two `finsec serve --in-process` over one Redis, 16 clients for {SECONDS:.0f} s, every request of every "
-                "episode (seed, two parse_html_page, retrieve_information, verify, close, then a late verify and a retried "
-                "seed) sent to either server at random. The life that reads a record another holds takes it over; the other's "
-                "next write or read of it is refused by the store and runs again from the record (docs/contract.md §C.11).",
+                f"16 clients, every request of every episode (seed, two parse_html_page, retrieve_information, verify, "
+                "close, then a late verify and a retried seed) sent to a server in service at random. *Two one-process "
+                f"servers*: two `finsec serve --in-process` over one Redis for {SECONDS:.0f} s, both in service "
+                "throughout. *A NewCluster switch*: two `finsec serve configs/serve.yaml`, each its own Ray cluster, "
+                f"over one Redis: {SECONDS:.0f} s the old alone, {SECONDS:.0f} s both, then {SECONDS:.0f} s the new "
+                "alone while the old one stops. The life that reads a record another holds takes it over; the other's "
+                "next write or read of it is refused by the store and runs again from the record "
+                "(docs/contract.md §C.11).",
                 "",
-                "| episodes | scored | **split sessions** | **late scores** | **closed IDs seeded again** | app 500s | "
-                "masked | refused (lost, 404 or 503) |",
-                "|---|---|---|---|---|---|---|---|",
-                f"| {counts['episodes']} | {counts['scored']} | **{counts['split_sessions']}** | **{counts['late_scores']}** | "
-                f"**{counts['closed_ids_seeded_again']}** | {counts['app_500s']} | {counts['masked']} | {counts['refused']} |",
+                "| scenario | episodes | scored | **split sessions** | **late scores** | **closed IDs seeded again** | "
+                "app 500s | masked | refused (lost, 404 or 503) |",
+                "|---|---|---|---|---|---|---|---|---|",
+                *rows,
                 "",
                 "- *split session*: a read that missed a document the episode stored through the other server; *late "
                 "score*: a verify after the close scored unmasked; *closed ID seeded again*: a retried seed after the close "
@@ -268,15 +310,16 @@ def main() -> int:
     if not durable:  # its accounting tells a lost session by the shard life that seeded it
         results["node loss (3-node cluster)"] = node_loss()
         results["node loss (3-node cluster)"].setdefault("expected_share", 0.5)
-    owners = two_owners_scenario(durable)
+    owners = {name: scenario(durable) for name, scenario in OWNERS_SCENARIOS.items()}
     name = "faults_durable" if durable else "faults"
     (ROOT / f"bench/results/{name}.json").write_text(json.dumps({**results, "two owners": owners}, indent=1))
     report = render(results, durable) + render_two_owners(owners)
     write_report(f"{name}.md", report)
     print(report)
     failed = {name: failures(r) for name, r in results.items() if failures(r)}
-    if any(owners[key] for key in MUST_BE_ZERO):
-        failed["two owners"] = [f"{key} {owners[key]}" for key in MUST_BE_ZERO if owners[key]]
+    for scenario, counts in owners.items():
+        if any(counts[key] for key in MUST_BE_ZERO):
+            failed[scenario] = [f"{key} {counts[key]}" for key in MUST_BE_ZERO if counts[key]]
     for name, why in failed.items():
         print(f"FAILED {name}: {'; '.join(why)}")
     return 1 if failed else 0

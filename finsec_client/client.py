@@ -89,6 +89,8 @@ class Call:
     ms: float
     error: str | None = None  # why there was no reply
     retried: bool = False  # this attempt failed (5xx or no reply) and the request was sent again
+    body: str | None = None  # what was sent and what came back, as excerpts (`ServerClient(excerpts=...)`)
+    reply: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         row: dict[str, Any] = {"route": self.route, "status": self.status, "ms": round(self.ms, 3)}
@@ -96,7 +98,16 @@ class Call:
             row["error"] = self.error
         if self.retried:
             row["retried"] = True
+        if self.body is not None:
+            row["body"] = self.body
+        if self.reply is not None:
+            row["reply"] = self.reply
         return row
+
+
+def _excerpt(text: str, limit: int) -> str:
+    """The first `limit` characters of `text`, saying how many more there were."""
+    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more characters]"
 
 
 class _Again(Exception):
@@ -173,8 +184,11 @@ class ServerClient:
         observer: Observer | None = None,
         retries: Retries | None = None,
         trace_configs: Sequence[aiohttp.TraceConfig] = (),
+        excerpts: int = 0,
     ):
+        """`excerpts`: each call keeps that many characters of its body and reply (0: none), for the run file."""
         self.base_url = base_url.rstrip("/")
+        self.excerpts = excerpts
         self.timeout = aiohttp.ClientTimeout(total=timeout)
         self._connections = connections
         self._session: aiohttp.ClientSession | None = None
@@ -246,6 +260,9 @@ class ServerClient:
             self._observe(call, body, None)
             raise _Again(call, None, None) from None
         call = Call(route, reply.status, (time.perf_counter() - started) * 1000)
+        if self.excerpts:
+            call.body = None if body is None else _excerpt(json.dumps(body, ensure_ascii=False), self.excerpts)
+            call.reply = _excerpt(reply.text, self.excerpts)
         calls.append(call)
         if cookies is not None and cookies.follow:
             cookies.take(reply)

@@ -11,6 +11,7 @@ worker that ran it died)."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
@@ -80,6 +81,9 @@ class EpisodeRecord:
     def from_json(cls, row: dict[str, Any]) -> EpisodeRecord:
         row = {k: v for k, v in row.items() if k != "outcome"}
         failure = row.pop("failure", None)
+        reward = row.get("reward")
+        if reward is not None and not (isinstance(reward, int | float) and math.isfinite(reward)):
+            raise ValueError(f"episode {row.get('episode')}: reward {reward!r} is not a finite number")
         return cls(**row, failure=Failure(**failure) if failure else None)
 
     def verify_row(self) -> dict[str, Any] | None:
@@ -111,11 +115,18 @@ class RecordWriter:
 
     def write_run(self, options: dict[str, Any]) -> None:
         """The file's first line: what `finsec rollouts --resume FILE` needs to go on with the run."""
-        self._stream.write(json.dumps({RUN: options}, ensure_ascii=False) + "\n")
-        self._stream.flush()
+        self._line({RUN: options})
 
     def write(self, record: EpisodeRecord) -> None:
-        self._stream.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+        self._line(record.to_json())
+
+    def _line(self, row: dict[str, Any]) -> None:
+        text = json.dumps(row, ensure_ascii=False)
+        try:
+            text.encode()
+        except UnicodeEncodeError:  # a lone surrogate (a model's "\ud800"): UTF-8 has none, JSON's escape does
+            text = json.dumps(row)
+        self._stream.write(text + "\n")
         self._stream.flush()
 
 

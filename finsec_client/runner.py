@@ -44,6 +44,7 @@ class RunPlan:
     # How long one request is sent again: a busy server's 503/429 with Retry-After is waited out until then.
     retry_deadline: float = Retries.deadline
     skip: frozenset[int] = frozenset()  # episodes a resumed run already has
+    excerpts: int = 2_000  # characters of each request's body and reply the run file keeps (`finsec view`)
 
     @property
     def policy_name(self) -> str:
@@ -57,6 +58,7 @@ class RunPlan:
             connections=connections,
             observer=observer,
             retries=Retries(deadline=self.retry_deadline),
+            excerpts=self.excerpts,
         )
 
     def episode(self, index: int) -> Episode:

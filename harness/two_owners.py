@@ -17,6 +17,7 @@ import random
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable, Sequence
 
 import httpx
 
@@ -29,24 +30,31 @@ TASK = questions()[0]
 MUST_BE_ZERO = ("split_sessions", "late_scores", "closed_ids_seeded_again", "app_500s")
 
 
-async def two_owners(urls: list[str], workers: int = 8, seconds: float = 10.0, seed: int = 0) -> dict[str, int]:
-    """Episodes from `workers` clients for `seconds`, each request to a random one of `urls`; the counts."""
+Servers = Callable[[], Sequence[str]]  # the servers in service at the moment of a request
+
+
+async def two_owners(
+    urls: Sequence[str] | Servers, workers: int = 8, seconds: float = 10.0, seed: int = 0
+) -> dict[str, int]:
+    """Episodes from `workers` clients for `seconds`, each request to a random one of `urls` (or of those a callable
+    names at that moment: a switch from one server to another); the counts."""
     counts: Counter[str] = Counter()
     deadline = time.monotonic() + seconds
     rng = random.Random(seed)
+    servers: Servers = urls if callable(urls) else lambda: urls
 
     async def worker() -> None:
         # One cookie jar per client: the servers share a host, so the cookie follows the episode to either.
         async with httpx.AsyncClient(timeout=60) as client:
             while time.monotonic() < deadline:
                 client.cookies.clear()
-                await _episode(client, urls, rng, counts)
+                await _episode(client, servers, rng, counts)
 
     await asyncio.gather(*(worker() for _ in range(workers)))
     return {name: counts[name] for name in ("episodes", "scored", *MUST_BE_ZERO, "masked", "refused")}
 
 
-async def _episode(client: httpx.AsyncClient, urls: list[str], rng: random.Random, counts: Counter[str]) -> None:
+async def _episode(client: httpx.AsyncClient, servers: Servers, rng: random.Random, counts: Counter[str]) -> None:
     sid = f"resources-session-{uuid.uuid4().hex}"
     episode = {"rollout_id": sid[-12:], "attempt": 0}
     seed = {
@@ -61,7 +69,7 @@ async def _episode(client: httpx.AsyncClient, urls: list[str], rng: random.Rando
         replica being replaced) is sent again, to either server."""
         for _ in range(40):
             try:
-                response = await client.post(rng.choice(urls) + path, json=body)
+                response = await client.post(rng.choice(servers()) + path, json=body)
             except httpx.TransportError:
                 await asyncio.sleep(0.25)
                 continue

@@ -5,7 +5,7 @@ and `rollouts` able to start the app itself when it is given no --url.
                                     --in-process: one process, no Ray); CONFIG defaults to the packaged one
     finsec check [CONFIG]           every mistake in a serve config and the FINSEC_ environment at once
     finsec store check|acknowledge-loss [CONFIG]   the durable mark store: can it forget; accept a loss
-    finsec rollouts, reverify, profile, status, corpus, tasks, recipe   the client's (finsec_client/cli)
+    finsec rollouts, reverify, profile, view, status, corpus, tasks, recipe   the client's (finsec_client/cli)
 
 Answering `--help` loads neither Ray nor the app: each command loads what it runs when it runs.
 """

@@ -6,6 +6,7 @@ and handle the embedded corpus, tasks and recipes. They speak to a server over H
     finsec rollouts [...]           N episodes at concurrency C against --url (or a server `finsec` starts)
     finsec reverify RUN.jsonl       a run's episodes graded again by the current grader: what moved and why
     finsec profile RUN.jsonl...     per task: pass@1, pass@k, reward mean and spread, masked share, flat groups
+    finsec view RUN.jsonl...        runs as one page that works offline: every episode's calls, answer and reward
     finsec status --url URL         what a running server is: version, settings, actors, sessions, fences
     finsec corpus write|serve|questions
     finsec tasks nemo-gym [--tasks FILE] [--episode]   a task file as NeMo Gym's (and verifiers') rows
@@ -19,7 +20,7 @@ import argparse
 import sys
 from typing import NoReturn
 
-from finsec_client.cli import corpus, profile, recipe, reverify, rollouts, status, tasks
+from finsec_client.cli import corpus, profile, recipe, reverify, rollouts, status, tasks, view
 from finsec_client.cli.usage import EXIT_USAGE, UsageError, did_you_mean
 
 __all__ = ["COMMANDS", "entry_point", "main", "parser", "run_command"]
@@ -47,7 +48,7 @@ def _flags(parser: argparse.ArgumentParser) -> list[str]:
 
 
 # The client's commands in the order `finsec --help` lists them; each module has add_parser(commands).
-COMMANDS = (rollouts, reverify, profile, status, corpus, tasks, recipe)
+COMMANDS = (rollouts, reverify, profile, view, status, corpus, tasks, recipe)
 
 
 def parser(commands=COMMANDS, version: type[argparse.Action] | None = None) -> argparse.ArgumentParser:

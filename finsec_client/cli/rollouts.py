@@ -154,6 +154,14 @@ def add_parser(commands: argparse._SubParsersAction, local_server: LocalServer |
         "in a row, record the episodes left as transport failures without trying them (0: never)",
     )
     run.add_argument("--trace", action="store_true", help="play one episode and print it request by request")
+    run.add_argument(
+        "--excerpts",
+        type=int,
+        default=RunPlan.excerpts,
+        metavar="CHARS",
+        help="characters of each request's body and reply the run file keeps, for `finsec view` (default "
+        "%(default)d; 0: none)",
+    )
     policy = parser.add_argument_group("policy")
     policy.add_argument(
         "--policy",
@@ -220,6 +228,7 @@ def _plan_from(options: argparse.Namespace, url: str) -> RunPlan:
         options.give_up_after,
         options.repeats,
         retry_deadline=options.retry_deadline,
+        excerpts=options.excerpts,
     )
     return replace(plan, skip=frozenset(r.episode for r in options.resumed)) if options.resumed else plan
 
@@ -237,6 +246,7 @@ def _check(options: argparse.Namespace) -> None:
             ("--workers", options.workers, 0),
             ("--max-tokens", options.max_tokens, 1),
             ("--give-up-after", options.give_up_after, 0),
+            ("--excerpts", options.excerpts, 0),
         )
         if value is not None and value < least
     ]

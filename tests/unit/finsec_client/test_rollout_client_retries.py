@@ -144,3 +144,27 @@ def test_a_run_s_retry_deadline_ends_its_wait_for_a_server_that_stays_busy():
     seeds = [call for call in record.calls if call["route"].endswith("seed_session")]
     assert record.failure is not None and record.reward is None
     assert len(seeds) > 1 and all(call["status"] == 503 for call in seeds)  # waited out, then the 503 stood
+
+
+def test_each_attempt_keeps_excerpts_of_its_body_and_reply():
+    """With `excerpts`, each call keeps that many characters of what was sent and answered, saying how many more
+    there were; without, neither (the run file of a benchmark stays small)."""
+
+    async def run(excerpts: int) -> list:
+        runner, url = await serve(Flaky(1, 500))
+        try:
+            calls: list = []
+            async with ServerClient(url, timeout=5, retries=FAST, excerpts=excerpts) as client:
+                await client.post("parse_html_page", {"url": "https://www.sec.gov/x", "pad": "p" * 100}, None, calls)
+            return calls
+        finally:
+            await runner.cleanup()
+
+    failed, answered = asyncio.run(run(40))
+    assert failed.status == 500 and failed.reply.startswith('{"detail": "busy"}')
+    sent = '{"url": "https://www.sec.gov/x", "pad": "' + "p" * 100 + '"}'
+    assert answered.body == f"{sent[:40]}… [{len(sent) - 40} more characters]"
+    assert answered.reply.startswith('{"ok": true, "body": {"url"') and answered.reply.endswith("more characters]")
+    assert answered.to_json()["body"] == answered.body
+    assert all(call.body is None and call.reply is None for call in asyncio.run(run(0)))
+    assert "body" not in asyncio.run(run(0))[0].to_json()

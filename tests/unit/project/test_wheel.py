@@ -172,6 +172,8 @@ def test_the_commands_work_from_another_folder(venv, tmp_path):
         )
         assert played.returncode == 0, played.stdout[-2000:] + played.stderr[-2000:]
         assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 1 + 4  # the run's options, 4 episodes
+        viewed = run(venv, "finsec", "view", "runs.jsonl", "--no-open", cwd=tmp_path)  # its page is package data
+        assert viewed.returncode == 0 and "finsec-data" in (tmp_path / "runs.html").read_text(), viewed.stderr
         converted = run(venv, "finsec", "tasks", "nemo-gym", "--out", "rows.jsonl", cwd=tmp_path)
         assert converted.returncode == 0 and (tmp_path / "rows.jsonl").stat().st_size, converted.stderr
         recipe = run(
