@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
@@ -16,7 +18,10 @@ from deployments.http.error_handlers import install_error_handlers
 from deployments.http.identity import SessionIdentityMiddleware
 from deployments.http.prefixes import RolloutPrefixMiddleware
 from deployments.http.strict_json import StrictJsonMiddleware
-from deployments.routes import admin, health, sessions, tools
+from deployments.http.telemetry import TelemetryMiddleware
+from deployments.observability.hub import LocalHub, TelemetryHub
+from deployments.observability.telemetry import ReplicaTelemetry
+from deployments.routes import admin, health, sessions, tools, ui
 from deployments.services import Services
 from deployments.settings import MIN_SECRET_CHARS, Settings
 
@@ -28,9 +33,11 @@ def create_api(
     build_services: Callable[[], Awaitable[Services]],
     cookie_secret: str,
     served_by: str | None = None,
+    hub: Any = None,
 ) -> FastAPI:
     """The app; its services are built at startup (loading the ticker registry), so a replica that cannot
-    build them never starts serving, and their clients are closed when it stops."""
+    build them never starts serving, and their clients are closed when it stops. `hub`: the application's
+    telemetry hub, whose methods are awaited (the actor's client); None: one of this process's own."""
     if len(cookie_secret) < MIN_SECRET_CHARS:  # the settings refuse these; a caller that bypasses them must not sign
         raise ValueError(f"the cookie secret needs at least {MIN_SECRET_CHARS} characters")
 
@@ -39,11 +46,20 @@ def create_api(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.services = await build_services()
-        app.state.admission.metrics = app.state.services.metrics
+        app.state.admission.metrics = app.state.telemetry.metrics = app.state.services.metrics
+        telemetry = app.state.telemetry
+        running = [
+            asyncio.create_task(telemetry.loop.run()),
+            asyncio.create_task(
+                telemetry.publish(app.state.hub, served_by or "in-process", app.state.admission.report)
+            ),
+        ]
         try:
             async with mcp_running():  # inside the services: ending MCP sessions releases what they seeded
                 yield
         finally:
+            for task in running:
+                task.cancel()
             await app.state.services.aclose()
 
     # No slash redirects: Starlette answers a path with (or, under a route prefix, without) a trailing slash with a
@@ -61,6 +77,7 @@ def create_api(
         sessions.router,
         tools.router,
         admin.router,
+        ui.router,
         *((admin.retire_router,) if settings.admin_token is not None else ()),
     )
     named_routes = [route for router in named_routers for route in router.routes]
@@ -84,7 +101,17 @@ def create_api(
     )
     # Inside the identity middleware, so a refusal carries the session's cookie as every reply does (§A.0).
     app.state.admission = AdmissionState(Admission.from_settings(settings))
-    app.add_middleware(AdmissionMiddleware, state=app.state.admission, event_streams=frozenset({MCP_PATH}))
+    app.add_middleware(
+        AdmissionMiddleware,
+        state=app.state.admission,
+        event_streams=frozenset({MCP_PATH}),
+        unadmitted=lambda path: path == ui.UI_PATHS[0] or path.startswith(ui.UI_PATHS[1]),  # the live page: GETs
+    )
+    # Inside the identity middleware (a call's session is known once its route ran), outside admission (a call's
+    # time includes its wait for a place).
+    app.state.telemetry = ReplicaTelemetry()
+    app.state.hub = hub if hub is not None else LocalHub(TelemetryHub())
+    app.add_middleware(TelemetryMiddleware, telemetry=app.state.telemetry, counted=_COUNTED.__contains__)
     app.add_middleware(
         SessionIdentityMiddleware,
         cookie_name=settings.cookie_name,
@@ -133,6 +160,7 @@ ROLLOUT_ROUTES = (
     "/verify",
     "/close_session",
 )
+_COUNTED = frozenset({*ROLLOUT_ROUTES, "/web_search", "/aggregate_metrics"})  # the calls the telemetry times
 
 
 def _rollout_rank(route: BaseRoute) -> int:

@@ -6,6 +6,9 @@ from ray import serve
 
 from deployments import rate_limiter
 from deployments.asgi import create_api
+from deployments.observability import hub as telemetry_hub
+from deployments.observability import telemetry
+from deployments.observability.hub_actor import TelemetryHubActor
 from deployments.observability.logs import into_serve_logs
 from deployments.rate_limiter import ClusterRateLimiter, RateLimiterActor
 from deployments.services import build_services
@@ -34,6 +37,7 @@ def session_actors_spec(settings: Settings) -> SessionActorsSpec:
         mark_store_url=settings.mark_store(),
         check_durability=settings.mark_store_durability_check,
         state_nodes=settings.state_nodes,
+        stalled_after_seconds=settings.stalled_after_seconds,
     )
 
 
@@ -57,9 +61,13 @@ class FinsecIngress:
         limiter = self._app.create("edgar-limiter", RateLimiterActor, limiter_args, code=limiter_code)
         context = serve.get_replica_context()
         self._limiter = ClusterRateLimiter(limiter, *limiter_args, caller=context.replica_id.unique_id)
+        hub_code = code_version(telemetry_hub, telemetry)
+        hub = self._app.create("telemetry", TelemetryHubActor, (), code=hub_code)
+        self._hub = ActorClient(hub, "telemetry hub", settings.store_call_timeout_seconds)
         self._actors = SessionActors(self._app, session_actors_spec(settings))
         self._active = self._actors.start_reaper(
-            [self._app.name("edgar-limiter", limiter_args, limiter_code)], serve_app=context.app_name
+            [self._app.name("edgar-limiter", limiter_args, limiter_code), self._app.name("telemetry", (), hub_code)],
+            serve_app=context.app_name,
         )
         self._store = RaySessionStore(self._actors, settings.shard_transport)
         self._documents = ActorClient(
@@ -72,4 +80,4 @@ class FinsecIngress:
         return await build_services(self._settings, self._store, self._limiter, self._documents)
 
     def __serve_build_asgi_app__(self):
-        return create_api(self._settings, self._services, self._cookie_secret, served_by=self._replica)
+        return create_api(self._settings, self._services, self._cookie_secret, served_by=self._replica, hub=self._hub)

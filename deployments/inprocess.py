@@ -90,7 +90,12 @@ def in_process_app(
         ),
         cookie_secret,
     )
-    reaper = Reaper(store.shards, DocumentStoreService(documents), marks=marks)
+    reaper = Reaper(
+        store.shards,
+        DocumentStoreService(documents),
+        marks=marks,
+        stalled_after_seconds=settings.stalled_after_seconds,
+    )
     return InProcessApp(api, store, documents, marks, reaper, settings)
 
 

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 MIN_SECRET_CHARS = 32  # cookie_secret and admin_token: a key, not a password (token_urlsafe(32) gives 43)
 _UNSET_SECRET = {
     "cookie_secret": "a secret is generated and kept with the marks",
-    "admin_token": "the retire route is off",
+    "admin_token": "the retire route and the session inspector are off",
 }
 
 
@@ -119,7 +119,15 @@ class Settings(BaseSettings):
         "that offer the resources at deploy",
     )
     admin_token: SecretStr | None = Field(
-        None, description=f"enables POST /admin/retire_session_state (Bearer); at least {MIN_SECRET_CHARS} characters"
+        None,
+        description="enables POST /admin/retire_session_state and the live page's session inspector (Bearer), "
+        f"and guards the live page's data; at least {MIN_SECRET_CHARS} characters",
+    )
+    stalled_after_seconds: float = Field(
+        300.0,
+        gt=0,
+        description="an open session no stateful call names for this long is stalled: counted by the reaper "
+        "(ray_finsec_stalled_sessions) and listed on the live page (/ui)",
     )
     # the session cookie (Decision 14)
     cookie_name: str = Field("finsec_session", description="the session cookie's name (§B.1)")

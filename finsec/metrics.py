@@ -19,6 +19,10 @@ shards' session events are the reaper's (session_store/ray_actors.py); these are
   store_forgot, store_unsafe, judge_busy, admission_waited, admission_memory, internal, ...)
 - `ray_finsec_admission_wait_seconds`: how long a request that found no free place waited for one; `outcome`
   (admitted, refused): waits that grow towards `admission_wait_seconds` say the replicas need more cores
+- `ray_finsec_request_seconds`: a rollout route's calls, from arrival to the reply's end (admission's wait
+  included); `route` (/seed_session, /parse_html_page, ..., the tools and lifecycle routes)
+- `ray_finsec_event_loop_lag_seconds`: how late a replica's event loop wakes a task that sleeps half a second: the
+  wait every request has behind work that holds the loop
 
 Every metric also has `app`. A replica exports them through Ray (deployments/observability/ray_metrics.py);
 outside a Ray worker (the one-process app, the Ray-free tests) they are counted in memory instead
@@ -68,6 +72,16 @@ DEFINITIONS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "histogram",
         "Seconds a request that found no free place waited for one",
         ("outcome",),
+    ),
+    "finsec_request_seconds": (
+        "histogram",
+        "A rollout route's calls, from arrival to the reply's end (admission's wait included)",
+        ("route",),
+    ),
+    "finsec_event_loop_lag_seconds": (
+        "histogram",
+        "How late a replica's event loop woke a task sleeping half a second",
+        (),
     ),
 }
 
@@ -120,6 +134,12 @@ class Metrics:
 
     def admission_wait(self, seconds: float, admitted: bool) -> None:
         self._observe("finsec_admission_wait_seconds", seconds, outcome="admitted" if admitted else "refused")
+
+    def request(self, route: str, seconds: float) -> None:
+        self._observe("finsec_request_seconds", seconds, route=route)
+
+    def loop_lag(self, seconds: float) -> None:
+        self._observe("finsec_event_loop_lag_seconds", seconds)
 
     # ----- where it goes ----------------------------------------------------------------------------------
 

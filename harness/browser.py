@@ -29,7 +29,15 @@ def browser_page() -> Iterator[Any]:
             page.set_default_timeout(15_000)  # a wait for an element the page never draws fails sooner than 30 s
             page.errors = []
             page.on("pageerror", lambda error: page.errors.append(str(error)))
-            page.on("console", lambda message: message.type == "error" and page.errors.append(message.text))
+            # A console error but a refused fetch (a 401 the page answers by asking for a token)
+            page.on(
+                "console",
+                lambda message: (
+                    message.type == "error"
+                    and not message.text.startswith("Failed to load resource")
+                    and page.errors.append(message.text)
+                ),
+            )
             page.on("dialog", lambda dialog: (page.errors.append(f"dialog: {dialog.message}"), dialog.dismiss()))
             yield page
         finally:

@@ -318,6 +318,7 @@ class SessionCore:
         self.limits = limits
         self.incarnation = incarnation or uuid.uuid4().hex
         self._sessions: dict[str, Session] = {}  # in seed order: the session expiry index
+        self._idle: OrderedDict[str, None] = OrderedDict()  # the same IDs, least recently used first (`stalled`)
         self._marks: dict[str, Mark] = {}  # nearly in drop order
         self._mark_writes: dict[str, Mark | None] = {}  # changed since the shell last took them; None: deleted
         self._mark_parts: dict[str, frozenset[str] | None] = {}  # per change, the parts it changed (None: all)
@@ -417,6 +418,7 @@ class SessionCore:
         self._clear_expired_mark(sid)
         started = self.clock()
         self._sessions[sid] = session = Session(started_at=started, episode=seed, used_at=started)
+        self._idle[sid] = None
         self._write_session(sid, session)  # the durable seed
         self.counters["seeds.episode.created"] += 1
         return Seeded(True, self.incarnation, started)
@@ -446,6 +448,8 @@ class SessionCore:
         self._clear_expired_mark(sid)
         started = self.clock()
         self._sessions[sid] = session = Session(started_at=started, episode=None, used_at=started)
+        self._idle[sid] = None
+        self._held["agent_run_sessions"] += 1
         self._write_session(sid, session)
         self.counters["seeds.agent_run"] += 1
         return Seeded(True, self.incarnation, started)
@@ -662,6 +666,50 @@ class SessionCore:
             "expired": self._is_marked_expired(sid),
         }
 
+    def inspect(self, sid: str) -> JsonDict:
+        """What the session inspector shows of an ID, read from memory alone (it restores, evicts and writes
+        nothing): while open, its kind, seed, age, last use, documents and verdicts; else its fence or mark."""
+        now, session, fence = self.clock(), self._sessions.get(sid), self._fence(sid)
+        shown: JsonDict = {"id": sid, "open": session is not None, "fence_cause": fence.cause if fence else None}
+        if session is None:
+            return {**shown, "expired": self._is_marked_expired(sid)}
+        seed = session.episode
+        return {
+            **shown,
+            "kind": "agent_run" if seed is None else "episode",
+            "episode_id": seed.episode_id if seed else None,
+            "task_id": seed.task_id if seed else None,
+            "age_seconds": now - session.started_at,
+            "idle_seconds": now - session.used_at,
+            "ttl_left_seconds": session.started_at + self.session_ttl - now,
+            "documents": [
+                {"key": key, "url": ref.url, "chars": ref.chars, "digest": ref.digest}
+                for key, ref in session.documents.items()
+            ],
+            "verdicts": [
+                {"reward": v.reward, "failure_kind": v.failure_kind, "judge_rating": v.judge_rating}
+                for v in session.verdicts.values()
+            ],
+        }
+
+    def stalled(self, idle_seconds: float, limit: int = 20, most: int = 10_000) -> JsonDict:
+        """Open sessions no stateful call has named for `idle_seconds`: how many (counted up to `most`) and the
+        `limit` idlest, in time proportional to those counted."""
+        now, count = self.clock(), 0
+        idlest: list[JsonDict] = []
+        for sid in self._idle:
+            session = self._sessions[sid]
+            idle = now - session.used_at
+            if idle < idle_seconds or count >= most:
+                break
+            if self._past_ttl(session, now):
+                continue  # its eviction is due, not a stall
+            count += 1
+            if len(idlest) < limit:
+                kind = "agent_run" if session.episode is None else "episode"
+                idlest.append({"id": sid, "kind": kind, "idle_seconds": idle})
+        return {"count": count, "idlest": idlest}
+
     def counts(self) -> dict[str, int]:
         return {"sessions": len(self._sessions), "marks": len(self._marks), "digests": len(self._refs)}
 
@@ -671,6 +719,7 @@ class SessionCore:
         held = self._held
         return {
             "sessions": len(self._sessions),
+            "agent_run_sessions": held["agent_run_sessions"],
             "documents": held["documents"],
             "document_chars": held["document_chars"],
             "digests": len(self._refs),
@@ -711,7 +760,9 @@ class SessionCore:
 
     def _drop_session(self, sid: str) -> None:
         session = self._sessions.pop(sid, None)
+        self._idle.pop(sid, None)
         if session is not None:
+            self._held["agent_run_sessions"] -= session.episode is None
             for ref in session.documents.values():
                 self._unref(ref.digest)
             self._held.subtract(  # a mapping: typeshed's subtract takes no keywords (the runtime does)
@@ -838,6 +889,8 @@ class SessionCore:
         session = _session(record)
         session.used_at = self.clock()  # the record keeps no use: a restore counts as one
         self._sessions[sid] = session
+        self._idle[sid] = None
+        self._held["agent_run_sessions"] += session.episode is None
         for ref in session.documents.values():
             self._refs[ref.digest] += 1
         self._held.update(
@@ -858,6 +911,7 @@ class SessionCore:
         session = self._open(sid)
         if session is not None:  # the caller checks the record's owner as it writes (or writes nothing)
             session.used_at = self.clock()
+            self._idle.move_to_end(sid)
             return session
         self.counters["session_lost"] += 1
         if self._is_marked_expired(sid):

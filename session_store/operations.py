@@ -15,6 +15,7 @@ __all__ = [
     "DESCRIBE",
     "DOCUMENT_REFS",
     "FINISH_VERIFY",
+    "INSPECT",
     "MARK_LOST",
     "NOW",
     "Operation",
@@ -61,6 +62,7 @@ PUT_DOCUMENT = Operation(SessionCore.put_document, needs_marks=True)
 READ_DOCUMENTS = Operation(SessionCore.read_documents, needs_marks=True)
 DESCRIBE = Operation(SessionCore.describe, needs_marks=True)
 DOCUMENT_REFS = Operation(SessionCore.document_refs, needs_marks=True)
+INSPECT = Operation(SessionCore.inspect)  # from memory alone: an inspection restores or fences nothing
 
 OPERATIONS: dict[str, Operation] = {
     op.name: op
@@ -81,5 +83,6 @@ OPERATIONS: dict[str, Operation] = {
         READ_DOCUMENTS,
         DESCRIBE,
         DOCUMENT_REFS,
+        INSPECT,
     )
 }

@@ -87,6 +87,7 @@ class ReaperActor(ActorProcess):
         serve_app: str | None,
         mark_store_url: str | None,
         check_durability: bool = True,
+        stalled_after_seconds: float | None = None,
         timeout_seconds: float = 30.0,
     ):
         shards = [
@@ -102,6 +103,7 @@ class ReaperActor(ActorProcess):
             marks=open_mark_store(mark_store_url, app.namespace),
             sweep_marks_every=max(1, int(3600 / interval_seconds)),
             check_durability=check_durability,
+            stalled_after_seconds=stalled_after_seconds,
         )
         self._app = app
         self._serve_app = serve_app
@@ -134,6 +136,7 @@ class ReaperActor(ActorProcess):
             "durable_marks_swept": status.durable_marks_swept,
             "store": status.store,
             "clock_step": status.clock_step,
+            "stalled": status.stalled,
             "interval_seconds": self._interval,
         }
 
@@ -160,6 +163,11 @@ class _SessionMetrics:
             "finsec_clock_step_seconds",
             "The largest gap between a node's wall clock and the "
             "session clock of its shard (a step being absorbed at 1%); over 1 s is alarmed",
+            tag_keys=("app",),
+        )
+        self._stalled = Gauge(
+            "finsec_stalled_sessions",
+            "Open sessions no stateful call named for stalled_after_seconds, counted by the reaper's last tick",
             tag_keys=("app",),
         )
         self._unreachable = Gauge(
@@ -198,6 +206,8 @@ class _SessionMetrics:
             self._documents.set(status.documents.bytes, tags=self._tags)
         self._clock_step.set(status.clock_step, tags=self._tags)
         self._unreachable.set(status.shards_unreachable, tags=self._tags)
+        if status.stalled is not None:
+            self._stalled.set(status.stalled, tags=self._tags)
         if status.store is not None:
             healthy = not status.store.forgot and status.store.durability_problem is None
             self._store_ok.set(int(healthy), tags=self._tags)

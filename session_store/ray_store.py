@@ -31,6 +31,7 @@ class SessionActorsSpec:
     mark_store_url: str | None = None  # None: the cluster's GCS
     check_durability: bool = True  # the reaper reads the store's eviction policy and persistence every tick
     state_nodes: int = 0  # set: the shards wait for this many state nodes and take an equal share each
+    stalled_after_seconds: float | None = None  # the reaper counts open sessions idle this long (a gauge)
 
 
 class SessionActors:
@@ -69,6 +70,7 @@ class SessionActors:
             serve_app,
             self._spec.mark_store_url,
             self._spec.check_durability,
+            self._spec.stalled_after_seconds,
         )
         self.reaper = self._app.create("reaper", ReaperActor, args, code=self._code)
         return [*self.shard_names, self.document_store_name, self._app.name("reaper", args, self._code), *other_actors]
@@ -104,10 +106,10 @@ class RaySessionStore(SessionStore):
             return await self._channels[shard].send(ops)
         return await call(self._shards[shard].run.remote(ops), timeout=self._timeout, what=self._what(shard))
 
-    async def _each_shard(self, method: str) -> list[Any]:
+    async def _each_shard(self, method: str, *args: Any) -> list[Any]:
         return await asyncio.gather(
             *(
-                call(getattr(s, method).remote(), timeout=self._timeout, what=self._what(k))
+                call(getattr(s, method).remote(*args), timeout=self._timeout, what=self._what(k))
                 for k, s in enumerate(self._shards)
             )
         )

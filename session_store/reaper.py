@@ -13,7 +13,7 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from .clock import SLEW, SessionClock
 from .core import EvictionReport
@@ -30,6 +30,8 @@ CLOCK_STEP_ALARM_SECONDS = 1.0  # NTP slews at most 0.5 ms a second: a gap past 
 
 class ShardTicks(Protocol):
     async def tick(self, health: StoreHealth | None = None) -> TickReport: ...
+
+    async def stalled(self, idle_seconds: float, limit: int) -> dict[str, Any]: ...
 
     async def settle(self) -> int: ...
 
@@ -49,6 +51,7 @@ class ReaperStatus:
     durable_marks_swept: int = 0
     store: StoreHealth | None = None  # the mark store's marker and configuration as last checked
     clock_step: float = 0.0  # the largest gap between a node's wall clock and its session clock, in seconds
+    stalled: int | None = None  # open sessions idle for stalled_after_seconds, over the shards that answered
 
 
 class Reaper:
@@ -61,8 +64,10 @@ class Reaper:
         sweep_marks_every: int = 120,
         clock=None,
         check_durability: bool = True,
+        stalled_after_seconds: float | None = None,
     ):
         self._shards = shards
+        self._stalled_after = stalled_after_seconds
         self._documents = documents
         self._marks, self._clock = marks, clock or SessionClock()
         self._check_durability = check_durability
@@ -102,6 +107,8 @@ class Reaper:
             name: sum(r.counts.get(name, 0) for r in answered.values()) for name in ("sessions", "marks", "digests")
         }
         self._note_clock_steps({k: r.clock_step for k, r in answered.items()})
+        if self._stalled_after is not None:
+            status.stalled = await self._count_stalled(self._stalled_after)
         # A shard that did not answer may name texts nobody else does: sweep only on a full view.
         if self._documents is not None and len(answered) == len(self._shards):
             referenced = set().union(*(r.referenced_digests for r in answered.values()))
@@ -116,6 +123,10 @@ class Reaper:
             except Exception as error:  # not worth failing the tick for: orphaned marks only take room
                 log.warning("reaper: sweeping lapsed durable marks failed: %r", error)
         return evicted, increments, timings
+
+    async def _count_stalled(self, idle_seconds: float) -> int:
+        counts = await asyncio.gather(*(s.stalled(idle_seconds, 0) for s in self._shards), return_exceptions=True)
+        return sum(c["count"] for c in counts if isinstance(c, dict))
 
     def _note_clock_steps(self, steps: dict[int, float]) -> None:
         """A node's wall clock stepped: its shard's session clock absorbs it slowly, so no session is evicted and no

@@ -394,6 +394,9 @@ class ShardService:
         self._complete = True
         return len(mine)
 
+    async def stalled(self, idle_seconds: float, limit: int) -> dict[str, Any]:
+        return self._core.stalled(idle_seconds, limit)
+
     async def stats(self) -> dict[str, Any]:
         return {
             **self._core.stats(),

@@ -51,8 +51,8 @@ class SessionStore(ABC):
         """Run one batch on shard `shard`; raises StoreUnavailable when the shard cannot be reached."""
 
     @abstractmethod
-    async def _each_shard(self, method: str) -> list[Any]:
-        """Call `method` on every shard directly (not batched): stats and reaper ticks."""
+    async def _each_shard(self, method: str, *args: Any) -> list[Any]:
+        """Call `method` on every shard directly (not batched): stats, reaper ticks, stalled sessions."""
 
     async def _on(self, sid: str, op: Operation, *args: Any) -> Any:
         ok, value = await self._coalescers[shard_index(sid, self.num_shards)].submit((op.name, (sid, *args)))
@@ -120,6 +120,16 @@ class SessionStore(ABC):
     async def describe(self, sid: str) -> dict[str, Any]:
         return await self._on(sid, operations.DESCRIBE)
 
+    async def inspect(self, sid: str) -> dict[str, Any]:
+        """The session inspector's view of an ID (`SessionCore.inspect`)."""
+        return await self._on(sid, operations.INSPECT)
+
+    async def stalled(self, idle_seconds: float, limit: int = 20) -> dict[str, Any]:
+        """Open sessions no stateful call has named for `idle_seconds`, over every shard: how many, the idlest."""
+        rows = await self._each_shard("stalled", idle_seconds, limit)
+        idlest = sorted((s for row in rows for s in row["idlest"]), key=lambda s: -s["idle_seconds"])[:limit]
+        return {"count": sum(row["count"] for row in rows), "idlest": idlest}
+
     async def tick(self) -> list[TickReport]:
         return await self._each_shard("tick")
 
@@ -149,5 +159,5 @@ class LocalSessionStore(SessionStore):
     async def _send(self, shard: int, ops: list[Op]) -> list[Outcome]:
         return await self.shards[shard].run(ops)
 
-    async def _each_shard(self, method: str) -> list[Any]:
-        return await asyncio.gather(*(getattr(s, method)() for s in self.shards))
+    async def _each_shard(self, method: str, *args: Any) -> list[Any]:
+        return await asyncio.gather(*(getattr(s, method)(*args) for s in self.shards))

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 from deployments.cli import check, serve, store
 from deployments.cli.server import LOCAL_SERVER
-from finsec_client.cli import corpus, parser, profile, recipe, reverify, rollouts, run_command, status, tasks
+from finsec_client.cli import corpus, parser, profile, recipe, reverify, rollouts, run_command, status, tasks, view
 
 __all__ = ["COMMANDS", "entry_point", "main"]
 
@@ -29,6 +29,7 @@ COMMANDS = (
     SimpleNamespace(add_parser=functools.partial(rollouts.add_parser, local_server=LOCAL_SERVER)),
     reverify,
     profile,
+    view,
     status,
     store,
     corpus,

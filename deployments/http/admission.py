@@ -25,6 +25,7 @@ import asyncio
 import json
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -157,10 +158,18 @@ class AdmissionState:
 
 
 class AdmissionMiddleware:
-    def __init__(self, app: ASGIApp, *, state: AdmissionState, event_streams: frozenset[str] = frozenset()):
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        state: AdmissionState,
+        event_streams: frozenset[str] = frozenset(),
+        unadmitted: Callable[[str], bool] = lambda path: False,
+    ):
         self.app = app
         self.state = state
         self._event_streams = event_streams  # paths whose GET is an event stream
+        self._unadmitted = unadmitted  # paths whose GET an operator reads (the live page): never kept waiting
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or ADMITTED in scope or self._exempt(scope):
@@ -227,7 +236,9 @@ class AdmissionMiddleware:
 
     def _exempt(self, scope: Scope) -> bool:
         path = route_path(scope)
-        return path in HEALTH_PATHS or (scope["method"] == "GET" and path in self._event_streams)
+        return path in HEALTH_PATHS or (
+            scope["method"] == "GET" and (path in self._event_streams or self._unadmitted(path))
+        )
 
     async def _refuse(self, send: Send, why: str) -> None:
         self.state.refused[why] += 1

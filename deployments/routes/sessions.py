@@ -89,6 +89,10 @@ async def verify(request: Request, body: VerifyRequest) -> Response:
     else:
         row, released = await app.verifier.verify(sid, identity.claims(request), body, size)
     app.metrics.verify("masked" if row.get("mask_sample") else "scored", row.get("failure_kind"), row.get("reward"))
+    reward = row.get("reward")
+    request.app.state.telemetry.verified(
+        reward if isinstance(reward, int | float) else 0.0, bool(row.get("mask_sample"))
+    )
     if released:
         identity.released(request, sid)
     return await json_response(row, size)

@@ -133,6 +133,10 @@ def test_every_metric_the_readme_names_is_exported_with_its_labels(app, sec, stu
     assert sample(text, "ray_finsec_shard_calls_total", **mine, phase="mark_write") >= 2
     assert sample(text, "ray_finsec_shard_seconds_total", **mine, phase="mark_write") > 0
     assert sample(text, "ray_finsec_shard_calls_total", **mine, phase="batch") >= 6
+    # every call of a rollout route timed by the replica, and its event loop's lag sampled
+    assert sample(text, "ray_finsec_request_seconds_count", **mine, route="/seed_session") == 3
+    assert sample(text, "ray_finsec_request_seconds_count", **mine, route="/verify") == 2
+    assert sample(text, "ray_finsec_event_loop_lag_seconds_count", **mine) >= 1
 
 
 def test_the_apps_own_warnings_are_json_lines_in_the_replicas_serve_log(app, sec):

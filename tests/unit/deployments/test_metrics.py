@@ -73,6 +73,7 @@ def test_the_readme_names_exactly_the_exported_metrics():
         "ray_finsec_mark_store_ok",
         "ray_finsec_clock_step_seconds",
         "ray_finsec_shards_unreachable",
+        "ray_finsec_stalled_sessions",
     }
     assert named == set(exported_names()) | reaper
 

@@ -40,6 +40,18 @@ def test_the_installed_command_prints_its_help():
         assert name in result.stdout
 
 
+def test_the_finsec_command_offers_every_client_command():
+    """`finsec` is the server's command (deployments/cli) composed with the client's: none of these is left out."""
+    from deployments.cli import COMMANDS as SERVER_COMMANDS
+    from finsec_client.cli import COMMANDS as CLIENT_COMMANDS
+    from finsec_client.cli import parser
+
+    def names(commands) -> set[str]:
+        return set(parser(commands)._subparsers._group_actions[0].choices)
+
+    assert names(CLIENT_COMMANDS) <= names(SERVER_COMMANDS)
+
+
 @pytest.mark.parametrize("argv", SUBCOMMANDS, ids=" ".join)
 def test_every_subcommand_has_help(argv, capsys):
     with pytest.raises(SystemExit) as exit_:

@@ -316,6 +316,7 @@ def test_eviction_pass_and_bookkeeping_are_bounded(core: SessionCore, clock: Clo
     assert core.evict_expired().marks == 50
     assert core.stats() == {
         "sessions": 0,
+        "agent_run_sessions": 0,
         "documents": 0,
         "document_chars": 0,
         "digests": 0,
@@ -658,3 +659,35 @@ def test_the_reaper_sweeps_lapsed_durable_marks_and_a_failed_sweep_spares_its_ti
     asyncio.run(reaper.tick())
     asyncio.run(reaper.tick())  # the sweep fails; the tick still completes
     assert reaper.status.ticks == 4
+
+
+def test_stalled_sessions_are_the_ones_no_stateful_call_named_for_the_idle_time(core: SessionCore, clock) -> None:
+    core.seed_episode("busy", seed())
+    core.seed_agent_run("quiet")
+    core.seed_episode("gone", seed("r2"))
+    clock.advance(30)
+    core.put_document("busy", "k", doc("text"))  # a stateful call: no longer idle
+    core.close("gone", ep("r2"))
+    clock.advance(20)
+    stalled = core.stalled(40)
+    assert stalled["count"] == 1 and [(s["id"], s["kind"], s["idle_seconds"]) for s in stalled["idlest"]] == [
+        ("quiet", "agent_run", 50.0)
+    ]
+    assert core.stalled(10)["count"] == 2 and [s["id"] for s in core.stalled(10)["idlest"]] == ["quiet", "busy"]
+    assert core.stalled(10, limit=1)["idlest"][0]["id"] == "quiet" and core.stalled(10, most=1)["count"] == 1
+    clock.advance(TTL)  # past its TTL: due for eviction, not a stall
+    assert core.stalled(10)["count"] == 0
+
+
+def test_inspect_reads_a_session_without_changing_it(core: SessionCore, clock) -> None:
+    core.seed_episode("s", seed())
+    core.put_document("s", "k", doc("text"))
+    clock.advance(5)
+    shown = core.inspect("s")
+    assert shown["kind"] == "episode" and shown["episode_id"] == ep() and shown["task_id"]["task_id"] == "t1"
+    assert (shown["age_seconds"], shown["idle_seconds"], shown["ttl_left_seconds"]) == (5.0, 5.0, TTL - 5)
+    assert shown["documents"] == [{"key": "k", "url": "https://www.sec.gov/text", "chars": 4, "digest": "text"}]
+    assert core.inspect("s")["idle_seconds"] == 5.0  # looking is no use
+    core.close("s", ep())
+    assert core.inspect("s") == {"id": "s", "open": False, "fence_cause": "closed", "expired": False}
+    assert core.inspect("never")["open"] is False and core.inspect("never")["fence_cause"] is None

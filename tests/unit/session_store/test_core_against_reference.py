@@ -295,6 +295,7 @@ class ShardsMatchReference(RuleBasedStateMachine):
         sessions, marks = core._sessions.values(), core._marks.values()
         assert core.stats() == {
             "sessions": len(sessions),
+            "agent_run_sessions": sum(s.episode is None for s in sessions),
             "documents": sum(len(s.documents) for s in sessions),
             "document_chars": sum(d.chars for s in sessions for d in s.documents.values()),
             "digests": len(core._refs),
@@ -302,6 +303,9 @@ class ShardsMatchReference(RuleBasedStateMachine):
             "fences": sum(m.fence_until is not None for m in marks),
             "expired_marks": sum(m.expired_until is not None for m in marks),
         }
+        # the stalled-session order holds the open sessions, least recently used first
+        used = [core._sessions[sid].used_at for sid in core._idle]
+        assert set(core._idle) == set(core._sessions) and used == sorted(used)
 
 
 TestShardsMatchReference = ShardsMatchReference.TestCase
