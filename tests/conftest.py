@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +24,14 @@ def stub(llm_server: LlmStub) -> LlmStub:
     """The stub with no scripted replies and no recorded requests."""
     llm_server.reset()
     return llm_server
+
+
+@pytest.fixture(scope="session")
+def screenshots() -> Path:
+    """Where the browser tests save what the page looked like (ignored by git): test-screenshots/ at the root."""
+    folder = Path(__file__).resolve().parents[1] / "test-screenshots"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 @pytest.fixture(scope="session")

@@ -63,14 +63,16 @@ def _episode(url: str) -> str:
     return sid
 
 
-def test_the_live_page_shows_the_app_and_a_stalled_sessions_story_as_text():
+def test_the_live_page_shows_the_app_and_a_stalled_sessions_story_as_text(screenshots):
     with serving(admin_token=TOKEN, stalled_after_seconds="1") as url:
         sid = _episode(url)
         with httpx.Client(base_url=url, timeout=30) as other:
             assert other.post("/seed_session", json={}).status_code == 200  # an agent-run session
         with browser_page() as page:
             page.goto(url + "/ui")
-            page.fill("#token input[name=token]", TOKEN)  # the data needs the token: the page asks for it
+            page.locator("#token").wait_for()  # the data needs the token: the page asks for it, showing nothing
+            assert page.locator("#live").is_hidden()
+            page.fill("#token input[name=token]", TOKEN)
             page.click("#token button")
             page.locator("#stalled tbody tr").nth(1).wait_for()  # both sessions idle past 1 s
             page.locator("#routes tbody td", has_text="/verify").wait_for()  # the replica's next snapshot
@@ -86,6 +88,8 @@ def test_the_live_page_shows_the_app_and_a_stalled_sessions_story_as_text():
             assert HOSTILE_TASK in inspected and FILING["url"] in inspected  # as text
             assert page.locator("#calls tbody tr").count() == 3  # seed, parse, verify
             assert page.locator("#documents tbody tr td").first.text_content() == "filing"
+            assert page.locator("#verdicts tbody tr td").first.text_content() == "1"  # its verdict: reward 1
+            page.screenshot(path=screenshots / "live-page.png", full_page=True)
             assert page.evaluate("window.pwned") is None
             assert page.locator("#inspected img, #inspected script, #inspected a").count() == 0
             assert page.errors == []

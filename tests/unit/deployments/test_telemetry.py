@@ -83,3 +83,25 @@ def test_the_loop_lag_is_how_late_a_sleeping_task_wakes():
 
     asyncio.run(hold_the_loop())
     assert max(seen) >= 0.2 and lag.report()["max_1m"] >= 200.0
+
+
+def test_the_hubs_trails_stay_within_their_memory_bound():
+    """Past 10,000 sessions of 20 calls each, the hub forgets the least recently called: its memory stays under the
+    bound docs/operations.md states (40 MB), however many sessions call."""
+    import tracemalloc
+
+    hub = TelemetryHub()
+    routes = ["/seed_session", "/parse_html_page", "/retrieve_information", "/verify"]
+    tracemalloc.start()
+    try:
+        for batch in range(60):  # 24,000 sessions, 25 calls each
+            sids = range(batch * 400, (batch + 1) * 400)
+            calls = [
+                (f"resources-session-{n:032x}", routes[k % 4], 200, 1.5 + k, 1e9 + k) for n in sids for k in range(25)
+            ]
+            hub.push("replica", {"minutes": {}, "loop_lag_ms": {}, "admission": {}}, calls)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(hub._trails) == 10_000 and all(len(calls) == 20 for calls in hub._trails.values())
+    assert held < 40e6

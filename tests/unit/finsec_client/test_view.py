@@ -92,7 +92,7 @@ def _rows(page) -> list[str]:
     )
 
 
-def test_the_page_shows_every_episode_as_text_and_runs_nothing_it_was_given(runs, tmp_path):
+def test_the_page_shows_every_episode_as_text_and_runs_nothing_it_was_given(runs, tmp_path, screenshots):
     out = tmp_path / "view.html"
     assert main(["view", *map(str, runs), "--out", str(out), "--no-open"]) == 0
     with browser_page() as page:
@@ -112,6 +112,7 @@ def test_the_page_shows_every_episode_as_text_and_runs_nothing_it_was_given(runs
         assert "{{style}}" in page.locator("tr.detail").last.text_content()
         assert page.evaluate("window.pwned") is None
         assert page.locator("a, img, iframe").count() == 0 and page.locator("script").count() == 2
+        page.screenshot(path=screenshots / "run-viewer.png", full_page=True)
         assert page.errors == []
 
 
