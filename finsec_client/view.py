@@ -46,7 +46,7 @@ def page(runs: Iterable[RunFile], ks: Iterable[int] = (1, 4, 8), threshold: floa
         ],
     }
     ui = files("finsec_client") / "ui"
-    script = (ui / "view.js").read_text()
+    script = (ui / "dom.js").read_text() + (ui / "view.js").read_text()
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     return (
         (ui / "view.html")

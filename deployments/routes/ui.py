@@ -42,6 +42,7 @@ _HEADERS = {
 }
 _ASSETS = {  # path -> (package, file, media type)
     "/ui": ("deployments", "ui/index.html", "text/html; charset=utf-8"),
+    "/ui/dom.js": ("finsec_client", "ui/dom.js", "text/javascript; charset=utf-8"),  # the run viewer's, shared
     "/ui/app.js": ("deployments", "ui/app.js", "text/javascript; charset=utf-8"),
     "/ui/style.css": ("finsec_client", "ui/view.css", "text/css; charset=utf-8"),  # the run viewer's, shared
 }

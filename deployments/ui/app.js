@@ -1,24 +1,13 @@
 "use strict";
 // The live page: reads ui/state every few seconds and a session from ui/session/<id>. Every value from the server
-// (which holds what models and filings wrote: URLs, IDs) is put in the page as text, never as markup or a link.
+// (which holds what models and filings wrote: URLs, IDs) goes in as text, through dom.js (the run viewer's too).
 (() => {
   const REFRESH_MS = 3000;
   const TOKEN_KEY = "finsec-admin-token";
   const $ = (id) => document.getElementById(id);
 
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [name, value] of Object.entries(attrs || {})) {
-      if (name === "class") node.className = value;
-      else node.setAttribute(name, value); // only the script's own names: class, type, data-*
-    }
-    for (const child of children) {
-      if (child !== null && child !== undefined) node.append(child instanceof Node ? child : String(child));
-    }
-    return node;
-  }
-
-  const fmt = (x, digits = 1) => (x === null || x === undefined ? "-" : Number(x).toFixed(digits));
+  const { el } = finsecDom;
+  const fmt = (x, digits = 1) => finsecDom.fmt(x, digits);
   const pct = (x) => (x === null || x === undefined ? "-" : `${(100 * x).toFixed(1)}%`);
 
   function facts(dl, pairs) {

@@ -1,25 +1,14 @@
 "use strict";
-// The run viewer: reads the runs embedded in the page and draws them. Every value from a run is put in the page
-// as text (textContent, or an attribute that is only ever text); no value becomes markup, a link or a style.
+// The run viewer: reads the runs embedded in the page and draws them, every value as text (dom.js, which the page
+// holds before this script).
 (() => {
   const DATA = JSON.parse(document.getElementById("finsec-data").textContent);
   const PAGE = 200; // episode rows drawn at a time
   const FOLD = 160; // characters of a long text shown before it is unfolded
   const LIFECYCLE = new Set(["seed_session", "verify", "close_session"]); // every other route is a tool's
 
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [name, value] of Object.entries(attrs || {})) {
-      if (name === "class") node.className = value;
-      else node.setAttribute(name, value); // only the script's own names: class, scope, data-*
-    }
-    for (const child of children) {
-      if (child !== null && child !== undefined) node.append(child instanceof Node ? child : String(child));
-    }
-    return node;
-  }
-
-  const fmt = (x, digits = 2) => (x === null || x === undefined ? "-" : Number(x).toFixed(digits));
+  const { el } = finsecDom;
+  const fmt = (x, digits = 2) => finsecDom.fmt(x, digits);
   const share = (n, d) => (d ? `${((100 * n) / d).toFixed(1)}%` : "-");
 
   function quantile(sorted, q) {

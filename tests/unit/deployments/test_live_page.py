@@ -6,9 +6,6 @@ no caller without the admin token may see a session it could not already read.""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +18,7 @@ from finsec.net.ports import free_port
 from harness.bodies import close_body, episode_seed, new_session_id, verify_body
 from harness.browser import browser_page
 from harness.inprocess import InProcess
+from harness.serve_process import serving, stopped
 
 ROOT = Path(__file__).resolve().parents[3]
 TOKEN = "live-page-admin-token-for-the-tests-0123456789"
@@ -29,24 +27,14 @@ FILING = questions()[0]
 
 
 @contextmanager
-def serving(**env: str) -> Iterator[str]:
+def finsec_serve(**env: str) -> Iterator[str]:
     """`finsec serve configs/serve.yaml --in-process` with these FINSEC_ settings, until the test ends."""
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "deployments.cli", "serve", "configs/serve.yaml", "--in-process", "--port", str(port)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, **{f"FINSEC_{k.upper()}": v for k, v in env.items()}},
-    )
+    server = serving(port, {f"FINSEC_{k.upper()}": v for k, v in env.items()}, ROOT / "configs/serve.yaml")
     try:
-        first = server.stdout.readline()
-        assert first.startswith("finsec-serve is up"), first + server.stdout.read()
         yield f"http://127.0.0.1:{port}"
     finally:
-        server.terminate()
-        server.wait(30)
+        stopped(server)
 
 
 def _episode(url: str) -> str:
@@ -64,7 +52,7 @@ def _episode(url: str) -> str:
 
 
 def test_the_live_page_shows_the_app_and_a_stalled_sessions_story_as_text(screenshots):
-    with serving(admin_token=TOKEN, stalled_after_seconds="1") as url:
+    with finsec_serve(admin_token=TOKEN, stalled_after_seconds="1") as url:
         sid = _episode(url)
         with httpx.Client(base_url=url, timeout=30) as other:
             assert other.post("/seed_session", json={}).status_code == 200  # an agent-run session
@@ -121,7 +109,7 @@ def test_the_live_data_needs_the_admin_token_and_names_no_session_without_one():
         assert inspected.status_code == 403 and "admin_token" in inspected.json()["detail"]
 
 
-@pytest.mark.parametrize("path", ["/ui", "/ui/app.js", "/ui/style.css"])
+@pytest.mark.parametrize("path", ["/ui", "/ui/dom.js", "/ui/app.js", "/ui/style.css"])
 def test_the_page_is_the_apps_own_and_runs_only_its_own_script(path):
     with InProcess() as app:
         served = app.get(path)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +21,7 @@ from harness.bodies import close_body, episode_seed, new_session_id, verify_body
 from harness.episodes import burst
 from harness.held_place import admission_settings, assert_waits_then_refuses
 from harness.redis_server import running_redis
+from harness.serve_process import serving, stopped
 from harness.stalling_edgar import stalling_edgar
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -30,16 +29,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def test_serve_in_process_plays_episodes_and_stops_on_sigterm(tmp_path):
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "deployments.cli", "serve", "configs/serve.yaml", "--in-process", "--port", str(port)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    server = serving(port, config=ROOT / "configs/serve.yaml")
     try:
-        first = server.stdout.readline()
-        assert first.startswith(f"finsec-serve is up at http://127.0.0.1:{port}"), first + server.stdout.read()
         url = f"http://127.0.0.1:{port}"
         loaded = httpx.get(url + "/status", timeout=10).json()
         assert loaded["settings"]["num_shards"] == 2  # the config's settings apply
@@ -83,8 +74,7 @@ def test_serve_in_process_plays_episodes_and_stops_on_sigterm(tmp_path):
             again = client.post("/seed_session", json=episode_seed(sid))
             assert again.status_code == 409, again.text
     finally:
-        server.send_signal(signal.SIGTERM)
-        assert server.wait(30) == 0
+        stopped(server)
 
 
 def listen_queue(port: int) -> int:
@@ -100,38 +90,6 @@ def somaxconn() -> int:
 def most_held() -> int:
     config = yaml.safe_load((ROOT / "configs/serve.yaml").read_text())
     return Admission.from_settings(Settings(**config["applications"][0]["args"])).most_held()
-
-
-def serving(port: int, env: dict[str, str], config: Path | None = None) -> subprocess.Popen:
-    """`finsec serve --in-process` on `port` (from `config`, else the packaged one), once it says it is up."""
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "deployments.cli",
-            "serve",
-            *([str(config)] if config else []),
-            "--in-process",
-            "--port",
-            str(port),
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, **env},
-    )
-    said = []
-    while not (line := server.stdout.readline()).startswith("finsec-serve is up at"):  # log lines come first
-        said.append(line)
-        assert line, "".join(said)
-    assert line.startswith(f"finsec-serve is up at http://127.0.0.1:{port}"), line
-    return server
-
-
-def stopped(server: subprocess.Popen) -> None:
-    server.send_signal(signal.SIGTERM)
-    assert server.wait(30) == 0
 
 
 @pytest.mark.parametrize("durable", [True, False])
