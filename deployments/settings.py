@@ -88,6 +88,12 @@ class Settings(BaseSettings):
     max_sessions_per_shard: int = Field(
         1_000_000, ge=1, description="open sessions one shard may hold; past it a seed gets 503 store_full"
     )
+    max_agent_run_sessions_per_shard: int = Field(
+        250_000,
+        ge=1,
+        description="agent-run sessions among a shard's open sessions: a client that drops its cookie seeds a new "
+        "one each time; past it, an agent-run seed gets 503 store_full and episode seeds go on",
+    )
     max_marks_per_shard: int = Field(4_000_000, ge=1, description="fences and expired marks one shard may hold")
     store_call_timeout_seconds: float = Field(10.0, gt=0, description="a shard call slower than this is a 503")
     shard_transport: Literal["direct", "ray"] = Field(
@@ -283,6 +289,7 @@ class Settings(BaseSettings):
             verdicts_per_session=self.max_verdicts_per_session,
             sessions=self.max_sessions_per_shard,
             marks=self.max_marks_per_shard,
+            agent_run_sessions=self.max_agent_run_sessions_per_shard,
         )
 
     @classmethod

@@ -215,6 +215,9 @@ class Limits:
     verdicts_per_session: int = 16
     sessions: int = 1_000_000
     marks: int = 4_000_000
+    # Agent-run sessions among them: a client that drops its cookie seeds a new one each time, and must not crowd
+    # out the episodes (the app has no other identity for a client: Serve's ingress passes on no address)
+    agent_run_sessions: int = 250_000
 
 
 @dataclass(frozen=True)
@@ -444,6 +447,12 @@ class SessionCore:
             )
         if session is None:
             self._check_capacity()
+            if self._held["agent_run_sessions"] >= self.limits.agent_run_sessions:
+                raise StoreFull(
+                    "This shard holds as many agent-run sessions as it may (max_agent_run_sessions_per_shard). "
+                    "Send the session cookie back to go on with yours, verify or close the ones you are done "
+                    "with, or seed episodes; retry shortly."
+                )
         self._release(sid)  # re-insert at the end: the expiry index stays in seed order
         self._clear_expired_mark(sid)
         started = self.clock()

@@ -564,3 +564,18 @@ def test_aggregate_metrics_report_the_grounded_share_of_checked_rows(app):
     for block in ("agent_metrics", "key_metrics"):
         assert metrics[block]["grounding/checked_rollouts"] == 2
         assert metrics[block]["grounding/grounded_rate"] == 0.5
+
+
+def test_a_client_that_drops_its_cookie_cannot_crowd_out_episodes():
+    """Every agent-run seed without a cookie makes a session; past max_agent_run_sessions_per_shard they are 503
+    store_full (retry later, or send the cookie back), while episode seeds go on."""
+    with InProcess(num_shards=1, max_agent_run_sessions_per_shard=3) as app:
+        keeper = app.new_client()  # keeps its cookie
+        assert app.post("/seed_session", json={}, client=keeper).status_code == 200
+        for _ in range(2):
+            assert app.post("/seed_session", json={}, client=app.new_client()).status_code == 200
+        refused = app.post("/seed_session", json={}, client=app.new_client())
+        assert refused.status_code == 503 and refused.headers["Retry-After"]
+        assert "max_agent_run_sessions_per_shard" in refused.json()["detail"]
+        assert app.post("/seed_session", json=episode_seed(new_session_id())).status_code == 200
+        assert app.post("/seed_session", json={}, client=keeper).status_code == 200  # a reset of its own

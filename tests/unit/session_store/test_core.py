@@ -691,3 +691,16 @@ def test_inspect_reads_a_session_without_changing_it(core: SessionCore, clock) -
     core.close("s", ep())
     assert core.inspect("s") == {"id": "s", "open": False, "fence_cause": "closed", "expired": False}
     assert core.inspect("never")["open"] is False and core.inspect("never")["fence_cause"] is None
+
+
+def test_agent_run_sessions_have_their_own_bound_and_episodes_go_on(clock) -> None:
+    core = SessionCore(session_ttl_seconds=TTL, clock=clock, limits=Limits(agent_run_sessions=2))
+    core.seed_agent_run("a1")
+    core.seed_agent_run("a2")
+    with pytest.raises(StoreFull, match="max_agent_run_sessions_per_shard"):
+        core.seed_agent_run("a3")  # a client that dropped its cookie, once more
+    core.seed_agent_run("a2")  # a reset of one it holds adds none
+    core.seed_episode("e1", seed())  # episodes are not crowded out
+    core.close("a1", ep())
+    core.seed_agent_run("a3")
+    assert core.stats()["agent_run_sessions"] == 2 and core.stats()["sessions"] == 3
