@@ -120,7 +120,11 @@ async def _hub_state(hub) -> dict[str, Any]:
 @router.get("/ui/session/{sid}")
 async def inspect(request: Request, sid: str = Path(min_length=1, max_length=MAX_ID_CHARS)) -> dict[str, Any]:
     _reader(request, inspector=True)
-    shown = await services(request).store.inspect(sid)
+    app = services(request)
+    shown = await app.store.inspect(sid)
+    budget = app.settings.max_rollout_time_seconds
+    if shown["open"] and budget:  # the tools' time budget (contract §A.15), by the shard's clock as they judge it
+        shown["budget_left_seconds"] = budget - shown["age_seconds"]
     try:
         calls = await request.app.state.hub.trail(sid)
     except Exception as error:

@@ -117,6 +117,7 @@
         ["idle s", fmt(shown.idle_seconds)],
         ["time left s", fmt(shown.ttl_left_seconds)],
       );
+      if (shown.budget_left_seconds !== undefined) pairs.push(["tool budget left s", fmt(shown.budget_left_seconds)]);
       if (shown.episode_id) pairs.push(["episode", JSON.stringify(shown.episode_id)]);
       if (shown.task_id) pairs.push(["task", `${shown.task_id.taskset}/${shown.task_id.task_id}`]);
     }

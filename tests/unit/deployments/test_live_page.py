@@ -84,7 +84,7 @@ def test_the_live_page_shows_the_app_and_a_stalled_sessions_story_as_text(screen
 
 
 def test_the_live_data_needs_the_admin_token_and_names_no_session_without_one():
-    with InProcess(admin_token=TOKEN, stalled_after_seconds=10) as app:
+    with InProcess(admin_token=TOKEN, stalled_after_seconds=10, max_rollout_time_seconds=60) as app:
         sid = new_session_id()
         assert app.post("/seed_session", json=episode_seed(sid)).status_code == 200
         app.clock.advance(11)
@@ -95,6 +95,7 @@ def test_the_live_data_needs_the_admin_token_and_names_no_session_without_one():
         assert state["stalled"]["count"] == 1 and [s["id"] for s in state["stalled"]["idlest"]] == [sid]
         shown = app.get(f"/ui/session/{sid}", headers={"Authorization": "Bearer " + TOKEN}).json()
         assert shown["open"] and shown["kind"] == "episode" and shown["idle_seconds"] == 11
+        assert shown["budget_left_seconds"] == 60 - 11  # the tools' time budget
         too_long = app.get("/ui/session/" + "s" * 257, headers={"Authorization": "Bearer " + TOKEN})
         assert too_long.status_code == 422
         assert app.post("/close_session", json=close_body(sid)).status_code == 200
