@@ -21,6 +21,7 @@ Choices the grader relies on:
 - Any Python string is accepted (unpaired surrogates, NUL), and the work is linear in its length: every span is
   masked in one pass per pattern, and the caller can stop the scan after `limit` quantities.
 - Filing vocabulary that carries digits but no quantity ("10-K", "Item 7", "Q4", "Note 12", "401(k)") is skipped.
+- A multiple written with its "x" ("0.87x", "12.3×") is the plain number, never scaled by "in millions".
 """
 
 from __future__ import annotations
@@ -125,7 +126,8 @@ _AMOUNT = re.compile(
     (?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)
     (?P<close0>\s*\)(?=\s*(?:thousand|million|billion|trillion|mln|mn|mm|bln|bn|tn|[kmbt])(?![a-z])))?  # $(5.0) million
     (?:\s*(?P<word>thousand|million|billion|trillion|mln|mn|mm|bln|bn|tn)s?(?![a-z])
-       |(?P<letter>[kmbt])(?![a-z]))?
+       |(?P<letter>[kmbt])(?![a-z])
+       |(?P<times>[x×])(?![a-z]))?  # a multiple: "0.87x", "12.3×" (coverage, leverage)
     (?P<unit>\s*(?:%|percent(?:age\s+points?)?|per\s+cent|pct|pp|ppts?|bps|bp|basis\s+points?)(?![a-z]))?
     (?P<cur2>\s+(?:dollars?|usd|euros?|eur|pounds|gbp|yen|jpy|cad)(?![a-z]))?
     (?P<close>\s*\))?
@@ -244,6 +246,8 @@ def _amount(match: re.Match[str], text: str, table_scale: int) -> Quantity:
     if unit:  # a percentage: the unit fixes the scale
         exponent = -2 if unit.startswith(("bp", "basis")) else 0
         kind: Kind = "percent"
+    elif match["times"]:  # a multiple is never in a table's scale
+        exponent, kind = 0, "number"
     else:
         exponent = _SCALES[scale_name] if scale_name else table_scale
         kind = "money" if currency_name else "number"

@@ -32,6 +32,8 @@ def only(text: str):
         ("$ 84,946 thousand", 84_946e3, "money", 1e3),
         ("$5m", 5e6, "money", 1e6),
         ("1,234.56", 1234.56, "number", 0.01),
+        ("0.87x", 0.87, "number", 0.01),  # a multiple, as analysts write coverage and leverage
+        ("12.3×", 12.3, "number", 0.1),
         ("51%", 51, "percent", 1),
         ("51.0 percent", 51, "percent", 0.1),
         ("0.5 pp", 0.5, "percent", 0.1),
@@ -142,3 +144,12 @@ def test_hidden_characters_cannot_hide_a_negation() -> None:
     fails_because("51%", "It was 49%, n\u043et 51%", "negates")  # a Cyrillic o
     fails_because("51%", "It was 49%, not\u200b 51%", "negates")  # a zero-width space
     assert passes("Delaware", "Dela\u00adware")  # a soft hyphen
+
+
+def test_a_multiple_is_its_number_whatever_the_tables_scale() -> None:
+    """ "0.87x" once read as 0 (the "x" stopped the number): an expected multiple then matched any answer saying 0."""
+    assert only("in millions, coverage was 0.87x").value == pytest.approx(0.87)
+    assert passes("0.87x", "Interest coverage was 0.87 times.")
+    assert passes("12.3x", "about 12.3x")
+    fails_because("0.87x", "The ratio was 0.", "no match")
+    fails_because("12.3x", "12.4x", "no match")
