@@ -5,7 +5,12 @@ it rests on reads the same tagged and printed (finsec/xbrl). Kinds, easiest firs
 - `line_item`: a statement figure for the filing's period (income, balance sheet, cash flow), company-wide;
 - `segment`: revenue or operating income of one segment, product line or region (a fact with one dimension);
 - `change`: a figure's change from the same period a year before;
-- `ratio`: one stated figure over another (a margin, the effective tax rate, the current ratio).
+- `ratio`: one stated figure over another (a margin, the effective tax rate, the current ratio);
+- `formula`: a figure computed across statements (free cash flow, net debt, interest coverage, return on average
+  equity, days sales outstanding), its formula recorded in the task.
+
+Every task records its difficulty: the documents it needs, the facts it rests on and the arithmetic operations
+between them.
 
 The answer is the tagged value, written as the filing prints it (in its table's scale). A question names the
 company and the period in an analyst's words, never a sentence of the filing."""
@@ -18,13 +23,14 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from finsec.taskgen.figures import CHANGES, FIGURES, RATIOS, SEGMENT_AXES, Figure
+from finsec.taskgen.figures import CHANGES, FIGURES, FORMULAS, RATIOS, SEGMENT_AXES, Figure, Formula
 from finsec.xbrl.facts import Context, Fact, Filing, read_filing, text_of
 from finsec.xbrl.printed import agrees, printed
 
 __all__ = ["Built", "Source", "TIERS", "build_tasks"]
 
-TIERS = {"cover": 1, "line_item": 1, "segment": 2, "change": 2, "ratio": 3}
+TIERS = {"cover": 1, "line_item": 1, "segment": 2, "change": 2, "ratio": 3, "formula": 3}
+_OPERATIONS = {"cover": 0, "line_item": 0, "segment": 0, "change": 1, "ratio": 1}  # a formula counts its own
 _CLOSE_DAYS = 7  # a context ending this near the period's end is the period's
 _SPANS = {"year": (350, 380), "quarter": (80, 100), "half": (170, 190), "nine_months": (260, 285)}
 _MAX_SEGMENT_MEMBERS = 12  # per axis and figure: the largest, so a long tail of products does not swamp a filing
@@ -80,6 +86,8 @@ class _Builder:
             self._change(key)
         for ratio in RATIOS:
             self._ratio(ratio)
+        for formula in FORMULAS:
+            self._formula(formula)
 
     # -- kinds
 
@@ -100,6 +108,7 @@ class _Builder:
                 {"value": self.end.isoformat(), "unit": "date"},
                 [],
                 checked=agreed or "printed date differs",
+                operations=0,
             )
         for fact in self.filing.by_concept.get("dei:EntityCommonStockSharesOutstanding", []):
             cls = _class_name(fact.context)
@@ -213,6 +222,47 @@ class _Builder:
             unit="percent" if ratio.percent else "ratio",
         )
 
+    def _formula(self, formula: Formula) -> None:
+        if (formula.annual_only and not self.annual) or any(
+            key not in self.figures for key in (*formula.terms, *formula.averaged)
+        ):
+            return
+        facts = {key: self.figures[key][0] for key in (*formula.terms, *formula.averaged)}
+        spans = {self.figures[key][1] for key in facts} - {"instant"}
+        if len({fact.context.end for fact in facts.values()}) != 1 or len(spans) > 1:
+            return  # one period: every statement's figure at its end, every flow over the same months
+        for key in formula.averaged:
+            start = self._prior(facts[key])
+            if start is None:
+                return
+            facts[f"{key}_start"] = start
+        try:
+            value = formula.compute({key: fact.value for key, fact in facts.items()})
+        except ZeroDivisionError:
+            return
+        main, span = facts[formula.terms[0]], self.figures[formula.terms[0]][1]
+        answer, shown, unit = {
+            "amount": (_amount(value, main), value, None),
+            "percent": (f"{value * 100:.1f}%", round(value * 100, 1), "percent"),
+            "multiple": (f"{value:.1f}x", round(value, 1), "multiple"),
+            "days": (f"{value:.1f} days", round(value, 1), "days"),
+        }[formula.answer]
+        question = f"What was {self.company}'s {formula.name} {self._period(main.context, span)}?"
+        operations = formula.formula.count(" ") // 2  # one operator between each two operands
+        figures = {figure.key: figure for figure in FIGURES}
+        self._keep_fact(
+            "formula",
+            formula.key,
+            question,
+            list(facts.values()),
+            signed=[figures[key.removesuffix("_start")].signed for key in facts],  # as each figure is printed
+            answer=answer,
+            value=shown,
+            unit=unit,
+            formula=formula.formula,
+            operations=operations,
+        )
+
     # -- periods and facts
 
     def _current(self, figure: Figure) -> tuple[str, Fact | None]:
@@ -294,18 +344,22 @@ class _Builder:
         question: str,
         facts: list[Fact],
         *,
-        signed: bool,
+        signed: bool | list[bool],
         answer: str | None = None,
         value: float | None = None,
         unit: str | None = None,
+        formula: str | None = None,
+        operations: int | None = None,
     ) -> None:
-        main = facts[-1] if kind != "ratio" else facts[0]
+        main = facts[0] if kind in ("ratio", "formula") else facts[-1]
         canonical = {
             "value": main.value if value is None else value,
             "unit": unit or _unit(main.unit),
             "scale": main.scale,
             "period": _period_json(main.context),
         }
+        if formula is not None:
+            canonical["formula"] = formula
         self._keep(
             kind,
             key,
@@ -314,16 +368,19 @@ class _Builder:
             canonical,
             facts,
             checked=self._check(facts, signed),
+            operations=_OPERATIONS[kind] if operations is None else operations,
         )
 
-    def _check(self, facts: list[Fact], signed: bool) -> bool | str:
-        """True when every fact reads the same wherever it is printed and is printed somewhere; else why not."""
-        for fact in facts:
+    def _check(self, facts: list[Fact], signed: bool | list[bool]) -> bool | str:
+        """True when every fact reads the same wherever it is printed and is printed somewhere; else why not.
+        `signed`: whether the printed sign must agree, for all the facts or for each."""
+        signs = signed if isinstance(signed, list) else [signed] * len(facts)
+        for fact, fact_signed in zip(facts, signs, strict=True):
             readings = [
                 (other, printed(self.filing, other)) for other in self.occurrences[(fact.concept, fact.context.id)]
             ]
             readable = [(other, reading) for other, reading in readings if reading is not None]
-            agreeing = [agrees(other, reading, signed=signed) for other, reading in readable]
+            agreeing = [agrees(other, reading, signed=fact_signed) for other, reading in readable]
             disagreeing = [not ok for (other, reading), ok in zip(readable, agreeing, strict=False) if reading.stated]
             self.built.facts_checked += 1
             if not all(_consistent(fact, other) for other, _ in readings):
@@ -345,6 +402,7 @@ class _Builder:
         facts: list[Fact],
         *,
         checked: bool | str,
+        operations: int,
     ) -> None:
         if checked is not True:
             self.built.dropped[(kind, checked)] += 1
@@ -372,6 +430,7 @@ class _Builder:
                 "figure": key.split(":")[0],
                 "canonical_answer": canonical,
                 "facts": [_fact_json(fact) for fact in facts],
+                "difficulty": {"documents": 1, "facts": len(facts), "operations": operations},
             }
         )
 

@@ -7,9 +7,11 @@ spend"), which is how the two readings compare it: a payment printed in parenthe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["FIGURES", "Figure", "RATIOS", "Ratio", "SEGMENT_AXES", "CHANGES"]
+__all__ = ["CHANGES", "FIGURES", "Figure", "FORMULAS", "Formula", "RATIOS", "Ratio", "SEGMENT_AXES"]
 
 
 @dataclass(frozen=True)
@@ -216,6 +218,68 @@ RATIOS: tuple[Ratio, ...] = (
         "current_assets",
         "current_liabilities",
         percent=False,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Formula:
+    """A figure an analyst computes from several tagged ones, across statements; the task records `formula`.
+    `terms` are Figure keys of the filing's period; `averaged` balance figures are averaged over the year's start
+    and end (the instant a year before, which a 10-K's balance sheet also tags), as `<key>_start` and `<key>`."""
+
+    key: str
+    name: str
+    formula: str
+    terms: tuple[str, ...]
+    compute: Callable[[dict[str, float]], float]
+    answer: Literal["amount", "percent", "multiple", "days"] = "amount"
+    averaged: tuple[str, ...] = ()
+    annual_only: bool = False  # a year's figures (a 10-K)
+
+
+FORMULAS: tuple[Formula, ...] = (
+    Formula(
+        "free_cash_flow",
+        "free cash flow (net cash provided by operating activities less capital expenditures)",
+        "operating_cash_flow - capex",
+        ("operating_cash_flow", "capex"),
+        lambda v: v["operating_cash_flow"] - v["capex"],
+    ),
+    Formula(
+        "net_debt",
+        "net debt (long-term debt, excluding the current portion, less cash and cash equivalents)",
+        "long_term_debt - cash",
+        ("long_term_debt", "cash"),
+        lambda v: v["long_term_debt"] - v["cash"],
+    ),
+    Formula(
+        "interest_coverage",
+        "interest coverage (operating income over interest expense, as a multiple)",
+        "operating_income / interest_expense",
+        ("operating_income", "interest_expense"),
+        lambda v: v["operating_income"] / v["interest_expense"],
+        answer="multiple",
+    ),
+    Formula(
+        "return_on_average_equity",
+        "return on average equity (net income over the average of total shareholders' equity at the start and "
+        "the end of the year)",
+        "net_income / ((equity_start + equity) / 2)",
+        ("net_income",),
+        lambda v: v["net_income"] / ((v["equity_start"] + v["equity"]) / 2),
+        answer="percent",
+        averaged=("equity",),
+        annual_only=True,
+    ),
+    Formula(
+        "days_sales_outstanding",
+        "days sales outstanding (accounts receivable at the year's end over the year's total revenue, times 365)",
+        "receivables / revenue * 365",
+        ("receivables", "revenue"),
+        lambda v: v["receivables"] / v["revenue"] * 365,
+        answer="days",
+        annual_only=True,
     ),
 )
 

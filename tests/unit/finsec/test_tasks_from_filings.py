@@ -14,6 +14,7 @@ import pytest
 from deployments.cli import main
 from finsec.grading.deterministic import DeterministicGrader
 from finsec.taskgen.build import TIERS, Source, build_tasks
+from finsec.taskgen.figures import FORMULAS
 from finsec.taskgen.split import SPLITS, split_of
 from finsec.xbrl.facts import read_filing, text_of
 from finsec_client.mirror_server import MirrorServer
@@ -72,6 +73,21 @@ def test_answers_are_the_filings_own_facts(built):
                 assert value == pytest.approx(
                     ratio * 100 if task["canonical_answer"]["unit"] == "percent" else ratio, abs=0.05
                 )
+            elif task["kind"] == "formula":
+                formula = next(f for f in FORMULAS if f.key == task["figure"])
+                keys = [*formula.terms, *formula.averaged, *(f"{key}_start" for key in formula.averaged)]
+                computed = formula.compute(dict(zip(keys, (fact["value"] for fact in facts), strict=True)))
+                unit = task["canonical_answer"]["unit"]
+                assert value == pytest.approx(computed * 100 if unit == "percent" else computed, abs=0.05)
+                assert task["canonical_answer"]["formula"] == formula.formula
+                written = {"percent": f"{value}%", "multiple": f"{value} times", "days": f"{value} days"}
+                answer = written.get(unit) or _plain(value, "iso4217:USD")
+                assert grader.grade_sync(task["question"], task["expected_answer"], answer).reward == 1.0, answer
+                assert task["difficulty"] == {
+                    "documents": 1,
+                    "facts": len(keys),
+                    "operations": task["difficulty"]["operations"],
+                }
             elif facts:
                 assert value == facts[0]["value"]
                 assert (
@@ -87,6 +103,32 @@ def _plain(value: float, unit: str) -> str:
     return f"{'-' if value < 0 else ''}{'$' if unit == 'iso4217:USD' else ''}{abs(value):,.0f}" + (
         " shares" if unit == "xbrli:shares" else ""
     )
+
+
+# Computed by hand from the statements as printed (Apple's 10-K for fiscal 2024, Amazon's for 2024, in millions):
+# Apple: operating cash flow 118,254 less payments for property, plant and equipment 9,447; term debt (non-current)
+# 85,750 less cash and cash equivalents 29,943; net income 93,736 over equity averaged from 62,146 and 56,950 =
+# 1.5741; accounts receivable 33,410 over net sales 391,035, times 365 = 31.19 days. Amazon: operating income 68,593
+# over interest expense 2,406 = 28.51.
+BY_HAND = {
+    ("AAPL", "10-K", "free_cash_flow"): "$108,807 million",
+    ("AAPL", "10-K", "net_debt"): "$55,807 million",
+    ("AAPL", "10-K", "return_on_average_equity"): "157.4%",
+    ("AAPL", "10-K", "days_sales_outstanding"): "31.2 days",
+    ("AMZN", "10-K", "interest_coverage"): "28.5x",
+}
+
+
+@needs_real_filings
+def test_each_formula_gives_what_an_analyst_computes_by_hand(built):
+    found = {
+        (row["ticker"], row["form"], task["figure"]): task["expected_answer"]
+        for row, _, result in built
+        for task in result.tasks
+        if task["kind"] == "formula"
+    }
+    assert {key: found.get(key) for key in BY_HAND} == BY_HAND
+    assert {figure for _, _, figure in found} == {formula.key for formula in FORMULAS}  # every formula somewhere
 
 
 @needs_real_filings
