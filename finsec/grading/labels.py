@@ -35,6 +35,8 @@ _ALIASES = [  # different spellings of one label, rewritten to one word before t
     (re.compile(r"\b(?:united\s+states|u\.s\.a\.|u\.s\.|usa)(?![a-z])", re.I), "us"),
     (re.compile(r"\b(?:intl|foreign|overseas)\b", re.I), "international"),
 ]
+# The comma of a company's name ("Tesla, Inc.", "AMAZON.COM, INC.") is no clause break: it is read as a space.
+_NAME_COMMA = re.compile(r",(?=\s*(?:inc|corp|corporation|co|ltd|llc|plc|lp|n\.v|s\.a|ag)\b)", re.I)
 _ABBREVIATIONS = re.compile(r"\b(?:[^\W\d_]\.){2,}|\b(?:vs|inc|corp|co|approx|no|ltd|mr|ms|dr|jr|sr)\.", re.I)
 _WORD = re.compile(r"[^\W\d_]+")
 _SENTENCE_END = re.compile(r"[.;!?](?=\s|$)|\n")
@@ -77,6 +79,7 @@ def _prepare(text: str, quantities: list[Quantity]) -> _Text:
     masked = "".join(chars)
     for pattern, word in _ALIASES:
         masked = pattern.sub(lambda m: word.ljust(len(m.group())), masked)  # noqa: B023 (sub calls it at once)
+    masked = _NAME_COMMA.sub(" ", masked)
     masked = _ABBREVIATIONS.sub(lambda m: m.group().replace(".", "_"), masked)
     words = [(m.start(), m.end(), _stem(m.group().casefold())) for m in _WORD.finditer(masked)]
     words += [(q.start, q.end, year_label(q)) for q in quantities if q.kind == "date"]

@@ -27,9 +27,9 @@ from finsec.taskgen.figures import CHANGES, FIGURES, FORMULAS, RATIOS, SEGMENT_A
 from finsec.xbrl.facts import Context, Fact, Filing, read_filing, text_of
 from finsec.xbrl.printed import agrees, printed
 
-__all__ = ["Built", "Source", "TIERS", "build_tasks"]
+__all__ = ["Built", "Comparable", "Source", "TIERS", "build_tasks"]
 
-TIERS = {"cover": 1, "line_item": 1, "segment": 2, "change": 2, "ratio": 3, "formula": 3}
+TIERS = {"cover": 1, "line_item": 1, "segment": 2, "change": 2, "ratio": 3, "formula": 3, "comparison": 4}
 _OPERATIONS = {"cover": 0, "line_item": 0, "segment": 0, "change": 1, "ratio": 1}  # a formula counts its own
 _CLOSE_DAYS = 7  # a context ending this near the period's end is the period's
 _SPANS = {"year": (350, 380), "quarter": (80, 100), "half": (170, 190), "nine_months": (260, 285)}
@@ -48,12 +48,25 @@ class Source:
     filing_date: str = ""
 
 
+@dataclass(frozen=True)
+class Comparable:
+    """A kept task's percentage another company's can be set against (finsec/taskgen/compare.py)."""
+
+    company: str  # "Apple Inc. (AAPL)"
+    period_end: date
+    value: float  # percent, to one place
+    answer: str  # "31.5%"
+    facts: list[dict[str, Any]]
+    operations: int
+
+
 @dataclass
 class Built:
     tasks: list[dict[str, Any]] = field(default_factory=list)
     dropped: Counter = field(default_factory=Counter)  # (kind, reason) -> tasks not kept
     facts_checked: int = 0
     facts_agreeing: int = 0
+    comparables: dict[str, Comparable] = field(default_factory=dict)  # a 10-K's margins and growth, by key
 
 
 def build_tasks(source: Source, document: str) -> Built:
@@ -200,7 +213,9 @@ class _Builder:
         question = f"By how much did {self.company}'s {figure.name} change from {then} to {now}?"
         word = "an increase" if delta > 0 else "a decrease" if delta < 0 else "no change"
         answer = f"{word} of {_amount(abs(delta), fact)}" if delta else "no change (0)"
-        self._keep_fact("change", key, question, [prior, fact], signed=figure.signed, answer=answer, value=delta)
+        kept = self._keep_fact("change", key, question, [prior, fact], signed=figure.signed, answer=answer, value=delta)
+        if kept and key == "revenue" and self.annual and prior.value > 0:
+            self._comparable("revenue_growth", round(delta / prior.value * 100, 1), [prior, fact], 2)
 
     def _ratio(self, ratio) -> None:
         if ratio.numerator not in self.figures or ratio.denominator not in self.figures:
@@ -211,7 +226,7 @@ class _Builder:
         value = top.value / bottom.value
         answer = f"{value * 100:.1f}%" if ratio.percent else f"{value:.2f}"
         question = f"What was {self.company}'s {ratio.name} {self._period(top.context, span)}?"
-        self._keep_fact(
+        kept = self._keep_fact(
             "ratio",
             ratio.key,
             question,
@@ -220,6 +235,13 @@ class _Builder:
             answer=answer,
             value=round(value * 100, 1) if ratio.percent else round(value, 2),
             unit="percent" if ratio.percent else "ratio",
+        )
+        if kept and ratio.percent and self.annual:
+            self._comparable(ratio.key, round(value * 100, 1), [top, bottom], 1)
+
+    def _comparable(self, key: str, percent: float, facts: list[Fact], operations: int) -> None:
+        self.built.comparables[key] = Comparable(
+            self.company, self.end, percent, f"{percent:.1f}%", [_fact_json(f) for f in facts], operations
         )
 
     def _formula(self, formula: Formula) -> None:
@@ -350,7 +372,8 @@ class _Builder:
         unit: str | None = None,
         formula: str | None = None,
         operations: int | None = None,
-    ) -> None:
+    ) -> bool:
+        """Keep the task if its facts check out (`_keep`); whether it was kept."""
         main = facts[0] if kind in ("ratio", "formula") else facts[-1]
         canonical = {
             "value": main.value if value is None else value,
@@ -360,7 +383,7 @@ class _Builder:
         }
         if formula is not None:
             canonical["formula"] = formula
-        self._keep(
+        return self._keep(
             kind,
             key,
             question,
@@ -403,13 +426,13 @@ class _Builder:
         *,
         checked: bool | str,
         operations: int,
-    ) -> None:
+    ) -> bool:
         if checked is not True:
             self.built.dropped[(kind, checked)] += 1
-            return
+            return False
         if question in self.asked:
             self.built.dropped[(kind, "asks what another task asks")] += 1
-            return
+            return False
         self.asked.add(question)
         source = self.source
         self.built.tasks.append(
@@ -433,6 +456,7 @@ class _Builder:
                 "difficulty": {"documents": 1, "facts": len(facts), "operations": operations},
             }
         )
+        return True
 
 
 _SPAN_WORDS = {"year": "fiscal year", "quarter": "three months", "half": "six months", "nine_months": "nine months"}

@@ -17,6 +17,7 @@ class BuildReport:
     filings: list[dict[str, Any]] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # filings the source gave no text for
     splits: dict[str, list[str]] = field(default_factory=dict)  # split -> tickers
+    comparisons: int = 0  # tasks across two companies' 10-Ks (compare.py)
 
     def add(self, source: Source, built: Built, split: str) -> None:
         self.filings.append(
@@ -41,7 +42,8 @@ class BuildReport:
             "filings": self.filings,
             "unreadable": self.unreadable,
             "splits": self.splits,
-            "tasks": sum(row["tasks"] for row in self.filings),
+            "tasks": sum(row["tasks"] for row in self.filings) + self.comparisons,
+            "comparisons": self.comparisons,
             "facts_checked": sum(row["facts_checked"] for row in self.filings),
             "facts_agreeing": sum(row["facts_agreeing"] for row in self.filings),
             "dropped": sum(sum(row["dropped"].values()) for row in self.filings),
@@ -49,7 +51,7 @@ class BuildReport:
 
     def render(self) -> str:
         summary = self.to_json()
-        kinds = list(TIERS)
+        kinds = [kind for kind in TIERS if kind != "comparison"]  # a filing's own; comparisons are counted below
         lines = [
             "| filing | split | " + " | ".join(kinds) + " | tasks | facts agreeing | dropped |",
             "|---|---|" + "---|" * (len(kinds) + 3),
@@ -64,7 +66,8 @@ class BuildReport:
         checked = summary["facts_checked"]
         lines += [
             "",
-            f"{summary['tasks']} tasks from {len(self.filings)} filings; every kept task's facts read the "
+            f"{summary['tasks']} tasks from {len(self.filings)} filings ({self.comparisons} of them comparisons across "
+            "two companies); every kept task's facts read the "
             f"same tagged and printed ({summary['facts_agreeing']} of {checked} facts checked agreed; "
             f"{summary['dropped']} tasks dropped).",
             "Splits by company: "

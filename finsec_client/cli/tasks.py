@@ -117,6 +117,7 @@ def run_nemo_gym(options: argparse.Namespace) -> int:
 
 def run_build(options: argparse.Namespace) -> int:
     from finsec.taskgen.build import build_tasks
+    from finsec.taskgen.compare import comparison_tasks
     from finsec.taskgen.filings import read_filings
     from finsec.taskgen.report import BuildReport
     from finsec.taskgen.split import SPLITS, split_of
@@ -137,6 +138,7 @@ def run_build(options: argparse.Namespace) -> int:
     source = _source(options, tickers)
     report = BuildReport()
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in SPLITS}
+    built_filings = []
 
     async def build() -> None:
         try:
@@ -148,6 +150,7 @@ def run_build(options: argparse.Namespace) -> int:
                 built = await asyncio.to_thread(build_tasks, filing, document)
                 report.add(filing, built, split)
                 rows[split] += [{**task, "split": split} for task in built.tasks]
+                built_filings.append((filing, built, split))
         finally:
             await source.aclose()
 
@@ -155,6 +158,9 @@ def run_build(options: argparse.Namespace) -> int:
         asyncio.run(build())
     except RuntimeError as error:  # the company registry could not be read: one line, not a traceback
         raise UsageError(f"cannot read filings: {error}") from None
+    for task in comparison_tasks(built_filings):  # across two companies' 10-Ks, within a split
+        rows[task["split"]].append(task)
+        report.comparisons += 1
     out = options.out
     try:
         (out / "nemo-gym").mkdir(parents=True, exist_ok=True)

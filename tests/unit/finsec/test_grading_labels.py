@@ -206,3 +206,16 @@ def test_a_huge_answer_is_refused_by_the_grader_unread() -> None:
     grade = DeterministicGrader().grade_sync("q", GEOGRAPHY, answer)
     assert (grade.reward, grade.failure_kind) == (0.0, "answer_too_long")
     assert f"{MAX_ANSWER_CHARS:,}" in (grade.judge_text or "")
+
+
+def test_a_company_name_with_a_comma_is_one_label() -> None:
+    """ "Tesla, Inc." and "AMAZON.COM, INC.": the comma of the name is no clause break, so each figure binds to its
+    company however an analyst orders the sentence (the comparison tasks, finsec/taskgen/compare.py)."""
+    expected = "AMAZON.COM, INC. (AMZN): 10.8%; Tesla, Inc. (TSLA): 7.2%"
+    for said in (
+        "Tesla, Inc. came in at 7.2% while AMAZON.COM, INC. had 10.8%.",
+        "Amazon had the higher operating margin: 10.8% versus 7.2% for Tesla.",
+        "AMZN 10.8%, TSLA 7.2%",
+    ):
+        assert compare(expected, said)[0], said
+    assert not compare(expected, "Tesla, Inc. 10.8% and Amazon 7.2%")[0]

@@ -14,6 +14,7 @@ import pytest
 from deployments.cli import main
 from finsec.grading.deterministic import DeterministicGrader
 from finsec.taskgen.build import TIERS, Source, build_tasks
+from finsec.taskgen.compare import COMPARED, comparison_tasks
 from finsec.taskgen.figures import FORMULAS
 from finsec.taskgen.split import SPLITS, split_of
 from finsec.xbrl.facts import read_filing, text_of
@@ -22,16 +23,19 @@ from finsec_client.tasks import load_tasks
 from harness.real_filings import EDGAR_REAL, manifest, needs_real_filings
 
 
-def _build(row: dict):
-    document = (EDGAR_REAL / row["url_path"]).read_text(errors="replace")
-    source = Source(
+def _source(row: dict) -> Source:
+    return Source(
         str(row["cik"]).zfill(10),
         row["ticker"],
         row["form"],
         row["accession_number"],
         "https://www.sec.gov/" + row["url_path"],
     )
-    return document, build_tasks(source, document)
+
+
+def _build(row: dict):
+    document = (EDGAR_REAL / row["url_path"]).read_text(errors="replace")
+    return document, build_tasks(_source(row), document)
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +51,11 @@ def test_every_filing_meets_the_targets_with_every_kind(built):
         assert len(result.tasks) >= least, (row["ticker"], row["form"], len(result.tasks))
         kinds.update(task["kind"] for task in result.tasks)
         if row["form"] == "10-K":
-            assert {task["kind"] for task in result.tasks} == set(TIERS), row["ticker"]
-    assert set(kinds) == set(TIERS)
+            assert {task["kind"] for task in result.tasks} == set(TIERS) - {"comparison"}, row["ticker"]
+    assert set(kinds) == set(TIERS) - {"comparison"}
+    assert {
+        task["kind"] for task in comparison_tasks([(_source(row), result, "train") for row, _, result in built])
+    } == {"comparison"}
 
 
 @needs_real_filings
@@ -132,6 +139,40 @@ def test_each_formula_gives_what_an_analyst_computes_by_hand(built):
 
 
 @needs_real_filings
+def test_comparisons_set_two_companies_checked_figures_side_by_side_within_a_split(built):
+    """Each side is its filing's own kept figure; the answer grades with each company's figure said next to its name
+    in an analyst's sentence, and fails with the figures swapped; companies in different splits never meet."""
+    grader = DeterministicGrader()
+    splits = {"AAPL": "train", "AMZN": "train", "GOOGL": "train", "NVDA": "train", "TSLA": "test"}
+    tasks = comparison_tasks([(_source(row), result, splits[row["ticker"]]) for row, _, result in built])
+    assert {task["figure"] for task in tasks} == set(COMPARED)
+    assert all("TSLA" not in task["ticker"] for task in tasks)  # alone in its split
+    assert any("NVDA" in task["ticker"] for task in tasks)  # fiscal 2025 (January) beside calendar 2024
+    own: dict[tuple[str, str], float] = {}  # (ticker, figure) -> the percentage its filing's own kept task states
+    for row, _, result in built:
+        for t in result.tasks:
+            if row["form"] == "10-K" and t["kind"] == "ratio":
+                own[(row["ticker"], t["figure"])] = t["canonical_answer"]["value"]
+            elif row["form"] == "10-K" and t["kind"] == "change" and t["figure"] == "revenue":
+                prior, now = (fact["value"] for fact in t["facts"])
+                own[(row["ticker"], "revenue_growth")] = round((now - prior) / prior * 100, 1)
+    for task in tasks:
+        assert task["difficulty"]["documents"] == 2 and task["split"] == "train"
+        (first, a), (second, b) = task["canonical_answer"]["value"].items()
+        assert task["canonical_answer"]["higher"] == (first if a > b else second)
+        for company, value in ((first, a), (second, b)):
+            ticker = company.rsplit("(", 1)[1].rstrip(")")
+            assert own[(ticker, task["figure"])] == value, (ticker, task["figure"])
+        said = f"{second.split(',')[0].split(' (')[0]} came in at {b}% while {first.split(' (')[0]} had {a}%."
+        assert grader.grade_sync(task["question"], task["expected_answer"], said).reward == 1.0, (
+            task["expected_answer"],
+            said,
+        )
+        swapped = f"{first.split(' (')[0]}: {b}%; {second.split(' (')[0]}: {a}%"
+        assert grader.grade_sync(task["question"], task["expected_answer"], swapped).reward == 0.0, swapped
+
+
+@needs_real_filings
 def test_questions_are_unique_name_company_and_period_and_copy_no_sentence(built):
     for _, document, result in built:
         text = text_of(document).lower()
@@ -159,8 +200,8 @@ def test_the_command_writes_splits_rows_and_report(tmp_path):
     out = tmp_path / "tasks"
     assert main(["tasks", "build", "--corpus", str(EDGAR_REAL), "--out", str(out), "--hold-out", "NVDA,TSLA"]) == 0
     train, test = load_tasks(out / "train.jsonl"), load_tasks(out / "test.jsonl")
-    assert {t.data["ticker"] for t in test} == {"NVDA", "TSLA"}
-    assert not {t.data["ticker"] for t in train} & {"NVDA", "TSLA"}
+    assert {t.data["ticker"] for t in test} == {"NVDA", "TSLA", "NVDA+TSLA"}  # and their comparisons
+    assert not {part for t in train for part in t.data["ticker"].split("+")} & {"NVDA", "TSLA"}
     rows = [json.loads(line) for line in (out / "nemo-gym" / "test.jsonl").read_text().splitlines()]
     assert len(rows) == len(test) and all(
         r["responses_create_params"]["input"][-1]["content"] == r["question"] for r in rows
