@@ -42,9 +42,18 @@ def embedded_tasks() -> list[Task]:
 
 
 def load_tasks(path: Path) -> list[Task]:
+    """The file's tasks; refused when a build's manifest lists it with another digest (finsec/taskgen/manifest.py)."""
+    from finsec.taskgen.manifest import listed_digest
+
     path = Path(path)
     if not path.is_file():
         raise TaskFileError(f"task file {path} does not exist")
+    listed = listed_digest(path)
+    if listed is not None and listed[1] != listed[2]:
+        raise TaskFileError(
+            f"task file {path} changed after its build: {listed[0]} records another digest. Build again, or move the "
+            "file out of the build's folder to play it as a file of your own"
+        )
     tasks: list[Task] = []
     for number, line in enumerate(path.read_text().splitlines(), 1):
         if not line.strip():

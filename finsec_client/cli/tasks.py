@@ -119,6 +119,7 @@ def run_build(options: argparse.Namespace) -> int:
     from finsec.taskgen.build import build_tasks
     from finsec.taskgen.compare import comparison_tasks
     from finsec.taskgen.filings import read_filings
+    from finsec.taskgen.manifest import document_digest, write_manifest
     from finsec.taskgen.report import BuildReport
     from finsec.taskgen.split import SPLITS, split_of
     from finsec_client.nemo_gym_rows import flat_row
@@ -139,6 +140,7 @@ def run_build(options: argparse.Namespace) -> int:
     report = BuildReport()
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in SPLITS}
     built_filings = []
+    inputs: list[dict[str, Any]] = []  # each filing read, and the digest of its text: the manifest's inputs
 
     async def build() -> None:
         try:
@@ -146,6 +148,16 @@ def run_build(options: argparse.Namespace) -> int:
                 if document is None:
                     report.unreadable.append(filing.url)
                     continue
+                inputs.append(
+                    {
+                        "ticker": filing.ticker,
+                        "cik": filing.cik,
+                        "form": filing.form,
+                        "accession": filing.accession,
+                        "url": filing.url,
+                        "sha256": document_digest(document),
+                    }
+                )
                 split = split_of(filing.cik, filing.ticker, fractions, held_out)
                 built = await asyncio.to_thread(build_tasks, filing, document)
                 report.add(filing, built, split)
@@ -166,6 +178,7 @@ def run_build(options: argparse.Namespace) -> int:
         (out / "nemo-gym").mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UsageError(f"cannot write {out}: {error.strerror}") from None
+    written = []
     for split, tasks in rows.items():
         if not tasks:  # no company fell in it: a task file holds at least one task, and an earlier build's goes
             for stale in (out / f"{split}.jsonl", out / "nemo-gym" / f"{split}.jsonl"):
@@ -173,8 +186,10 @@ def run_build(options: argparse.Namespace) -> int:
             continue
         write_jsonl(tasks, out / f"{split}.jsonl")
         write_jsonl((flat_row(task_of(task, split)) for task in tasks), out / "nemo-gym" / f"{split}.jsonl")
+        written += [out / f"{split}.jsonl", out / "nemo-gym" / f"{split}.jsonl"]
     (out / "report.json").write_text(json.dumps(report.to_json(), indent=1) + "\n")
     (out / "report.md").write_text(report.render())
+    write_manifest(out, inputs, rows, [*written, out / "report.json"])
     sys.stdout.write(report.render())
     return EXIT_OK
 
@@ -182,7 +197,7 @@ def run_build(options: argparse.Namespace) -> int:
 def _check_out(out: Path, splits: Iterable[str]) -> None:
     """A build writes over an earlier build's files, and nobody else's: --out must hold only those, if anything."""
     files = {f"{split}.jsonl" for split in splits}
-    owned = {".": files | {"nemo-gym", "report.json", "report.md"}, "nemo-gym": files}
+    owned = {".": files | {"nemo-gym", "report.json", "report.md", "manifest.json"}, "nemo-gym": files}
     others = sorted(
         str(path.relative_to(out))
         for folder, names in owned.items()

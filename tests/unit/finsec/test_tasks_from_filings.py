@@ -19,7 +19,7 @@ from finsec.taskgen.figures import FORMULAS
 from finsec.taskgen.split import SPLITS, split_of
 from finsec.xbrl.facts import read_filing, text_of
 from finsec_client.mirror_server import MirrorServer
-from finsec_client.tasks import load_tasks
+from finsec_client.tasks import TaskFileError, load_tasks
 from harness.real_filings import EDGAR_REAL, manifest, needs_real_filings
 
 
@@ -210,6 +210,31 @@ def test_the_command_writes_splits_rows_and_report(tmp_path):
     assert report["tasks"] == len(train) + len(test) and report["splits"]["test"] == ["NVDA", "TSLA"]
     assert len(report["filings"]) == len(manifest())
     assert "facts checked agreed" in (out / "report.md").read_text()
+    # the manifest: every filing read with the digest of its text, the builder's version, counts, file digests
+    from finsec.taskgen.manifest import BUILDER_VERSION, document_digest
+
+    built_manifest = json.loads((out / "manifest.json").read_text())
+    assert built_manifest["builder"]["version"] == BUILDER_VERSION
+    digests = {row["url"]: row["sha256"] for row in built_manifest["inputs"]}
+    for row in manifest():
+        text = (EDGAR_REAL / row["url_path"]).read_text(errors="replace")
+        assert digests["https://www.sec.gov/" + row["url_path"]] == document_digest(text)
+    assert sum(sum(kinds.values()) for kinds in built_manifest["counts"].values()) == len(train) + len(test)
+    assert set(built_manifest["files"]) == {
+        "train.jsonl",
+        "test.jsonl",
+        "nemo-gym/train.jsonl",
+        "nemo-gym/test.jsonl",
+        "report.json",
+    }
+    # a task file changed after its build is refused, naming why; moved out of the build's folder, it loads
+    edited = (out / "test.jsonl").read_text().replace("What was", "What is", 1)
+    (out / "test.jsonl").write_text(edited)
+    with pytest.raises(TaskFileError, match="changed after its build"):
+        load_tasks(out / "test.jsonl")
+    (tmp_path / "mine.jsonl").write_text(edited)
+    assert len(load_tasks(tmp_path / "mine.jsonl")) == len(test)
+    assert len(load_tasks(out / "nemo-gym" / "train.jsonl")) == len(train)  # the unchanged ones still load
 
 
 @needs_real_filings
