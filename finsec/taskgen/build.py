@@ -6,6 +6,7 @@ it rests on reads the same tagged and printed (finsec/xbrl). Kinds, easiest firs
 - `segment`: revenue or operating income of one segment, product line or region (a fact with one dimension);
 - `change`: a figure's change from the same period a year before;
 - `ratio`: one stated figure over another (a margin, the effective tax rate, the current ratio);
+- `mix`: a segment's, product's or region's share of total revenue, and how that share moved from a year before;
 - `formula`: a figure computed across statements (free cash flow, net debt, interest coverage, return on average
   equity, days sales outstanding), its formula recorded in the task.
 
@@ -29,8 +30,8 @@ from finsec.xbrl.printed import agrees, printed
 
 __all__ = ["Built", "Comparable", "Source", "TIERS", "build_tasks"]
 
-TIERS = {"cover": 1, "line_item": 1, "segment": 2, "change": 2, "ratio": 3, "formula": 3, "comparison": 4}
-_OPERATIONS = {"cover": 0, "line_item": 0, "segment": 0, "change": 1, "ratio": 1}  # a formula counts its own
+TIERS = {"cover": 1, "line_item": 1, "segment": 2, "change": 2, "ratio": 3, "mix": 3, "formula": 3, "comparison": 4}
+_OPERATIONS = {"cover": 0, "line_item": 0, "segment": 0, "change": 1, "ratio": 1}  # a formula and a mix count theirs
 _CLOSE_DAYS = 7  # a context ending this near the period's end is the period's
 _SPANS = {"year": (350, 380), "quarter": (80, 100), "half": (170, 190), "nine_months": (260, 285)}
 _MAX_SEGMENT_MEMBERS = 12  # per axis and figure: the largest, so a long tail of products does not swamp a filing
@@ -192,13 +193,62 @@ class _Builder:
                         question = f"How much revenue did {self.company} generate from {whence} {period}?"
                     else:
                         question = f"What was the operating income of {self.company}'s {name} segment {period}?"
-                    self._keep_fact(
+                    kept = self._keep_fact(
                         "segment",
                         f"{figure.key}:{role}:{member.split(':')[-1]}",
                         question,
                         [fact],
                         signed=figure.signed,
                     )
+                    if kept and figure.key == "revenue":
+                        self._mix(fact, whence, f"{role}:{member.split(':')[-1]}")
+
+    def _mix(self, part: Fact, whence: str, key: str) -> None:
+        """The part's share of total revenue over the same period, and its move in percentage points from the same
+        period a year before (both parts and both totals tagged in the filing)."""
+        total = self.figures.get("revenue")
+        if total is None or total[0].context.end != part.context.end or total[0].value <= 0:
+            return
+        whole, span = total
+        if self._span(part.context) != span:
+            return
+        share = part.value / whole.value * 100
+        period = self._period(part.context, span)
+        question = f"What share of {self.company}'s total revenue {period} came from {whence}?"
+        if not self._keep_fact(
+            "mix",
+            f"share:{key}",
+            question,
+            [part, whole],
+            signed=True,
+            answer=f"{share:.1f}%",
+            value=round(share, 1),
+            unit="percent",
+            operations=1,
+        ):
+            return
+        part_before, whole_before = self._prior(part), self._prior(whole)
+        if part_before is None or whole_before is None or whole_before.value <= 0:
+            return
+        moved = round(share - part_before.value / whole_before.value * 100, 1)
+        word = "an increase" if moved > 0 else "a decrease" if moved < 0 else "no change"
+        answer = f"{word} of {abs(moved):.1f} percentage points" if moved else "no change (0.0 percentage points)"
+        now, then = self._period_name(part.context, span), self._period_name(part_before.context, span)
+        question = (
+            f"By how many percentage points did the share of {self.company}'s total revenue that came from "
+            f"{whence} change from {then} to {now}?"
+        )
+        self._keep_fact(
+            "mix",
+            f"share_change:{key}",
+            question,
+            [part_before, whole_before, part, whole],
+            signed=True,
+            answer=answer,
+            value=moved,
+            unit="percentage points",
+            operations=3,
+        )
 
     def _change(self, key: str) -> None:
         if key not in self.figures:
@@ -321,11 +371,12 @@ class _Builder:
         return next((name for name, (low, high) in _SPANS.items() if low <= context.days <= high), "")
 
     def _prior(self, fact: Fact) -> Fact | None:
-        """The same concept a year earlier, over a period as long (or the instant a year earlier)."""
+        """The same concept a year earlier, over a period as long (or the instant a year earlier), for the same
+        segment (the same dimensions) or company-wide."""
         for other in self.filing.by_concept.get(fact.concept, []):
             context = other.context
             year_before = abs((fact.context.end - context.end).days - 365) <= _CLOSE_DAYS
-            if context.dimensions or context.id == fact.context.id or not year_before:
+            if context.dimensions != fact.context.dimensions or context.id == fact.context.id or not year_before:
                 continue
             if (context.start is None) == (fact.context.start is None) and abs(
                 context.days - fact.context.days
@@ -374,7 +425,7 @@ class _Builder:
         operations: int | None = None,
     ) -> bool:
         """Keep the task if its facts check out (`_keep`); whether it was kept."""
-        main = facts[0] if kind in ("ratio", "formula") else facts[-1]
+        main = facts[0] if kind in ("ratio", "formula", "mix") else facts[-1]
         canonical = {
             "value": main.value if value is None else value,
             "unit": unit or _unit(main.unit),

@@ -316,3 +316,26 @@ def test_a_worker_that_dies_is_reported_and_its_episodes_are_not_hidden(app):
     lost = [r for r in records if r.failure is not None]
     assert lost and all(r.worker == 1 and r.failure.kind == "worker" for r in lost)
     assert all(r.outcome == "scored" for r in records if r.worker == 0)
+
+
+def test_the_live_page_sums_both_replicas_and_a_runs_rewards(app, tmp_path):
+    """After a run, /ui/state (no admin token here: open, naming no session) counts what both replicas served,
+    as each reports to the telemetry hub actor every 2 s."""
+    import time
+
+    status, records, _ = rollouts(tmp_path, app, "-n", "24", "-c", "8", name="live")
+    assert status == 0 and len(records) == 24
+    deadline = time.monotonic() + 60
+    while True:
+        state = httpx.get(app.base_url + "/ui/state", timeout=30).json()
+        live = state["telemetry"]
+        verifies = live.get("rewards", {}).get("5m", {}).get("scored", 0) if live["ok"] else 0
+        if live["ok"] and len(live["replicas"]) == 2 and verifies >= 24:
+            break
+        assert time.monotonic() < deadline, state
+        time.sleep(1)
+    assert live["routes"]["/seed_session"]["calls_5m"] >= 24 and live["routes"]["/verify"]["p99_ms_5m"] is not None
+    assert live["rewards"]["5m"]["mean"] is not None  # the module's earlier runs count too: some score 0
+    assert all(r["loop_lag_ms"]["max_1m"] >= 0 for r in live["replicas"])
+    assert state["stalled"]["idlest"] == []  # no token set: counted, never named
+    assert httpx.get(app.base_url + "/ui", timeout=30).text.startswith("<!doctype html>")

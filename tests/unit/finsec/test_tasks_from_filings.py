@@ -80,6 +80,11 @@ def test_answers_are_the_filings_own_facts(built):
                 assert value == pytest.approx(
                     ratio * 100 if task["canonical_answer"]["unit"] == "percent" else ratio, abs=0.05
                 )
+            elif task["kind"] == "mix":  # a share of total revenue, or its move between two years
+                shares = [a["value"] / b["value"] * 100 for a, b in zip(facts[::2], facts[1::2], strict=True)]
+                assert value == pytest.approx(shares[0] if len(shares) == 1 else shares[1] - shares[0], abs=0.05)
+                said = f"{value}%" if len(shares) == 1 else f"{'up' if value > 0 else 'down'} {abs(value)} pp"
+                assert grader.grade_sync(task["question"], task["expected_answer"], said).reward == 1.0, said
             elif task["kind"] == "formula":
                 formula = next(f for f in FORMULAS if f.key == task["figure"])
                 keys = [*formula.terms, *formula.averaged, *(f"{key}_start" for key in formula.averaged)]
@@ -110,6 +115,29 @@ def _plain(value: float, unit: str) -> str:
     return f"{'-' if value < 0 else ''}{'$' if unit == 'iso4217:USD' else ''}{abs(value):,.0f}" + (
         " shares" if unit == "xbrli:shares" else ""
     )
+
+
+# Computed by hand from the segment tables as printed (in millions): Apple's Americas 167,045 of 391,035 net sales
+# in fiscal 2024 (42.72%) against 162,560 of 383,285 in 2023 (42.41%); Amazon's North America 387,497 of 637,959
+# (60.74%) against 352,828 of 574,785 (61.38%).
+MIX_BY_HAND = {
+    ("AAPL", "10-K", "share:segment:AmericasSegmentMember"): "42.7%",
+    ("AAPL", "10-K", "share_change:segment:AmericasSegmentMember"): "an increase of 0.3 percentage points",
+    ("AMZN", "10-K", "share:segment:NorthAmericaSegmentMember"): "60.7%",
+    ("AMZN", "10-K", "share_change:segment:NorthAmericaSegmentMember"): "a decrease of 0.6 percentage points",
+}
+
+
+@needs_real_filings
+def test_a_segments_share_and_its_move_are_what_an_analyst_computes_by_hand(built):
+    found = {
+        (row["ticker"], row["form"], task["task_id"].split("-mix-", 1)[1]): task["expected_answer"]
+        for row, _, result in built
+        for task in result.tasks
+        if task["kind"] == "mix"
+    }
+    slugs = {key: re.sub(r"[^A-Za-z0-9]+", "-", key[2]) for key in MIX_BY_HAND}  # as task IDs name keys
+    assert {key: found.get((key[0], key[1], slugs[key])) for key in MIX_BY_HAND} == MIX_BY_HAND
 
 
 # Computed by hand from the statements as printed (Apple's 10-K for fiscal 2024, Amazon's for 2024, in millions):
