@@ -20,7 +20,18 @@ from typing import Any
 from finsec_client.records import EpisodeRecord
 from finsec_client.tasks import Task
 
-__all__ = ["Selection", "TaskProfile", "as_json", "from_json", "pass_at_k", "profile", "render", "select"]
+__all__ = [
+    "Selection",
+    "TaskProfile",
+    "as_json",
+    "by_difficulty",
+    "from_json",
+    "pass_at_k",
+    "profile",
+    "render",
+    "render_difficulty",
+    "select",
+]
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -157,5 +168,47 @@ def render(profiles: list[TaskProfile], ks: Iterable[int], threshold: float) -> 
     lines += [
         "",
         f"never passed: {never} tasks; always passed: {always}; GRPO groups with no variance: {flat} of {groups}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def by_difficulty(tasks: Iterable[Task], profiles: Iterable[TaskProfile]) -> list[dict[str, Any]]:
+    """Measured pass@1 by kind and difficulty (a task row's `kind` and `difficulty`: documents, facts, operations):
+    per group, its tasks, how many were measured, and their mean pass@1; easiest groups first."""
+    measured = {p.key: p.pass_at.get(1) for p in profiles}
+    groups: dict[tuple, list[float | None]] = defaultdict(list)
+    for task in tasks:
+        given = task.data.get("difficulty")
+        shape: dict[str, Any] = given if isinstance(given, dict) else {}
+        key = (
+            str(task.data.get("kind", "-")),
+            *(int(shape[k]) if isinstance(shape.get(k), int) else 0 for k in ("documents", "facts", "operations")),
+        )
+        groups[key].append(measured.get((task.taskset, task.task_id)))
+    rows = []
+    for (kind, documents, facts, operations), rates in groups.items():
+        known = [r for r in rates if r is not None]
+        rows.append(
+            {
+                "kind": kind,
+                "documents": documents,
+                "facts": facts,
+                "operations": operations,
+                "tasks": len(rates),
+                "measured": len(known),
+                "pass_at_1": statistics.fmean(known) if known else None,
+            }
+        )
+    return sorted(rows, key=lambda r: (r["documents"], r["operations"], r["facts"], r["kind"]))
+
+
+def render_difficulty(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "kind | documents | facts | operations | tasks | measured | pass@1",
+        *(
+            f"{r['kind']} | {r['documents']} | {r['facts']} | {r['operations']} | {r['tasks']} | {r['measured']} | "
+            + ("-" if r["pass_at_1"] is None else f"{r['pass_at_1']:.2f}")
+            for r in rows
+        ),
     ]
     return "\n".join(lines) + "\n"

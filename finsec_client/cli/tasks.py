@@ -101,6 +101,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     chosen.add_argument("--out", "-o", type=Path, help="write here instead of standard output")
     chosen.set_defaults(run=run_select)
 
+    measure = actions.add_parser(
+        "measure",
+        help="pass rates of played tasks by kind and difficulty, written into the task rows",
+        description="Read run files that played a task file (finsec rollouts --tasks FILE, any policy, -r K for "
+        "K plays a task) and print each group of tasks' measured pass@1 by kind and difficulty (documents, facts, "
+        "operations), easiest first; with --out, write the task file again with each task's `measured` pass@1 "
+        "and episodes, for `finsec tasks select` or a curriculum of your own.",
+    )
+    measure.add_argument("run_files", type=Path, nargs="+", metavar="RUN.jsonl", help="run files, taken together")
+    measure.add_argument("--tasks", type=Path, required=True, help="the task file the runs played")
+    measure.add_argument("--threshold", type=float, default=1.0, help="the reward at which an episode passes")
+    measure.add_argument("--out", "-o", type=Path, help="the task rows with their measured pass rates")
+    measure.set_defaults(run=run_measure)
+
 
 def run_nemo_gym(options: argparse.Namespace) -> int:
     from finsec_client.nemo_gym_rows import episode_row, flat_row
@@ -300,3 +314,39 @@ def run_select(options: argparse.Namespace) -> int:
     left = ", ".join(f"{count} {why}" for why, count in chosen.left_out.items() if count) or "none"
     print(f"selected {len(chosen.tasks)} of {len(tasks)} tasks; left out: {left}", file=sys.stderr)
     return EXIT_OK
+
+
+def run_measure(options: argparse.Namespace) -> int:
+    from finsec_client.cli.reverify import load
+    from finsec_client.profile import by_difficulty, profile, render_difficulty
+    from finsec_client.tasks import TaskFileError, load_tasks
+
+    if not 0 < options.threshold <= 1:
+        raise UsageError(f"--threshold {options.threshold:g}: a reward between 0 (exclusive) and 1")
+    try:
+        tasks = load_tasks(options.tasks)
+    except TaskFileError as error:
+        raise UsageError(str(error)) from None
+    records = [record for path in options.run_files for record in load(path, "tasks measure")]
+    profiles = profile(records, [1], options.threshold)
+    played = {p.key: p for p in profiles}
+    if not any((task.taskset, task.task_id) in played for task in tasks):
+        raise UsageError(f"tasks measure: no episode of the runs played a task of {options.tasks}")
+    sys.stdout.write(render_difficulty(by_difficulty(tasks, profiles)))
+    if options.out is not None:
+        if options.out.exists():
+            raise UsageError(f"--out {options.out} exists: give a new file")
+        write_jsonl(
+            (
+                {**task.data, "measured": _measured(played.get((task.taskset, task.task_id)), options.threshold)}
+                for task in tasks
+            ),
+            options.out,
+        )
+    return EXIT_OK
+
+
+def _measured(played: Any, threshold: float) -> dict[str, Any] | None:
+    if played is None or not played.episodes:
+        return None
+    return {"episodes": played.episodes, "pass_at_1": played.pass_at.get(1), "threshold": threshold}

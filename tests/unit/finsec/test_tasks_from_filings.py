@@ -386,3 +386,44 @@ def test_a_build_replaces_an_earlier_builds_splits_and_refuses_a_folder_of_other
     (out / "notes.txt").write_text("mine")
     assert main(["tasks", "build", "--corpus", str(EDGAR_REAL), "--out", str(out), "--tickers", "AAPL"]) == 2
     assert "notes.txt" in capsys.readouterr().err and (out / "notes.txt").read_text() == "mine"
+
+
+@needs_real_filings
+def test_a_builds_tasks_are_measured_by_kind_and_difficulty(tmp_path, capsys):
+    """The documented commands: build, play the tasks (the scripted policy, against `finsec serve --in-process` over
+    the same filings), then `finsec tasks measure`: each group's pass@1 by kind and difficulty, and the task rows
+    with their measured pass rates."""
+    from finsec.net.ports import free_port
+    from harness.serve_process import serving, stopped
+
+    out = tmp_path / "tasks"
+    built = ["tasks", "build", "--corpus", str(EDGAR_REAL), "--out", str(out), "--tickers", "AAPL,AMZN"]
+    assert main([*built, "--forms", "10-K", "--split", "1,0,0"]) == 0
+    tasks = out / "train.jsonl"
+    port = free_port()
+    server = serving(port, {"FINSEC_CORPUS_DIR": str(EDGAR_REAL.resolve())})
+    try:
+        run = tmp_path / "run.jsonl"
+        url = f"http://127.0.0.1:{port}"
+        every = str(len(load_tasks(tasks)))  # each task once
+        played = main(
+            ["rollouts", "--url", url, "--tasks", str(tasks), "-n", every, "-c", "8", "--out", str(run), "--quiet"]
+        )
+        assert played in (0, 1)  # 1: some episodes failed (a scripted policy cannot answer every kind)
+    finally:
+        stopped(server)
+    capsys.readouterr()
+    measured = tmp_path / "measured.jsonl"
+    assert main(["tasks", "measure", str(run), "--tasks", str(tasks), "--out", str(measured)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in table[1:]}
+    assert {"line_item", "formula", "mix", "comparison"} <= set(rows)
+    rates = {
+        kind: [float(r[6]) for line in table[1:] if (r := line.split(" | "))[0] == kind and r[6] != "-"]
+        for kind in rows
+    }
+    assert max(rates["line_item"]) > max(rates["comparison"])  # a ladder: single facts pass more than comparisons
+    written = [json.loads(line) for line in measured.read_text().splitlines()]
+    assert len(written) == len(load_tasks(tasks)) and all(
+        row["measured"] is None or 0 <= row["measured"]["pass_at_1"] <= 1 for row in written
+    )
