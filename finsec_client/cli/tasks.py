@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from finsec_client.cli.usage import EXIT_OK, UsageError
 
-__all__ = ["add_parser", "run_build", "run_nemo_gym", "run_select", "write_jsonl"]
+__all__ = ["add_parser", "run_build", "run_measure", "run_nemo_gym", "run_select", "write_jsonl"]
 
 _SEC_WWW, _SEC_DATA = "https://www.sec.gov", "https://data.sec.gov"
 
