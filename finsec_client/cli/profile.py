@@ -11,7 +11,7 @@ from pathlib import Path
 from finsec_client.cli.reverify import load
 from finsec_client.cli.usage import EXIT_OK, UsageError
 
-__all__ = ["add_parser", "parse_ks", "run_profile"]
+__all__ = ["add_parser", "check_threshold", "parse_ks", "run_profile"]
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -43,12 +43,17 @@ def parse_ks(text: str) -> list[int]:
     return ks
 
 
+def check_threshold(threshold: float) -> None:
+    """The reward at which an episode passes, as profile, view and tasks measure take it (NaN refused too)."""
+    if not 0 < threshold <= 1:
+        raise UsageError(f"--threshold {threshold:g}: a reward between 0 (exclusive) and 1")
+
+
 def run_profile(options: argparse.Namespace) -> int:
     from finsec_client.profile import as_json, profile, render
 
     ks = parse_ks(options.k)
-    if not 0 < options.threshold <= 1:
-        raise UsageError(f"--threshold {options.threshold:g}: a reward between 0 (exclusive) and 1")
+    check_threshold(options.threshold)
     records = [record for path in options.run_files for record in load(path, "profile")]
     profiles = profile(records, ks, options.threshold)
     text = (

@@ -317,12 +317,12 @@ def run_select(options: argparse.Namespace) -> int:
 
 
 def run_measure(options: argparse.Namespace) -> int:
+    from finsec_client.cli.profile import check_threshold
     from finsec_client.cli.reverify import load
     from finsec_client.profile import by_difficulty, profile, render_difficulty
     from finsec_client.tasks import TaskFileError, load_tasks
 
-    if not 0 < options.threshold <= 1:
-        raise UsageError(f"--threshold {options.threshold:g}: a reward between 0 (exclusive) and 1")
+    check_threshold(options.threshold)
     try:
         tasks = load_tasks(options.tasks)
     except TaskFileError as error:

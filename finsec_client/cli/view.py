@@ -9,7 +9,7 @@ import sys
 import webbrowser
 from pathlib import Path
 
-from finsec_client.cli.profile import parse_ks
+from finsec_client.cli.profile import check_threshold, parse_ks
 from finsec_client.cli.reverify import load
 from finsec_client.cli.usage import EXIT_OK, UsageError
 
@@ -42,8 +42,7 @@ def run_view(options: argparse.Namespace) -> int:
     from finsec_client.view import RunFile, page
 
     ks = parse_ks(options.k)
-    if not 0 < options.threshold <= 1:
-        raise UsageError(f"--threshold {options.threshold:g}: a reward between 0 (exclusive) and 1")
+    check_threshold(options.threshold)
     out: Path = options.out or options.run_files[0].with_suffix(".html")
     if out.exists() and not options.force:
         raise UsageError(f"view: {out} exists: --force replaces it, or give another --out")
