@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from finsec.corpus.documents import money, render
 from finsec.corpus.issuers import CORPUS_VERSION, ISSUERS, Filing, Issuer, filings, previous_annual
+from finsec.corpus.layout import write_layout
 from finsec.text.html_to_text import html_to_text
 
 __all__ = [
@@ -153,23 +152,6 @@ def questions() -> list[dict[str, str]]:
     ]
 
 
-def _submissions(issuer: Issuer, own: list[Filing]) -> dict:
-    own = sorted(own, key=lambda f: f.filing_date, reverse=True)
-    columns = {
-        "accessionNumber": [f.accession for f in own],
-        "form": [f.form for f in own],
-        "filingDate": [f.filing_date for f in own],
-        "reportDate": [f.period_end for f in own],
-        "primaryDocument": [f.document for f in own],
-    }
-    return {
-        "cik": str(issuer.cik),
-        "name": issuer.name,
-        "tickers": [issuer.ticker],
-        "filings": {"recent": columns, "files": []},
-    }
-
-
 def _check_answerable(root: Path, asked: list[dict[str, str]]) -> None:
     texts: dict[str, str] = {}
     for q in asked:
@@ -181,33 +163,13 @@ def _check_answerable(root: Path, asked: list[dict[str, str]]) -> None:
 
 def write_corpus(out: Path) -> Path:
     """Write the corpus into `out` (replaced atomically if it exists) and return it."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".corpus-", dir=out.parent))
-    tickers = {str(i): {"cik_str": s.cik, "ticker": s.ticker, "title": s.name} for i, s in enumerate(ISSUERS)}
-    (staging / "files").mkdir()
-    (staging / "files" / "company_tickers.json").write_text(json.dumps(tickers, indent=1))
-    (staging / "submissions").mkdir()
-    everything = filings()
-    for issuer in ISSUERS:
-        own = [f for f in everything if f.issuer == issuer]
-        (staging / "submissions" / f"CIK{issuer.cik:010d}.json").write_text(json.dumps(_submissions(issuer, own)))
-    for filing in everything:
-        path = staging / filing.url_path
-        path.parent.mkdir(parents=True)
-        path.write_text(render(filing))
     asked = questions()
-    _check_answerable(staging, asked)
-    (staging / "questions.json").write_text(json.dumps(asked, indent=1))
-    if out.exists():
-        shutil.rmtree(out, ignore_errors=True)
-    try:
-        os.replace(staging, out)
-    except OSError:  # another process wrote it first; the corpus is deterministic, so theirs is the same
-        shutil.rmtree(staging, ignore_errors=True)
-        if not (out / "questions.json").is_file():
-            raise
-    return out
+
+    def with_questions(staging: Path) -> None:
+        _check_answerable(staging, asked)
+        (staging / "questions.json").write_text(json.dumps(asked, indent=1))
+
+    return write_layout(Path(out), ISSUERS, filings(), render, with_questions, done="questions.json")
 
 
 def embedded_corpus_dir() -> Path:

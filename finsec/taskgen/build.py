@@ -28,9 +28,19 @@ from finsec.taskgen.figures import CHANGES, FIGURES, FORMULAS, RATIOS, SEGMENT_A
 from finsec.xbrl.facts import Context, Fact, Filing, read_filing, text_of
 from finsec.xbrl.printed import agrees, printed
 
-__all__ = ["Built", "Comparable", "Source", "TIERS", "build_tasks"]
+__all__ = ["Built", "Comparable", "Source", "TIERS", "build_tasks", "long_date"]
 
-TIERS = {"cover": 1, "line_item": 1, "segment": 2, "change": 2, "ratio": 3, "mix": 3, "formula": 3, "comparison": 4}
+TIERS = {
+    "cover": 1,
+    "line_item": 1,
+    "segment": 2,
+    "change": 2,
+    "ratio": 3,
+    "mix": 3,
+    "formula": 3,
+    "comparison": 4,
+    "growth": 4,
+}
 _OPERATIONS = {"cover": 0, "line_item": 0, "segment": 0, "change": 1, "ratio": 1}  # a formula and a mix count theirs
 _CLOSE_DAYS = 7  # a context ending this near the period's end is the period's
 _SPANS = {"year": (350, 380), "quarter": (80, 100), "half": (170, 190), "nine_months": (260, 285)}
@@ -118,7 +128,7 @@ class _Builder:
                 "period_end",
                 f"On what date did the {what} covered by {self.company}'s "
                 f"{self.source.form} for {self._fiscal_label()} end?",
-                _long_date(self.end),
+                long_date(self.end),
                 {"value": self.end.isoformat(), "unit": "date"},
                 [],
                 checked=agreed or "printed date differs",
@@ -131,7 +141,7 @@ class _Builder:
                 "cover",
                 f"shares_outstanding:{cls}",
                 f"How many shares of {stock} did {self.company} "
-                f"report outstanding as of {_long_date(fact.context.end)}?",
+                f"report outstanding as of {long_date(fact.context.end)}?",
                 [fact],
                 signed=False,
                 answer=f"{fact.value:,.0f} shares",
@@ -141,7 +151,7 @@ class _Builder:
                 "cover",
                 "public_float",
                 f"What was {self.company}'s public float (the market value "
-                f"of its equity held by non-affiliates) as of {_long_date(fact.context.end)}?",
+                f"of its equity held by non-affiliates) as of {long_date(fact.context.end)}?",
                 [fact],
                 signed=False,
             )
@@ -391,13 +401,13 @@ class _Builder:
 
     def _period(self, context: Context, span: str) -> str:
         if span == "instant":
-            return f"as of {_long_date(context.end)}"
-        return f"for the {_SPAN_WORDS[span]} ended {_long_date(context.end)}"
+            return f"as of {long_date(context.end)}"
+        return f"for the {_SPAN_WORDS[span]} ended {long_date(context.end)}"
 
     def _period_name(self, context: Context, span: str) -> str:
         if span == "instant":
-            return _long_date(context.end)
-        return f"the {_SPAN_WORDS[span]} ended {_long_date(context.end)}"
+            return long_date(context.end)
+        return f"the {_SPAN_WORDS[span]} ended {long_date(context.end)}"
 
     def _member_name(self, member: str, fact: Fact) -> str:
         """The member as the filing's table row names it, when the row does; else its QName in words."""
@@ -536,7 +546,8 @@ def _consistent(fact: Fact, other: Fact) -> bool:
     )
 
 
-def _long_date(day: date) -> str:
+def long_date(day: date) -> str:
+    """ "September 28, 2024", in English whatever the locale."""
     return f"{_MONTHS[day.month - 1]} {day.day}, {day.year}"
 
 

@@ -11,15 +11,16 @@ figure to its company, so the higher one follows from them.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import date
-from itertools import combinations
 from typing import Any
 
-from finsec.taskgen.build import TIERS, Built, Comparable, Source
+from finsec.taskgen.build import TIERS, Built, Comparable, Source, long_date
 
 __all__ = ["COMPARED", "comparison_tasks"]
 
 _NEAR_DAYS = 183  # fiscal years ending this close are one period to compare
+_PEERS = 5  # the 10-Ks each is compared with: every pair of up to six 10-Ks
 COMPARED = {
     "gross_margin": "gross margin (gross profit as a percentage of total revenue)",
     "operating_margin": "operating margin (operating income as a percentage of total revenue)",
@@ -29,15 +30,23 @@ COMPARED = {
 
 
 def comparison_tasks(filings: list[tuple[Source, Built, str]]) -> list[dict[str, Any]]:
-    """Every comparison two 10-Ks of different companies in one split allow; each task carries its split."""
-    annual = sorted(
-        ((source, built, split) for source, built, split in filings if source.form == "10-K" and built.comparables),
-        key=lambda row: (row[0].ticker, row[0].accession),
-    )
+    """The comparisons of 10-Ks of different companies in one split, each 10-K set against the next `_PEERS` in
+    the order of their fiscal years' ends (ties in an order fixed by a digest), so a corpus of n 10-Ks gives at
+    most n x `_PEERS` pairs, not n squared; each task carries its split."""
+    by_split: dict[str, list[tuple[Source, Built]]] = {}
+    for source, built, split in filings:
+        if source.form == "10-K" and built.comparables:
+            by_split.setdefault(split, []).append((source, built))
+    pairs: list[tuple[tuple[Source, Built], tuple[Source, Built], str]] = []
+    for split, annual in by_split.items():
+        annual.sort(key=lambda row: (_year_end(row[1]), _digest(row[0])))
+        for i, (a, built_a) in enumerate(annual):
+            for b, built_b in annual[i + 1 : i + 1 + _PEERS]:
+                if a.cik != b.cik:  # the pair as the tasks name it: the two in ticker order
+                    one, other = sorted(((a, built_a), (b, built_b)), key=lambda row: _order(row[0]))
+                    pairs.append((one, other, split))
     tasks = []
-    for (a, built_a, split), (b, built_b, split_b) in combinations(annual, 2):
-        if a.cik == b.cik or split != split_b:
-            continue
+    for (a, built_a), (b, built_b), split in sorted(pairs, key=lambda p: (_order(p[0][0]), _order(p[1][0]))):
         for key, name in COMPARED.items():
             first, second = built_a.comparables.get(key), built_b.comparables.get(key)
             if first is None or second is None or abs((first.period_end - second.period_end).days) > _NEAR_DAYS:
@@ -47,12 +56,24 @@ def comparison_tasks(filings: list[tuple[Source, Built, str]]) -> list[dict[str,
     return tasks
 
 
+def _year_end(built: Built) -> date:
+    return min(comparable.period_end for comparable in built.comparables.values())
+
+
+def _digest(source: Source) -> bytes:
+    return hashlib.blake2b(f"{source.ticker}:{source.accession}".encode(), digest_size=8).digest()
+
+
+def _order(source: Source) -> tuple[str, str]:
+    return source.ticker, source.accession
+
+
 def _task(key: str, name: str, a: tuple[Source, Comparable], b: tuple[Source, Comparable], split: str) -> dict:
     (source_a, first), (source_b, second) = a, b
     higher = first if first.value > second.value else second
     question = (
-        f"Which had the higher {name}: {first.company} for its fiscal year ended {_long_date(first.period_end)}, "
-        f"or {second.company} for its fiscal year ended {_long_date(second.period_end)}? Give each company's figure."
+        f"Which had the higher {name}: {first.company} for its fiscal year ended {long_date(first.period_end)}, "
+        f"or {second.company} for its fiscal year ended {long_date(second.period_end)}? Give each company's figure."
     )
     return {
         "task_id": f"{source_a.ticker}-{source_b.ticker}-{first.period_end.year}-comparison-{key.replace('_', '-')}",
@@ -82,7 +103,3 @@ def _task(key: str, name: str, a: tuple[Source, Comparable], b: tuple[Source, Co
             "operations": first.operations + second.operations + 1,  # and the comparison
         },
     }
-
-
-def _long_date(day: date) -> str:
-    return f"{day:%B} {day.day}, {day.year}"

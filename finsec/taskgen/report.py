@@ -11,6 +11,8 @@ from finsec.taskgen.build import TIERS, Built, Source
 
 __all__ = ["BuildReport"]
 
+_ACROSS_FILINGS = ("comparison", "growth")  # kinds built from two filings, not one
+
 
 @dataclass
 class BuildReport:
@@ -18,6 +20,7 @@ class BuildReport:
     unreadable: list[str] = field(default_factory=list)  # filings the source gave no text for
     splits: dict[str, list[str]] = field(default_factory=dict)  # split -> tickers
     comparisons: int = 0  # tasks across two companies' 10-Ks (compare.py)
+    growth: int = 0  # tasks across a company's 10-Ks of different years (periods.py)
 
     def add(self, source: Source, built: Built, split: str) -> None:
         self.filings.append(
@@ -42,8 +45,9 @@ class BuildReport:
             "filings": self.filings,
             "unreadable": self.unreadable,
             "splits": self.splits,
-            "tasks": sum(row["tasks"] for row in self.filings) + self.comparisons,
+            "tasks": sum(row["tasks"] for row in self.filings) + self.comparisons + self.growth,
             "comparisons": self.comparisons,
+            "growth": self.growth,
             "facts_checked": sum(row["facts_checked"] for row in self.filings),
             "facts_agreeing": sum(row["facts_agreeing"] for row in self.filings),
             "dropped": sum(sum(row["dropped"].values()) for row in self.filings),
@@ -51,7 +55,7 @@ class BuildReport:
 
     def render(self) -> str:
         summary = self.to_json()
-        kinds = [kind for kind in TIERS if kind != "comparison"]  # a filing's own; comparisons are counted below
+        kinds = [kind for kind in TIERS if kind not in _ACROSS_FILINGS]  # a filing's own; the others are counted below
         lines = [
             "| filing | split | " + " | ".join(kinds) + " | tasks | facts agreeing | dropped |",
             "|---|---|" + "---|" * (len(kinds) + 3),
@@ -67,7 +71,7 @@ class BuildReport:
         lines += [
             "",
             f"{summary['tasks']} tasks from {len(self.filings)} filings ({self.comparisons} of them comparisons across "
-            "two companies); every kept task's facts read the "
+            f"two companies, {self.growth} growth rates across a company's filings); every kept task's facts read the "
             f"same tagged and printed ({summary['facts_agreeing']} of {checked} facts checked agreed; "
             f"{summary['dropped']} tasks dropped).",
             "Splits by company: "

@@ -3,6 +3,8 @@ the routes validate (finsec/contract.py), so no transport (chat-completions tool
 
 from __future__ import annotations
 
+import copy
+import functools
 from typing import Any
 
 from pydantic import BaseModel
@@ -59,7 +61,13 @@ DEFAULT_TOOLS = ("sec_filing_search", "edgar_search", "parse_html_page", "retrie
 
 
 def parameters(name: str) -> dict[str, Any]:
-    """The tool's arguments as a JSON schema, without pydantic's titles (noise in a model's prompt)."""
+    """The tool's arguments as a JSON schema, without pydantic's titles (noise in a model's prompt). Each call
+    gets its own copy: the schema is made once (a task file's rows each carry every tool's)."""
+    return copy.deepcopy(_schema(name))
+
+
+@functools.cache
+def _schema(name: str) -> dict[str, Any]:
     schema = TOOLS[name][0].model_json_schema()
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():

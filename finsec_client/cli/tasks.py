@@ -66,6 +66,17 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     build.add_argument(
         "--filings-per-form", type=int, default=1, help="each company's newest N filings of each form (default 1)"
     )
+    build.add_argument(
+        "--address",
+        help="build on a Ray cluster, one filing a task: its address as `ray.init` takes it (auto, "
+        "ray://HOST:10001, HOST:6379), or `local` for a new cluster on this machine (default: this process)",
+    )
+    build.add_argument(
+        "--workers",
+        type=int,
+        help="with --address: the CPUs a build keeps busy, twice as many filings in flight (default: the "
+        "cluster's CPUs); with `local`, the new cluster's size",
+    )
     build.add_argument("--hold-out", default="", help="comma-separated companies that go to the test split")
     build.add_argument(
         "--split",
@@ -130,18 +141,22 @@ def run_nemo_gym(options: argparse.Namespace) -> int:
 
 
 def run_build(options: argparse.Namespace) -> int:
-    from finsec.taskgen.build import build_tasks
     from finsec.taskgen.compare import comparison_tasks
     from finsec.taskgen.filings import read_filings
     from finsec.taskgen.manifest import document_digest, write_manifest
+    from finsec.taskgen.parallel import in_order, local_builds, ray_builds
+    from finsec.taskgen.periods import growth_tasks
     from finsec.taskgen.report import BuildReport
     from finsec.taskgen.split import SPLITS, split_of
     from finsec_client.nemo_gym_rows import flat_row
     from finsec_client.tasks import task_of
 
+    if options.workers is not None and not options.address:
+        raise UsageError("--workers needs --address: it says how many filings a Ray cluster builds at once")
     for flag, value in (
         ("--filings-per-form", options.filings_per_form),
         ("--requests-per-second", options.requests_per_second),
+        ("--workers", 1 if options.workers is None else options.workers),
     ):
         if value < 1:
             raise UsageError(f"{flag} {value}: give a whole number of at least 1")
@@ -153,13 +168,14 @@ def run_build(options: argparse.Namespace) -> int:
     source = _source(options, tickers)
     report = BuildReport()
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in SPLITS}
-    built_filings = []
+    built_filings: list[tuple[Any, Any, str]] = []  # (Source, Built, split), for the kinds across filings
     inputs: list[dict[str, Any]] = []  # each filing read, and the digest of its text: the manifest's inputs
 
     async def build() -> None:
+        filings = read_filings(source, tickers, forms=forms, per_form=options.filings_per_form)
         try:
-            async for filing, document in read_filings(source, tickers, forms=forms, per_form=options.filings_per_form):
-                if document is None:
+            async for filing, document, built in in_order(filings, builds):
+                if document is None or built is None:
                     report.unreadable.append(filing.url)
                     continue
                 inputs.append(
@@ -173,20 +189,25 @@ def run_build(options: argparse.Namespace) -> int:
                     }
                 )
                 split = split_of(filing.cik, filing.ticker, fractions, held_out)
-                built = await asyncio.to_thread(build_tasks, filing, document)
                 report.add(filing, built, split)
                 rows[split] += [{**task, "split": split} for task in built.tasks]
                 built_filings.append((filing, built, split))
         finally:
             await source.aclose()
 
+    builds = ray_builds(options.address, options.workers) if options.address else local_builds()
     try:
         asyncio.run(build())
     except RuntimeError as error:  # the company registry could not be read: one line, not a traceback
         raise UsageError(f"cannot read filings: {error}") from None
+    finally:
+        builds.close()
     for task in comparison_tasks(built_filings):  # across two companies' 10-Ks, within a split
         rows[task["split"]].append(task)
         report.comparisons += 1
+    for task in growth_tasks(built_filings):  # across a company's 10-Ks of different years
+        rows[task["split"]].append(task)
+        report.growth += 1
     out = options.out
     try:
         (out / "nemo-gym").mkdir(parents=True, exist_ok=True)

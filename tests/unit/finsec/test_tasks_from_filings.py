@@ -51,8 +51,8 @@ def test_every_filing_meets_the_targets_with_every_kind(built):
         assert len(result.tasks) >= least, (row["ticker"], row["form"], len(result.tasks))
         kinds.update(task["kind"] for task in result.tasks)
         if row["form"] == "10-K":
-            assert {task["kind"] for task in result.tasks} == set(TIERS) - {"comparison"}, row["ticker"]
-    assert set(kinds) == set(TIERS) - {"comparison"}
+            assert {task["kind"] for task in result.tasks} == set(TIERS) - {"comparison", "growth"}, row["ticker"]
+    assert set(kinds) == set(TIERS) - {"comparison", "growth"}
     assert {
         task["kind"] for task in comparison_tasks([(_source(row), result, "train") for row, _, result in built])
     } == {"comparison"}
@@ -302,6 +302,8 @@ def test_live_edgar_through_a_loopback_mirror_builds_the_same_tasks(tmp_path):
         (["--corpus", "."], "not a folder in the sec.gov layout"),
         (["--corpus", ".", "--split", "0.8,0.2"], "--split"),
         (["--corpus", ".", "--filings-per-form", "0"], "--filings-per-form 0"),
+        (["--corpus", ".", "--address", "local", "--workers", "0"], "--workers 0"),
+        (["--corpus", ".", "--workers", "2"], "--workers needs --address"),
     ],
 )
 def test_usage_errors_say_what_to_fix(argv, said, tmp_path, capsys):
