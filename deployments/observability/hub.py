@@ -17,7 +17,7 @@ from deployments.observability.telemetry import BUCKETS_MS, quantile_ms
 
 __all__ = ["LocalHub", "TelemetryHub", "WINDOWS"]
 
-WINDOWS = (1, 5, 15)  # minutes the page shows rewards over
+WINDOWS = (1, 5, 15)  # minutes the page shows rewards over: each the minute under way and as many before it
 _ROUTE_MINUTES = 5  # and latency over
 _RATES = {"seeds": "/seed_session", "closes": "/close_session", "verifies": "/verify"}
 
@@ -68,10 +68,10 @@ class TelemetryHub:
         for snapshot in self._snapshots.values():
             for key, m in snapshot["minutes"].items():
                 age = minute - int(key)
-                if not 0 <= age < max(WINDOWS):
+                if not 0 <= age <= max(WINDOWS):
                     continue
                 for w in WINDOWS:
-                    if age < w:
+                    if age <= w:  # a window never empties at a minute's turn
                         for field in ("scored", "rewards", "masked"):
                             rewards[w][field] += m[field]
                 if age >= _ROUTE_MINUTES:

@@ -22,7 +22,7 @@ from finsec.metrics import NO_METRICS, Metrics
 
 __all__ = ["BUCKETS_MS", "LoopLag", "MINUTES", "ReplicaTelemetry", "TrailEntry", "quantile_ms"]
 
-MINUTES = 15  # the longest window the page shows
+MINUTES = 16  # the longest window the page shows, and the minute under way
 # Upper edges of the latency buckets: 0.25 ms doubling every half step to 5 minutes (a bucket is ~41% wide)
 BUCKETS_MS = [0.25 * 2 ** (k / 2) for k in range(41)]
 _TRAIL_BUFFER = 20_000  # calls a replica keeps for the hub between two snapshots (the oldest dropped)

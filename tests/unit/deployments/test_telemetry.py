@@ -55,6 +55,27 @@ def test_the_hub_sums_replicas_over_windows_that_move_with_the_clock():
     assert hub.state()["replicas"] == []
 
 
+def test_a_reward_window_holds_what_came_just_before_a_minutes_turn():
+    """A verify a second before the minute turns is still in the 1-minute window a second after it; a window of
+    w minutes is the minute under way and the w before it."""
+    clock = Clock(6_000_000.0 + 59)
+    hub, replica = TelemetryHub(clock=clock), ReplicaTelemetry(clock)
+    replica.verified(1.0, masked=False)
+
+    def scored(window: str) -> int:
+        hub.push("a", replica.snapshot(), replica.take_trail())
+        return hub.state()["rewards"][window]["scored"]
+
+    clock.now += 2
+    assert scored("1m") == 1
+    clock.now += 60
+    assert scored("1m") == 0 and scored("5m") == 1
+    clock.now += 13 * 60  # the minute under way is the 15th after the verify's
+    assert scored("15m") == 1
+    clock.now += 60
+    assert scored("15m") == 0
+
+
 def test_trails_keep_the_last_calls_of_the_sessions_called_last():
     clock = Clock()
     hub = TelemetryHub(sessions=2, calls=3, clock=clock)
