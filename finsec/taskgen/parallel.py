@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -42,6 +43,7 @@ def ray_builds(address: str, workers: int | None = None) -> Builds:
     nodes must have finsec-serve installed, as they do for `finsec serve`."""
     import ray
 
+    _check_reachable(address)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     options: dict[str, Any] = {"address": address, "include_dashboard": False, "logging_level": "warning"}
     if address == "local" and workers:
@@ -54,6 +56,17 @@ def ray_builds(address: str, workers: int | None = None) -> Builds:
         return await remote.remote(source, document)
 
     return Builds(build, window=2 * workers, close=ray.shutdown)
+
+
+def _check_reachable(address: str) -> None:
+    """A HOST:PORT that nothing answers at is a ConnectionError now: `ray.init` would wait minutes for it."""
+    if address in ("auto", "local") or "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except (OSError, ValueError) as error:
+        raise ConnectionError(f"nothing answers at {address} ({error})") from None
 
 
 async def in_order(

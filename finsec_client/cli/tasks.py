@@ -195,7 +195,10 @@ def run_build(options: argparse.Namespace) -> int:
         finally:
             await source.aclose()
 
-    builds = ray_builds(options.address, options.workers) if options.address else local_builds()
+    try:
+        builds = ray_builds(options.address, options.workers) if options.address else local_builds()
+    except ConnectionError as error:
+        raise UsageError(f"--address {options.address}: cannot reach a Ray cluster: {error}") from None
     try:
         asyncio.run(build())
     except RuntimeError as error:  # the company registry could not be read: one line, not a traceback

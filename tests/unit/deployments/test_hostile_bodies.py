@@ -431,7 +431,9 @@ async def _health_during(app, heavy) -> tuple[Any, int]:
             health = await prober.get("/health")
             assert health.status_code == 200
             completed += not task.done()
-            await asyncio.sleep(0)  # an in-process /health never waits on I/O: yield, or the heavy task starves
+            # An in-process /health never waits on I/O: pause, or the heavy task starves. A bare yield is not
+            # enough: a prober that never sleeps keeps the GIL from the thread doing the heavy work.
+            await asyncio.sleep(0.001)
     finally:
         await prober.aclose()
     return task.result(), completed

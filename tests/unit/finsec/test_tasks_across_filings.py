@@ -13,6 +13,7 @@ import pytest
 from deployments.cli import main
 from finsec.corpus.annual_reports import LAST_YEAR, annual_reports, companies, render, write_annual_reports
 from finsec.grading.deterministic import DeterministicGrader
+from finsec.net.ports import free_port
 from finsec.taskgen.build import TIERS, Source, build_tasks
 from finsec.taskgen.compare import COMPARED, comparison_tasks
 from finsec.taskgen.periods import YEARS, growth_tasks
@@ -124,3 +125,21 @@ def test_the_command_builds_growth_tasks_from_a_generated_corpus(tmp_path: Path,
     tasks = [json.loads(line) for split in out.glob("*.jsonl") for line in split.read_text().splitlines()]
     assert sum(task["kind"] == "growth" for task in tasks) == 4
     assert "4 growth rates across a company's filings" in capsys.readouterr().out
+
+
+def test_an_address_nothing_answers_at_is_one_line_at_once(tmp_path: Path, capsys):
+    """Not the minutes `ray.init` waits for a cluster that is not there (and nothing is written)."""
+    corpus = write_annual_reports(tmp_path / "corpus", 1, 1)
+    argv = [
+        "tasks",
+        "build",
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(tmp_path / "o"),
+        "--address",
+        f"127.0.0.1:{free_port()}",
+    ]
+    assert main(argv) == 2
+    assert "cannot reach a Ray cluster" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
