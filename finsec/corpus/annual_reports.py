@@ -20,6 +20,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from finsec.corpus.documents import cells, tagged
 from finsec.corpus.issuers import Filing, Issuer
 from finsec.corpus.layout import write_layout
 
@@ -205,21 +206,7 @@ def _contexts(cik: int, year: int, segments: tuple[str, ...]) -> str:
     return "\n".join(out)
 
 
-def _tagged(concept: str, value: int, context: str) -> str:
-    sign = ' sign="-"' if value < 0 else ""
-    return (
-        f'<ix:nonFraction name="us-gaap:{concept}" contextRef="{context}" unitRef="usd" decimals="-3" scale="3"'
-        f'{sign} format="ixt:num-dot-decimal">{abs(value):,}</ix:nonFraction>'
-    )
-
-
 _Cell = tuple[str, bool]  # a tagged figure, and whether it is printed in parentheses
-
-
-def _cell(shown: str, parentheses: bool) -> str:
-    """`$`, `(` and `)` in cells of their own, as EDGAR's table markup does."""
-    open_, close = ("<span>(</span>", "<td><span>)</span></td>") if parentheses else ("", "<td></td>")
-    return f'<td><span>$</span></td><td style="text-align:right">{open_}{shown}</td>{close}'
 
 
 def _table(caption: str, year: int, rows: list[tuple[str, _Cell, _Cell]]) -> str:
@@ -227,7 +214,7 @@ def _table(caption: str, year: int, rows: list[tuple[str, _Cell, _Cell]]) -> str
     heading = f'<td></td><td colspan="3"><span style="font-weight:700">{year}</span></td>'
     heading += f'<td colspan="3"><span style="font-weight:700">{year - 1}</span></td>'
     body = "".join(
-        f"<tr><td><span>{label}</span></td>{_cell(*now)}{_cell(*before)}</tr>" for label, now, before in rows
+        f"<tr><td><span>{label}</span></td>{cells(*now)}{cells(*before)}</tr>" for label, now, before in rows
     )
     return f'<p><span style="font-weight:700">{caption}</span></p>\n<table><tr>{heading}</tr>{body}</table>\n'
 
@@ -241,7 +228,7 @@ def render(filing: Filing, company: Company) -> str:
         """An outflow (sign -1) is tagged positive and printed in parentheses; a negative figure is tagged so."""
 
         def cell(concept: str, sign: int, y: int, figures: dict[str, int]) -> _Cell:
-            return _tagged(concept, figures[concept], f"{context}{y}"), sign < 0 or figures[concept] < 0
+            return tagged(concept, figures[concept], f"{context}{y}"), sign < 0 or figures[concept] < 0
 
         return [
             (label, cell(concept, sign, year, now), cell(concept, sign, year - 1, before))
@@ -251,8 +238,8 @@ def render(filing: Filing, company: Company) -> str:
     segments = [
         (
             name,
-            (_tagged("Revenues", now[f"segment:{name}"], f"FY{year}_{n}"), False),
-            (_tagged("Revenues", before[f"segment:{name}"], f"FY{year - 1}_{n}"), False),
+            (tagged("Revenues", now[f"segment:{name}"], f"FY{year}_{n}"), False),
+            (tagged("Revenues", before[f"segment:{name}"], f"FY{year - 1}_{n}"), False),
         )
         for n, name in enumerate(company.segments)
     ]
@@ -303,9 +290,11 @@ was approximately $<ix:nonFraction name="dei:EntityPublicFloat" contextRef="Floa
 def write_annual_reports(out: Path, companies_: int, years: int) -> Path:
     """Write the corpus into `out` in the sec.gov layout (replaced atomically if it exists) and return it."""
     reports = annual_reports(companies_, years)
-    rendered = {filing.url_path: render(filing, company) for filing, company in reports}
+    company_of = {filing.url_path: company for filing, company in reports}  # each document rendered as written
     issuers = list(dict.fromkeys(company.issuer for _, company in reports))
-    return write_layout(Path(out), issuers, [filing for filing, _ in reports], lambda f: rendered[f.url_path])
+    return write_layout(
+        Path(out), issuers, [filing for filing, _ in reports], lambda f: render(f, company_of[f.url_path])
+    )
 
 
 def _main(argv: list[str] | None = None) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from finsec.corpus.issuers import Filing, previous_annual
 
-__all__ = ["current_report", "money", "periodic_report", "render"]
+__all__ = ["cells", "current_report", "money", "periodic_report", "render", "tagged"]
 
 _STATEMENT_ROWS = (
     ("ProductRevenues", "Product revenues"),  # the top line split, then stated as its total
@@ -29,7 +29,8 @@ def money(value: int) -> str:
     return f"{abs(value):,}"
 
 
-def _fact(name: str, value: int, context: str) -> str:
+def tagged(name: str, value: int, context: str) -> str:
+    """A figure in thousands as an `ix:nonFraction` fact of `context`, negative by its sign attribute."""
     sign = ' sign="-"' if value < 0 else ""
     return (
         f'<ix:nonFraction name="us-gaap:{name}" contextRef="{context}" unitRef="usd" decimals="-3" scale="3"'
@@ -37,7 +38,7 @@ def _fact(name: str, value: int, context: str) -> str:
     )
 
 
-def _cells(value_html: str, negative: bool) -> str:
+def cells(value_html: str, negative: bool) -> str:
     """`$`, `(` and `)` in cells of their own, as EDGAR's table markup does."""
     open_, close = ("<span>(</span>", "<td><span>)</span></td>") if negative else ("", "<td></td>")
     return f'<td><span>$</span></td><td style="text-align:right">{open_}{value_html}</td>{close}'
@@ -88,10 +89,10 @@ def periodic_report(filing: Filing) -> str:
 
     def row(name: str, label: str) -> str:
         negative = f[name] < 0 or name in _OUTFLOWS
-        cells = _cells(f"<span>{_fact(name, f[name], context)}</span>", negative)
+        shown = cells(f"<span>{tagged(name, f[name], context)}</span>", negative)
         if prior:
-            cells += _cells(money(prior[name]), prior[name] < 0 or name in _OUTFLOWS)
-        return f'<tr><td><div><span style="font-family:Times">{label}</span></div></td>{cells}</tr>'
+            shown += cells(money(prior[name]), prior[name] < 0 or name in _OUTFLOWS)
+        return f'<tr><td><div><span style="font-family:Times">{label}</span></div></td>{shown}</tr>'
 
     growth = ""
     if prior_filing is not None and prior:
@@ -145,7 +146,7 @@ def current_report(filing: Filing) -> str:
 <p><span style="font-weight:700">Item 2.02 Results of Operations and Financial Condition.</span></p>
 <p><span>On {filing.period_end}, {issuer.name} issued a press release announcing its results for the fourth quarter
 and fiscal year ended December 31, {filing.fiscal_year}. Fourth-quarter revenues were
-$<span>{_fact("Revenues", f["FourthQuarterRevenues"], context)}</span> thousand and full-year revenues were
+$<span>{tagged("Revenues", f["FourthQuarterRevenues"], context)}</span> thousand and full-year revenues were
 ${money(f["Revenues"])} thousand.</span></p>
 <p><span style="font-weight:700">Item 9.01 Financial Statements and Exhibits.</span></p>
 <table><tr><td><span>Exhibit 99.1</span></td><td><span>Press release dated {filing.period_end}</span></td></tr></table>

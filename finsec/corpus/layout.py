@@ -34,9 +34,13 @@ def write_layout(
     (staging / "files").mkdir()
     (staging / "files" / "company_tickers.json").write_text(json.dumps(tickers, indent=1))
     (staging / "submissions").mkdir()
+    own: dict[Issuer, list[Filing]] = {issuer: [] for issuer in issuers}  # one pass: corpora of any size
+    for filing in filings:
+        own[filing.issuer].append(filing)
     for issuer in issuers:
-        own = [f for f in filings if f.issuer == issuer]
-        (staging / "submissions" / f"CIK{issuer.cik:010d}.json").write_text(json.dumps(_submissions(issuer, own)))
+        (staging / "submissions" / f"CIK{issuer.cik:010d}.json").write_text(
+            json.dumps(_submissions(issuer, own[issuer]))
+        )
     for filing in filings:
         path = staging / filing.url_path
         path.parent.mkdir(parents=True)
