@@ -40,7 +40,7 @@ processes over one Redis). The record of an open session names the life that hol
 every write says which owner it expects the record to have (`take_changes`): the life that last wrote it, or
 none. The store refuses a write whose expectation is wrong, so a life that read the record and took the session
 over (restored it, or fenced it lost) fences out the one that held it: that one `forget`s the ID and reads it
-again. A verify that scores writes the record too, so a life that was taken over never scores.
+again (a record that still names it is then another life's: what it held is gone). A verify that scores writes the record too, so a life that was taken over never scores.
 
 Expiry index. The session TTL is fixed for a core's life and the clock never goes back, so sessions expire in
 the order they were seeded. Keeping the sessions dict in that order (a re-seed re-inserts at the end) makes it
@@ -98,6 +98,8 @@ __all__ = [
 ]
 
 Clock = Callable[[], float]
+
+_FORGOTTEN_KEPT = 65_536  # IDs a core remembers were taken from it (the oldest are dropped first)
 JsonDict = dict[str, Any]
 SeedKind = Literal["episode", "agent_run"]
 
@@ -328,6 +330,7 @@ class SessionCore:
         self._owners: dict[str, str] = {}  # ID -> the life the stored record names as holding it open
         self._expected: dict[str, str | None] = {}  # ID -> its record's owner before the changes not yet taken
         self._lapsed_owners: dict[str, str] = {}  # owners of lapsed records read since the last take
+        self._forgotten: dict[str, None] = {}  # IDs taken from this life (`forget`), oldest first, until read again
         self._refs: Counter[str] = Counter()  # document digest -> how many session keys name it
         self.counters: Counter[str] = Counter()  # what the contract decided, for the operator's metrics
         self._held: Counter[str] = Counter()  # totals kept as they change, so stats() costs O(1)
@@ -342,7 +345,8 @@ class SessionCore:
 
     def learn_mark(self, sid: str, mark: Mark) -> None:
         """A mark read back from the durable store. What this core holds is newer, so it wins: so does a seed
-        this life wrote (the session was released since). Another life's seed is a lost session, or restored:
+        this life wrote (the session was released since), unless the ID was taken from this life since (`forget`):
+        what this life held of it is gone. Another life's seed is a lost session, or restored:
         StoreFull when the shard holds as many sessions as it may."""
         if not self.wants_mark(sid):
             return
@@ -350,8 +354,9 @@ class SessionCore:
             if mark.open_in not in (None, self.incarnation):  # lapsed, but stored until the store drops it
                 self._lapsed_owners[sid] = mark.open_in
             return
+        forgotten = self._forgotten.pop(sid, 0) is None
         if mark.open_in is not None:
-            if mark.open_in == self.incarnation:
+            if mark.open_in == self.incarnation and not forgotten:
                 return
             # Another life's: this one takes it over, and its write fences that life out.
             if mark.session is not None and self.durable_sessions:
@@ -387,6 +392,11 @@ class SessionCore:
             self._count_mark(held, -1)
         for kept in (self._owners, self._mark_writes, self._mark_parts, self._expected):
             kept.pop(sid, None)
+        # A record read back that still names this life is no longer this life's to trust: what it held is gone.
+        self._forgotten.pop(sid, None)
+        self._forgotten[sid] = None
+        if len(self._forgotten) > _FORGOTTEN_KEPT:
+            del self._forgotten[next(iter(self._forgotten))]
         self.counters["superseded"] += 1
 
     # ----- seeds (§C.2, §C.3) -----

@@ -16,8 +16,8 @@ The stores:
 `open_mark_store` picks one from the settings.
 
 One owner at a time. A write may name, per ID, the owners its record may have for the write to apply (`Owners`:
-a life's incarnation, or None for a record held open by no life or absent); the store checks and writes in one
-step, and reports the IDs whose record another life holds (`Written.superseded`). The shard's core says why
+a life's incarnation, or None for a record held open by no life or absent; the last is the writer's own life);
+the store checks and writes in one step (the GCS store by epochs: `gcs_store.py`), and reports the IDs whose record another life holds (`Written.superseded`). The shard's core says why
 (`core.py`, "One owner at a time").
 
 A store that forgets. Redis can lose data while the app runs: a restart without persistence, an eviction, a

@@ -47,7 +47,7 @@ class StoreHealth:
     durability_problem: str | None = None
 
 
-Owners = tuple[str | None, ...]  # the owners a record may have for a write over it to apply
+Owners = tuple[str | None, ...]  # the owners a record may have for a write over it to apply; the last, the writer
 
 
 @dataclass(frozen=True)

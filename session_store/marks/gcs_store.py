@@ -1,22 +1,37 @@
 """Durable marks in Ray's GCS key-value store: the embedded default, with no external dependency.
 
-A record's head (`records.py`) is one key per ID, `mark:<partition>:<id>` in the application's KV namespace, so
-a shard that settles lists only the prefixes of the partitions it owns; a durable session's documents and verdicts
-are keys of their own under `part:<partition>:<id's length>:<id>`, so a document writes one key, not the record.
-The GCS API has no multi-put and no expiry: a group commit is concurrent puts, and lapsed marks are deleted by
-`sweep` (their parts with them), which the reaper runs (never a serving shard), in small batches. A record written
-whole first deletes the parts it replaces.
-A write with owners reads the heads first and skips those another life holds: the GCS has no compare-and-set,
-so the check and the write are two steps (a life that takes a record over between them is not seen).
-Its write rate is limited (docs/benchmarks.md): the head's one GCS process serves them, beside Ray's own
-control plane.
+One owner at a time, without compare-and-set. The GCS KV can put a key only if it is absent, and nothing more
+atomic, so a record is kept in *epochs*. A life that takes a record over first claims the next epoch (a key put
+only if absent, naming the life), then reads the record again and checks its owner there (`refused`, as the
+Redis store's script does), then writes the record whole under that epoch's keys. A life writes only into an
+epoch it claimed, and after each write reads whether the next epoch has been claimed: if it has, the write is
+superseded (it sits in keys no reader reads). So every write reported done landed before any later claim, and
+the taker's read after its claim sees it. The record is the newest claimed epoch that has a head; claims are
+numbered from 1 with no gap, and a reader walks them up from 1.
+
+Keys, in the application's KV namespace; `<id>` stands for `<partition>:<id's length>:<id>`, so that a shard that
+settles lists only the partitions it owns:
+- `ep:<id>:<e>:c` epoch e's claim (the life's incarnation); `ep:<id>:<e>:h` its head (`records.py`), or `-` once
+  the record is deleted; `ep:<id>:<e>:p<part name as JSON>` each document and verdict of its durable session.
+- `mark:<partition>:<id>` and `part:<id><part name>` (epoch 0): a record as versions before epochs wrote it. A
+  life that takes one over keeps its head a copy of the new head that names the epoch holding the record
+  ("moved"): a shard of the version before, still serving in a redeploy's rollover, sees the new owner there and
+  refuses to write over it. If such a shard writes it anyway (its check and write are two steps), the head is no
+  longer "moved", and that write is the newest: the newer life's next write is superseded.
+
+The GCS has no multi-put and no expiry: a group commit is concurrent puts, and lapsed records are deleted by
+`sweep` (all their keys), which the reaper runs (never a serving shard), in small batches. A write that lands
+between the sweep's last read and its delete is lost, as it always was. The write rate is limited
+(docs/benchmarks.md): the head's one GCS process serves it, beside Ray's own control plane.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections import defaultdict
+from dataclasses import dataclass, field
 
 from ..core import HEAD, Mark
 from ..gcs_kv import gcs_kv
@@ -26,36 +41,99 @@ from .records import decode, joined, parts_of
 
 __all__ = ["GcsMarkStore"]
 
-_MARK = b"mark:"
-_PART = b"part:"
+_MARK = b"mark:"  # epoch 0's head
+_PART = b"part:"  # epoch 0's parts
+_EPOCH = b"ep:"  # epochs from 1: claims, heads, parts
+_GONE = b"-"  # the head of a deleted record, until the sweep takes its keys
 _BATCH = 500  # keys read or decoded between yields to the event loop
+_WALK = 2  # claims read at once while walking up an ID's epochs
+_HELD = 65_536  # epochs a store remembers it holds (one it forgot is found again by a walk)
 
 
-def _sid(key: bytes) -> str:
-    return key[len(_MARK) + 4 :].decode("utf-8", "backslashreplace")
+@dataclass
+class _Record:
+    """What the GCS holds of one ID: epoch 0's head, the claims numbered from 1 up to the first gap, their heads."""
+
+    legacy: bytes | None = None
+    claims: dict[int, bytes] = field(default_factory=dict)
+    heads: dict[int, bytes] = field(default_factory=dict)
+
+    @property
+    def top(self) -> int:
+        return len(self.claims)
+
+    def current(self, below: int | None = None) -> tuple[int, bytes | None]:
+        """The epoch that holds the record (of those below `below`) and its head (None: no record)."""
+        if self.legacy is not None and _moved_to(self.legacy) is None:
+            return 0, self.legacy  # written by a version before epochs, after any epoch: the newest
+        for epoch in range(min(self.top, (below or self.top + 1) - 1), 0, -1):
+            if epoch in self.heads:
+                head = self.heads[epoch]
+                return epoch, None if head == _GONE else head
+        return 0, self.legacy  # a "moved" copy whose epochs are gone (mid-sweep), read as it is
 
 
-def _parts_prefix(mark_key: bytes) -> bytes:
-    """Where the parts of the record whose head is at `mark_key` are: `part:<partition>:<id's length>:<id>`."""
-    partition_and_id = mark_key[len(_MARK) :]
-    sid = partition_and_id[4:]
-    return b"%s%s%d:%s" % (_PART, partition_and_id[:4], len(sid), sid)
+@dataclass
+class _Held:
+    """An epoch this store's writer claimed: whether the ID has an epoch-0 head to keep "moved", and whether the
+    epoch has parts (a whole write deletes them first)."""
+
+    epoch: int
+    life: str
+    legacy: bool
+    has_parts: bool = False
 
 
-def _split_part(key: bytes) -> tuple[bytes, str]:
-    """A part's key as (its head's key, its name)."""
-    partition_, rest = key[len(_PART) : len(_PART) + 4], key[len(_PART) + 4 :]
+def _id(sid: str) -> bytes:
+    encoded = sid.encode("utf-8", "backslashreplace")
+    return b"%03x:%d:%s" % (partition(sid), len(encoded), encoded)
+
+
+def _mark_key(sid: str) -> bytes:
+    return b"%s%03x:%s" % (_MARK, partition(sid), sid.encode("utf-8", "backslashreplace"))
+
+
+def _epoch_prefix(sid: str, epoch: int | None = None) -> bytes:
+    return b"%s%s:" % (_EPOCH, _id(sid)) + (b"" if epoch is None else b"%d:" % epoch)
+
+
+def _claim(sid: str, epoch: int) -> bytes:
+    return _epoch_prefix(sid, epoch) + b"c"
+
+
+def _head(sid: str, epoch: int) -> bytes:
+    return _epoch_prefix(sid, epoch) + b"h"
+
+
+def _parts_prefix(sid: str, epoch: int) -> bytes:
+    return _epoch_prefix(sid, epoch) + b"p" if epoch else _PART + _id(sid)
+
+
+def _parse(key: bytes, family: bytes) -> tuple[str, bytes]:
+    """A key of the families keyed by `<id>` as (the ID, what follows it: `:<epoch>...` or a legacy part's name)."""
+    rest = key[len(family) + 4 :]  # past the partition
     length, _, rest = rest.partition(b":")
-    sid, name = rest[: int(length)], rest[int(length) :]
-    return _MARK + partition_ + sid, json.loads(name)
+    return rest[: int(length)].decode("utf-8", "backslashreplace"), rest[int(length) :]
 
 
-def _may_have_parts(head: bytes | None) -> bool:
-    """Whether the record whose head this is may have parts: a durable session's (or one not read: b"?")."""
-    if head is None:
-        return False
-    mark = decode(head) if head != b"?" else None
-    return mark is None or mark.session is not None
+def _moved_to(head: bytes) -> int | None:
+    """The epoch an epoch-0 head says holds the record, or None (a head a version before epochs wrote)."""
+    try:
+        fields = json.loads(head)
+        return fields[6] if len(fields) > 6 and isinstance(fields[6], int) else None
+    except (ValueError, TypeError):
+        return None
+
+
+def _moved(head: bytes, epoch: int) -> bytes:
+    """Epoch 0's copy of `head`, saying that `epoch` holds the record (readers before epochs ignore the field)."""
+    fields = json.loads(head)
+    return json.dumps([*fields, *[None] * (6 - len(fields)), epoch], separators=(",", ":")).encode()
+
+
+def _lapsed(head: bytes | None, now: float) -> bool:
+    mark = decode(head) if head is not None else None
+    return mark is None or mark.drop_at <= now
 
 
 class GcsMarkStore:
@@ -64,33 +142,63 @@ class GcsMarkStore:
     def __init__(self, kv_namespace: bytes, timeout_seconds: float = 5.0):
         self._namespace = kv_namespace
         self._timeout = timeout_seconds
+        self._life = uuid.uuid4().hex  # the writer of writes that name no owners
+        self._held: dict[str, _Held] = {}  # ID -> the epoch this store's writer claimed, oldest first
 
-    @staticmethod
-    def _key(sid: str) -> bytes:
-        return b"%s%03x:%s" % (_MARK, partition(sid), sid.encode("utf-8", "backslashreplace"))
+    # ----- reading -----
+
+    async def _records(self, sids: list[str]) -> tuple[dict[str, _Record], bool]:
+        """Each ID's record as the GCS holds it, and whether the marker is there."""
+        client = gcs_kv()
+        records = {sid: _Record() for sid in sids}
+        walking, start, marker_present = list(sids), 1, True
+        while walking:
+            keys = [_MARKER, *map(_mark_key, walking)] if start == 1 else []
+            for sid in walking:
+                for epoch in range(start, start + _WALK):
+                    keys += [_claim(sid, epoch), _head(sid, epoch)]
+            found = await client.async_internal_kv_multi_get(keys, self._namespace, timeout=self._timeout)
+            if start == 1:
+                marker_present = found.get(_MARKER) is not None
+            still = []
+            for sid in walking:
+                record = records[sid]
+                if start == 1:
+                    record.legacy = found.get(_mark_key(sid))
+                for epoch in range(start, start + _WALK):
+                    if (life := found.get(_claim(sid, epoch))) is None:
+                        break
+                    record.claims[epoch] = life
+                    if (head := found.get(_head(sid, epoch))) is not None:
+                        record.heads[epoch] = head
+                else:
+                    still.append(sid)
+            walking, start = still, start + _WALK
+        return records, marker_present
 
     async def read(self, sids: list[str]) -> dict[str, Mark]:
-        client = gcs_kv()
-        keys = {self._key(sid): sid for sid in sids}
-        found = await client.async_internal_kv_multi_get([_MARKER, *keys], self._namespace, timeout=self._timeout)
-        heads = {key: raw for key, raw in found.items() if raw is not None and key in keys}
+        records, marker_present = await self._records(sids)
         marks = {}
-        for key, head in heads.items():
-            mark = decode(head)
-            if mark is not None and mark.session is not None:  # a durable session: its parts too
-                mark = joined(head, await self._parts(key))
+        for sid, record in records.items():
+            epoch, head = record.current()
+            if head is None or (mark := decode(head)) is None:
+                continue
+            if mark.session is not None:  # a durable session: its parts too
+                mark = joined(head, await self._parts(sid, epoch))
             if mark is not None:
-                marks[keys[key]] = mark
-        if found.get(_MARKER) is None:
+                marks[sid] = mark
+        if not marker_present:
             raise StoreForgot(marks)
         return marks
 
-    async def _parts(self, mark_key: bytes) -> dict[str, bytes]:
+    async def _parts(self, sid: str, epoch: int) -> dict[str, bytes]:
         client = gcs_kv()
-        prefix = _parts_prefix(mark_key)
+        prefix = _parts_prefix(sid, epoch)
         keys = await client.async_internal_kv_keys(prefix, self._namespace, timeout=self._timeout)
         found = await client.async_internal_kv_multi_get(keys, self._namespace, timeout=self._timeout) if keys else {}
         return {json.loads(key[len(prefix) :]): raw for key, raw in found.items() if raw is not None}
+
+    # ----- writing -----
 
     async def write(
         self,
@@ -98,54 +206,147 @@ class GcsMarkStore:
         owners: dict[str, Owners] | None = None,
         parts: dict[str, frozenset[str] | None] | None = None,
     ) -> Written:
+        owners, parts = owners or {}, parts or {}
+        writers = {sid: (owners.get(sid) or (None,))[-1] or self._life for sid in changes}
+        held = {sid: h for sid in changes if (h := self._held.get(sid)) is not None and h.life == writers[sid]}
+        taken, superseded, failed, forgot = await self._take_over(
+            [sid for sid in changes if sid not in held], changes, writers, owners
+        )
+        # An epoch just taken is written whole; one held before, only the parts that changed.
+        writing = {**held, **taken}
+        results = await asyncio.gather(
+            *(self._put(sid, changes[sid], h, sid in taken, parts.get(sid)) for sid, h in writing.items()),
+            return_exceptions=True,
+        )
+        failed |= {sid for sid, result in zip(writing, results, strict=True) if isinstance(result, BaseException)}
+        lost, gone, marker_gone = await self._check({sid: h for sid, h in writing.items() if sid not in failed})
+        for sid in lost | gone | failed:
+            self._held.pop(sid, None)
+        return Written(failed | gone, superseded | lost, forgot or marker_gone)
+
+    async def _take_over(
+        self, sids: list[str], changes: dict[str, Mark | None], writers: dict[str, str], owners: dict[str, Owners]
+    ) -> tuple[dict[str, _Held], set[str], set[str], bool]:
+        """Claim the next epoch of each ID, then check its owner in the record as it was before the claim. Returns
+        the epochs taken (to be written whole), the IDs superseded, those that failed, and whether the marker was
+        gone."""
+        if not sids:
+            return {}, set(), set(), False
         client = gcs_kv()
-        superseded: set[str] = set()
-        forgot, current = False, {}
-        if owners:
-            try:
-                current = await client.async_internal_kv_multi_get(
-                    [_MARKER, *(self._key(sid) for sid in owners)], self._namespace, timeout=self._timeout
-                )
-            except Exception:
-                return Written(failed=set(changes))
-            forgot = current.get(_MARKER) is None
-            superseded = refused({sid: current.get(self._key(sid)) for sid in owners}, owners, forgot)
+        try:
+            before, marker_present = await self._records(sids)
+        except Exception:
+            return {}, set(), set(sids), False
+        # Refused on what was read is refused (no claim, which would fence the holder out for nothing); a delete
+        # of what is not there is done.
+        superseded = _refused(before, owners, marker_present)
+        absent = {sid for sid in sids if changes[sid] is None and before[sid].current()[1] is None}
+        claiming = [sid for sid in sids if sid not in superseded and sid not in absent]
+        epochs = {sid: before[sid].top + 1 for sid in claiming}
 
-        async def put(key: bytes, value: bytes | None) -> None:
-            if value is None:
-                await client.async_internal_kv_del(key, False, self._namespace, timeout=self._timeout)
-            else:
-                await client.async_internal_kv_put(key, value, True, self._namespace, timeout=self._timeout)
-
-        async def one(sid: str, mark: Mark | None) -> None:
-            key = self._key(sid)
-            changed = (parts or {}).get(sid)
-            if forgot and current.get(key) is None:  # the store forgot it: the writer's memory writes it whole
-                changed = None
-            if (mark is None or changed is None) and _may_have_parts(current.get(key, b"?")):
-                # Deleted, or written whole: its parts go first (where the head read before says there may be any).
-                await client.async_internal_kv_del(_parts_prefix(key), True, self._namespace, timeout=self._timeout)
-            if mark is None:
-                await put(key, None)
-                return
-            prefix = _parts_prefix(key)
-            await asyncio.gather(
-                *(
-                    put(key if name == HEAD else prefix + json.dumps(name).encode(), value)
-                    for name, value in parts_of(mark, changed).items()
+        async def claim(sid: str) -> bool:
+            life = writers[sid].encode()
+            return bool(
+                await client.async_internal_kv_put(
+                    _claim(sid, epochs[sid]), life, False, self._namespace, timeout=self._timeout
                 )
             )
 
-        written = [sid for sid in changes if sid not in superseded]
-        results = await asyncio.gather(*(one(sid, changes[sid]) for sid in written), return_exceptions=True)
-        return Written(
-            {sid for sid, result in zip(written, results, strict=False) if isinstance(result, BaseException)},
-            superseded,
-            forgot,
+        results = await asyncio.gather(*(claim(sid) for sid in claiming), return_exceptions=True)
+        failed = {sid for sid, r in zip(claiming, results, strict=True) if isinstance(r, BaseException)}
+        superseded |= {sid for sid, r in zip(claiming, results, strict=True) if r is False}
+        claimed = [sid for sid in claiming if sid not in failed and sid not in superseded]
+        if not claimed:
+            return {}, superseded, failed, not marker_present
+        try:
+            after, marker_present = await self._records(claimed)
+        except Exception:
+            return {}, superseded, failed | set(claimed), False
+        refused_after = _refused(after, owners, marker_present, epochs)
+        taken: dict[str, _Held] = {}
+        for sid in claimed:
+            record = after[sid]
+            if record.claims.get(epochs[sid]) != writers[sid].encode():  # the sweep took the claims below it
+                failed.add(sid)
+            elif sid in refused_after:
+                superseded.add(sid)  # the claim stays, empty: readers read the epoch below it
+            else:
+                taken[sid] = _Held(epochs[sid], writers[sid], record.legacy is not None)
+                self._held.pop(sid, None)
+                self._held[sid] = taken[sid]
+                if len(self._held) > _HELD:
+                    del self._held[next(iter(self._held))]
+        return taken, superseded, failed, not marker_present
+
+    async def _put(self, sid: str, mark: Mark | None, held: _Held, taken: bool, changed: frozenset[str] | None) -> None:
+        """Write the change into the held epoch (whole if just taken) and epoch 0's "moved" copy of its head."""
+        client = gcs_kv()
+        timeout, namespace = self._timeout, self._namespace
+
+        async def put(key: bytes, value: bytes | None) -> None:
+            if value is None:
+                await client.async_internal_kv_del(key, False, namespace, timeout=timeout)
+            else:
+                await client.async_internal_kv_put(key, value, True, namespace, timeout=timeout)
+
+        changed = None if taken else changed
+        if (mark is None or changed is None) and held.has_parts:  # deleted or written whole: its parts go first
+            await client.async_internal_kv_del(_parts_prefix(sid, held.epoch), True, namespace, timeout=timeout)
+            held.has_parts = False
+        if mark is None:
+            await put(_head(sid, held.epoch), _GONE)
+            if held.legacy:  # gone for every version
+                await put(_mark_key(sid), None)
+                await client.async_internal_kv_del(_parts_prefix(sid, 0), True, namespace, timeout=timeout)
+                held.legacy = False
+            return
+        written = parts_of(mark, changed)
+        held.has_parts |= len(written) > (HEAD in written)
+        prefix = _parts_prefix(sid, held.epoch)
+        await asyncio.gather(
+            *(
+                put(_head(sid, held.epoch) if name == HEAD else prefix + json.dumps(name).encode(), value)
+                for name, value in written.items()
+            )
         )
+        if held.legacy and (head := written.get(HEAD)) is not None:
+            # Moved when taken, then kept so unless a shard of the version before wrote it since: then its write
+            # stands, and the check after this write reports this one superseded.
+            legacy = await client.async_internal_kv_get(_mark_key(sid), namespace, timeout=timeout)
+            if legacy is not None and (taken or _moved_to(legacy) is not None):
+                await put(_mark_key(sid), _moved(head, held.epoch))
+            held.legacy = legacy is not None
+
+    async def _check(self, written: dict[str, _Held]) -> tuple[set[str], set[str], bool]:
+        """After the writes: the IDs a later claim (or a version before epochs) took meanwhile; those whose own
+        claim is gone (the store lost it: a retry claims anew); and whether the marker is gone."""
+        if not written:
+            return set(), set(), False
+        keys = [_MARKER]
+        for sid, held in written.items():
+            keys += [_claim(sid, held.epoch), _claim(sid, held.epoch + 1)]
+            if held.legacy:
+                keys.append(_mark_key(sid))
+        try:
+            found = await gcs_kv().async_internal_kv_multi_get(keys, self._namespace, timeout=self._timeout)
+        except Exception:
+            return set(), set(written), False
+        lost, gone = set(), set()
+        for sid, held in written.items():
+            own = found.get(_claim(sid, held.epoch))
+            legacy = found.get(_mark_key(sid)) if held.legacy else None
+            if found.get(_claim(sid, held.epoch + 1)) is not None or own not in (None, held.life.encode()):
+                lost.add(sid)
+            elif legacy is not None and _moved_to(legacy) is None:
+                lost.add(sid)  # a shard of the version before epochs wrote over the "moved" head
+            elif own is None:
+                gone.add(sid)
+        return lost, gone, found.get(_MARKER) is None
+
+    # ----- settling, sweeping -----
 
     async def _each_batch(self, partitions: range, kind: bytes = _MARK):
-        """(key, raw) batches of the heads (or parts) of these partitions, one prefix listing at a time."""
+        """(key, raw) batches of one key family in these partitions, one prefix listing at a time."""
         client = gcs_kv()
         for prefix in hex_prefixes(partitions):
             keys = await client.async_internal_kv_keys(kind + prefix.encode(), self._namespace, timeout=30)
@@ -156,45 +357,55 @@ class GcsMarkStore:
                 yield list(found.items())
 
     async def scan(self, partitions: range) -> dict[str, Mark]:
-        heads: dict[bytes, bytes] = {}
-        async for batch in self._each_batch(partitions):
-            heads.update((key, raw) for key, raw in batch if raw is not None)
-            await asyncio.sleep(0)  # a shard settles while it serves: let requests through between batches
-        parts: dict[bytes, dict[str, bytes]] = defaultdict(dict)
-        async for batch in self._each_batch(partitions, _PART):
-            for key, raw in batch:
-                if raw is not None:
-                    head_key, name = _split_part(key)
-                    parts[head_key][name] = raw
-            await asyncio.sleep(0)
+        records: dict[str, _Record] = defaultdict(_Record)
+        parts: dict[tuple[str, int], dict[str, bytes]] = defaultdict(dict)
+        for family in (_MARK, _PART, _EPOCH):
+            async for batch in self._each_batch(partitions, family):
+                for key, raw in batch:
+                    if raw is not None:
+                        _file(records, parts, family, key, raw)
+                await asyncio.sleep(0)  # a shard settles while it serves: let requests through between batches
         marks: dict[str, Mark] = {}
-        for n, (key, head) in enumerate(heads.items(), 1):
-            if (mark := joined(head, parts.get(key, {}))) is not None:
-                marks[_sid(key)] = mark
+        for n, (sid, record) in enumerate(records.items(), 1):
+            record.claims = _walked(record.claims)
+            epoch, head = record.current()
+            if head is not None and (mark := joined(head, parts.get((sid, epoch), {}))) is not None:
+                marks[sid] = mark
             if n % _BATCH == 0:
                 await asyncio.sleep(0)
         return marks
 
     async def sweep(self, now: float) -> int:
-        client = gcs_kv()
-
-        def lapsed(raw: bytes | None) -> bool:
-            mark = decode(raw) if raw is not None else None
-            return mark is None or mark.drop_at <= now
-
         swept = 0
-        async for batch in self._each_batch(range(PARTITIONS)):
-            candidates = [key for key, raw in batch if lapsed(raw)]
-            if not candidates:
-                continue
-            # Read again just before deleting: a shard may have fenced the ID anew since the listing.
-            current = await client.async_internal_kv_multi_get(candidates, self._namespace, timeout=30)
-            for key, raw in current.items():
-                if raw is not None and lapsed(raw):
-                    await client.async_internal_kv_del(key, False, self._namespace, timeout=self._timeout)
-                    await client.async_internal_kv_del(_parts_prefix(key), True, self._namespace, timeout=self._timeout)
-                    swept += 1
+        for prefix in hex_prefixes(range(PARTITIONS)):
+            sids = await self._ids(prefix)
+            for start in range(0, len(sids), _BATCH):
+                # Read again just before deleting: a shard may have fenced the ID anew since the listing.
+                records, _ = await self._records(sids[start : start + _BATCH])
+                for sid, record in records.items():
+                    head = record.current()[1]
+                    if _lapsed(head, now):
+                        await self._erase(sid, record)
+                        swept += head is not None  # a lapsed mark (not a deleted record's leftovers)
         return swept
+
+    async def _ids(self, prefix: str) -> list[str]:
+        """The IDs that have keys under this partition prefix, in either layout (keys listed, values not read)."""
+        client = gcs_kv()
+        ids: dict[str, None] = {}
+        for family in (_MARK, _EPOCH):
+            keys = await client.async_internal_kv_keys(family + prefix.encode(), self._namespace, timeout=30)
+            ids.update((_sid_of(key, family), None) for key in keys)
+        return list(ids)
+
+    async def _erase(self, sid: str, record: _Record) -> None:
+        """Every key of the ID's record (keys left by a claim whose head never came too)."""
+        client = gcs_kv()
+        timeout, namespace = self._timeout, self._namespace
+        await client.async_internal_kv_del(_epoch_prefix(sid), True, namespace, timeout=timeout)
+        if record.legacy is not None:
+            await client.async_internal_kv_del(_parts_prefix(sid, 0), True, namespace, timeout=timeout)
+            await client.async_internal_kv_del(_mark_key(sid), False, namespace, timeout=timeout)
 
     async def purge(self) -> int:
         """Every key of the application's namespace: marks, the cookie secret, the active-actor record."""
@@ -212,7 +423,7 @@ class GcsMarkStore:
 
         if internal_kv._internal_kv_exists(_MARKER, namespace=self._namespace):
             return "continued"
-        if any(internal_kv._internal_kv_list(prefix, namespace=self._namespace) for prefix in (_MARK, _SECRET)):
+        if any(internal_kv._internal_kv_list(prefix, namespace=self._namespace) for prefix in (_MARK, _EPOCH, _SECRET)):
             return "forgot"
         existed = internal_kv._internal_kv_put(
             _MARKER, marker("deployment"), overwrite=False, namespace=self._namespace
@@ -229,6 +440,48 @@ class GcsMarkStore:
 
     def durability_problem(self) -> str | None:
         return None  # the GCS's own fault tolerance (its Redis) is the cluster's to configure
+
+
+def _refused(
+    records: dict[str, _Record], owners: dict[str, Owners], marker_present: bool, below: dict[str, int] | None = None
+) -> set[str]:
+    """The IDs whose record (below the epoch each claimed) has an owner their write does not accept."""
+    current = {sid: records[sid].current((below or {}).get(sid))[1] for sid in records if sid in owners}
+    return refused(current, {sid: owners[sid] for sid in current}, not marker_present)
+
+
+def _sid_of(key: bytes, family: bytes) -> str:
+    if family == _MARK:
+        return key[len(_MARK) + 4 :].decode("utf-8", "backslashreplace")
+    return _parse(key, family)[0]
+
+
+def _file(
+    records: dict[str, _Record], parts: dict[tuple[str, int], dict[str, bytes]], family: bytes, key: bytes, raw: bytes
+) -> None:
+    """File one listed key under its ID's record, or its epoch's parts."""
+    if family == _MARK:
+        records[_sid_of(key, family)].legacy = raw
+        return
+    sid, rest = _parse(key, family)
+    if family == _PART:
+        parts[(sid, 0)][json.loads(rest)] = raw
+        return
+    epoch, _, what = rest[1:].partition(b":")
+    if what == b"c":
+        records[sid].claims[int(epoch)] = raw
+    elif what == b"h":
+        records[sid].heads[int(epoch)] = raw
+    else:
+        parts[(sid, int(epoch))][json.loads(what[1:])] = raw
+
+
+def _walked(claims: dict[int, bytes]) -> dict[int, bytes]:
+    """The claims numbered from 1 up to the first gap: what a walk finds."""
+    found: dict[int, bytes] = {}
+    while (epoch := len(found) + 1) in claims:
+        found[epoch] = claims[epoch]
+    return found
 
 
 _SECRET = b"cookie-secret"

@@ -15,6 +15,11 @@ from session_store.routing import PARTITIONS, owned_partitions, shard_index
 EVERYTHING = range(PARTITIONS)
 
 
+def kinds(keys: list[bytes]) -> str:
+    """What an ID's epoch keys are (`ep:<partition>:<length>:<id>:<epoch>:<kind>...`, an ID with no colon)."""
+    return "".join(sorted(key.split(b":", 5)[5][:1].decode() for key in keys))
+
+
 def test_marks_round_trip_and_the_sweep_deletes_only_what_lapsed(serve_url):
     store = GcsMarkStore(f"test-marks-{uuid.uuid4().hex[:8]}".encode())
     assert store.begin() == "new" and store.begin() == "continued"
@@ -62,18 +67,18 @@ def test_the_sweep_spares_a_mark_written_again_after_its_listing(serve_url, monk
     """A shard that fences a lapsed ID anew between the sweep's listing and its delete keeps the new fence."""
     store = GcsMarkStore(f"test-marks-{uuid.uuid4().hex[:8]}".encode())
     now = time.time()
-    listing = GcsMarkStore._each_batch
+    listing = GcsMarkStore._ids
 
-    async def list_then_refence(self, *args):
-        async for batch in listing(self, *args):
-            await self.write({"refenced": Mark(now + 3600, "closed")})  # the shard's close, mid-sweep
-            yield batch
+    async def list_then_refence(self, prefix):
+        ids = await listing(self, prefix)
+        await self.write({"refenced": Mark(now + 3600, "closed")})  # the shard's close, mid-sweep
+        return ids
 
     async def main():
         await store.write({"refenced": Mark(now - 5, "closed"), "lapsed": Mark(now - 5, "closed")})
-        monkeypatch.setattr(GcsMarkStore, "_each_batch", list_then_refence)
+        monkeypatch.setattr(GcsMarkStore, "_ids", list_then_refence)
         assert await store.sweep(now) == 1
-        monkeypatch.setattr(GcsMarkStore, "_each_batch", listing)
+        monkeypatch.setattr(GcsMarkStore, "_ids", listing)
         assert set(await store.scan(EVERYTHING)) == {"refenced"}
 
     asyncio.run(main())
@@ -103,13 +108,13 @@ def test_a_durable_session_is_kept_in_parts_a_document_writing_only_its_own(serv
         for n in range(3):
             [(ok, _)] = await shard.run([("put_document", ("s", f"k{n}", DocumentRef(f"{n:064x}", n, f"u{n}")))])
             assert ok
-        keys = await gcs_kv().async_internal_kv_keys(b"part:", store._namespace, timeout=10)
-        assert len(keys) == 3  # a key per document beside the head
+        keys = await gcs_kv().async_internal_kv_keys(b"ep:", store._namespace, timeout=10)
+        assert kinds(keys) == "chppp"  # its epoch's claim and head, and a key per document
         read = (await store.read(["s"]))["s"].session
         assert list(read["documents"]) == ["k0", "k1", "k2"]
         assert list((await store.scan(EVERYTHING))["s"].session["documents"]) == ["k0", "k1", "k2"]
         await shard.run([("close", ("s", seed.episode_id))])
-        assert await gcs_kv().async_internal_kv_keys(b"part:", store._namespace, timeout=10) == []
+        assert kinds(await gcs_kv().async_internal_kv_keys(b"ep:", store._namespace, timeout=10)) == "ch"
         assert (await store.read(["s"]))["s"].cause == "closed"
 
     from session_store.gcs_kv import gcs_kv

@@ -241,3 +241,32 @@ def test_a_request_that_meets_another_life_twice_answers_as_on_a_lost_session():
     with pytest.raises(StoreUnavailable, match="another life") as refused:
         outcome(shard, "seed_episode", "s", SEED)
     assert refused.value.cause == "superseded"
+
+
+class Outbid(MemoryMarkStore):
+    """Once `outbid`, the next write over a record is refused and the record left as it was: another life claimed
+    it and has not written it yet (the GCS store's claim before its write)."""
+
+    outbid = False
+
+    async def write(self, changes, owners=None, parts=None):
+        taken = {sid for sid in changes if self.outbid and sid in self.marks}
+        self.outbid = False
+        written = await super().write({s: m for s, m in changes.items() if s not in taken}, owners, parts)
+        return Written(written.failed, written.superseded | taken, written.forgot)
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_record_that_still_names_a_life_it_was_taken_from_is_read_as_another_lifes(durable):
+    """Refused, the life forgets the session; the record it reads again still names it, but what it held is gone:
+    the session is lost (or restored whole), never an ID "never seeded" whose verify would be scored unmasked."""
+    marks = Outbid()
+    shard = ShardService(ShardConfig(TTL, durable_sessions=durable), marks)
+    claims = Claims(outcome(shard, "seed_episode", "s", SEED).incarnation, "episode")
+    outcome(shard, "put_document", "s", "first", doc(1), claims)
+    marks.outbid = True
+    verified = outcome(shard, "plan_verify", "s", "body", claims)
+    if durable:  # restored from the record, with its document, by a write the store took
+        assert outcome(shard, "read_documents", "s", [], claims).keys == ["first"]
+    else:
+        assert isinstance(verified, Masked) and verified.failure_kind == "session_lost", verified
