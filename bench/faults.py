@@ -20,7 +20,8 @@ node-loss scenario runs only without it.
 Then two owners at once (harness/two_owners.py), every request of every episode sent to a server in service at
 random: two `finsec serve --in-process` over one Redis (a redeploy's old and new shard lives, two servers sharing a
 store), and a KubeRay NewCluster switch over Redis (two Serve apps, each its own Ray cluster: the old alone, both,
-then the new alone while the old stops). Split sessions, late scores and closed IDs seeded again must be 0.
+then the new alone while the old stops), and two redeploys of one Serve app over the GCS marks (new shard actors
+beside the old). Split sessions, late scores and closed IDs seeded again must be 0.
 """
 
 from __future__ import annotations
@@ -173,6 +174,30 @@ def cluster_switch_scenario(durable: bool) -> dict:
             new.stop()
 
 
+def redeploy_scenario(durable: bool) -> dict:
+    """Redeploys that make new shard actors (a new session TTL each), over the GCS marks (the default store): each
+    time the old shard lives serve beside the new until the old replicas are gone."""
+    from deployments.local import deploy, start_ray_and_serve, stop_ray_and_serve
+    from deployments.settings import Settings
+    from finsec.corpus.generate import embedded_corpus_dir
+
+    url = start_ray_and_serve()
+    common = dict(app_name="faults-redeploy", num_shards=4, corpus_dir=embedded_corpus_dir(), durable_sessions=durable)
+
+    async def redeploys() -> dict:
+        traffic = asyncio.create_task(two_owners([url], workers=16, seconds=3 * SECONDS))
+        for ttl in (900, 1200):
+            await asyncio.sleep(SECONDS)
+            await asyncio.to_thread(deploy, Settings(**common, session_ttl_seconds=ttl), url, replicas=2)
+        return await traffic
+
+    try:
+        deploy(Settings(**common, session_ttl_seconds=600), url, replicas=2)
+        return asyncio.run(redeploys())
+    finally:
+        stop_ray_and_serve()
+
+
 def _over(redis, durable: bool) -> dict[str, str]:
     return {**os.environ, "FINSEC_MARK_STORE_URL": redis.url, "FINSEC_DURABLE_SESSIONS": str(durable).lower()}
 
@@ -180,6 +205,7 @@ def _over(redis, durable: bool) -> dict[str, str]:
 OWNERS_SCENARIOS = {
     "two one-process servers": two_owners_scenario,
     "a NewCluster switch (two Ray clusters)": cluster_switch_scenario,
+    "two redeploys (GCS marks)": redeploy_scenario,
 }
 
 
@@ -200,7 +226,9 @@ def render_two_owners(scenarios: dict[str, dict]) -> str:
                 f"servers*: two `finsec serve --in-process` over one Redis for {SECONDS:.0f} s, both in service "
                 "throughout. *A NewCluster switch*: two `finsec serve configs/serve.yaml`, each its own Ray cluster, "
                 f"over one Redis: {SECONDS:.0f} s the old alone, {SECONDS:.0f} s both, then {SECONDS:.0f} s the new "
-                "alone while the old one stops. The life that reads a record another holds takes it over; the other's "
+                "alone while the old one stops. *Two redeploys*: one Serve app over the GCS marks (the default store), "
+                f"redeployed with a new session TTL (new shard actors) after {SECONDS:.0f} s and again after "
+                f"{2 * SECONDS:.0f} s, the old shard lives serving beside the new until their replicas are gone. The life that reads a record another holds takes it over; the other's "
                 "next write or read of it is refused by the store and runs again from the record "
                 "(docs/contract.md §C.11).",
                 "",

@@ -47,7 +47,7 @@ _EPOCH = b"ep:"  # epochs from 1: claims, heads, parts
 _GONE = b"-"  # the head of a deleted record, until the sweep takes its keys
 _BATCH = 500  # keys read or decoded between yields to the event loop
 _WALK = 2  # claims read at once while walking up an ID's epochs
-_HELD = 65_536  # epochs a store remembers it holds (one it forgot is found again by a walk)
+_HELD = 65_536  # epochs a store remembers it holds (one it forgot is found again by a read)
 
 
 @dataclass
@@ -209,9 +209,10 @@ class GcsMarkStore:
         owners, parts = owners or {}, parts or {}
         writers = {sid: (owners.get(sid) or (None,))[-1] or self._life for sid in changes}
         held = {sid: h for sid in changes if (h := self._held.get(sid)) is not None and h.life == writers[sid]}
-        taken, superseded, failed, forgot = await self._take_over(
+        rejoined, taken, superseded, failed, forgot = await self._take_over(
             [sid for sid in changes if sid not in held], changes, writers, owners
         )
+        held.update(rejoined)
         # An epoch just taken is written whole; one held before, only the parts that changed.
         writing = {**held, **taken}
         results = await asyncio.gather(
@@ -226,23 +227,36 @@ class GcsMarkStore:
 
     async def _take_over(
         self, sids: list[str], changes: dict[str, Mark | None], writers: dict[str, str], owners: dict[str, Owners]
-    ) -> tuple[dict[str, _Held], set[str], set[str], bool]:
+    ) -> tuple[dict[str, _Held], dict[str, _Held], set[str], set[str], bool]:
         """Claim the next epoch of each ID, then check its owner in the record as it was before the claim. Returns
-        the epochs taken (to be written whole), the IDs superseded, those that failed, and whether the marker was
-        gone."""
+        the epochs this writer claimed before and holds still (forgotten here), the epochs taken (to be written
+        whole), the IDs superseded, those that failed, and whether the marker was gone."""
         if not sids:
-            return {}, set(), set(), False
+            return {}, {}, set(), set(), False
         client = gcs_kv()
         try:
             before, marker_present = await self._records(sids)
         except Exception:
-            return {}, set(), set(sids), False
+            return {}, {}, set(), set(sids), False
+        # Where the newest claim is this writer's, no life claimed after it: the epoch is its own still. With a
+        # head it is written as any held epoch; without one (a takeover refused) it is taken now, unclaimed again.
+        rejoined: dict[str, _Held] = {}
+        epochs: dict[str, int] = {}
+        for sid in sids:
+            record = before[sid]
+            if record.top and record.claims[record.top] == writers[sid].encode():
+                if record.top in record.heads:
+                    rejoined[sid] = self._hold(sid, _Held(record.top, writers[sid], record.legacy is not None, True))
+                else:
+                    epochs[sid] = record.top
         # Refused on what was read is refused (no claim, which would fence the holder out for nothing); a delete
         # of what is not there is done.
-        superseded = _refused(before, owners, marker_present)
-        absent = {sid for sid in sids if changes[sid] is None and before[sid].current()[1] is None}
-        claiming = [sid for sid in sids if sid not in superseded and sid not in absent]
-        epochs = {sid: before[sid].top + 1 for sid in claiming}
+        unheld = [sid for sid in sids if sid not in rejoined]
+        superseded = _refused({sid: before[sid] for sid in unheld}, owners, marker_present)
+        done = {sid for sid in unheld if changes[sid] is None and before[sid].current()[1] is None}
+        claiming = [sid for sid in unheld if sid not in superseded | done and sid not in epochs]
+        epochs = {sid: e for sid, e in epochs.items() if sid not in superseded | done}
+        epochs.update((sid, before[sid].top + 1) for sid in claiming)
 
         async def claim(sid: str) -> bool:
             life = writers[sid].encode()
@@ -255,13 +269,13 @@ class GcsMarkStore:
         results = await asyncio.gather(*(claim(sid) for sid in claiming), return_exceptions=True)
         failed = {sid for sid, r in zip(claiming, results, strict=True) if isinstance(r, BaseException)}
         superseded |= {sid for sid, r in zip(claiming, results, strict=True) if r is False}
-        claimed = [sid for sid in claiming if sid not in failed and sid not in superseded]
+        claimed = [sid for sid in epochs if sid not in failed | superseded]
         if not claimed:
-            return {}, superseded, failed, not marker_present
+            return rejoined, {}, superseded, failed, not marker_present
         try:
             after, marker_present = await self._records(claimed)
         except Exception:
-            return {}, superseded, failed | set(claimed), False
+            return rejoined, {}, superseded, failed | set(claimed), False
         refused_after = _refused(after, owners, marker_present, epochs)
         taken: dict[str, _Held] = {}
         for sid in claimed:
@@ -271,12 +285,15 @@ class GcsMarkStore:
             elif sid in refused_after:
                 superseded.add(sid)  # the claim stays, empty: readers read the epoch below it
             else:
-                taken[sid] = _Held(epochs[sid], writers[sid], record.legacy is not None)
-                self._held.pop(sid, None)
-                self._held[sid] = taken[sid]
-                if len(self._held) > _HELD:
-                    del self._held[next(iter(self._held))]
-        return taken, superseded, failed, not marker_present
+                taken[sid] = self._hold(sid, _Held(epochs[sid], writers[sid], record.legacy is not None))
+        return rejoined, taken, superseded, failed, not marker_present
+
+    def _hold(self, sid: str, held: _Held) -> _Held:
+        self._held.pop(sid, None)
+        self._held[sid] = held
+        if len(self._held) > _HELD:
+            del self._held[next(iter(self._held))]
+        return held
 
     async def _put(self, sid: str, mark: Mark | None, held: _Held, taken: bool, changed: frozenset[str] | None) -> None:
         """Write the change into the held epoch (whole if just taken) and epoch 0's "moved" copy of its head."""

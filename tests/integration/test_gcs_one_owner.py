@@ -21,6 +21,7 @@ from session_store.gcs_kv import gcs_kv
 from session_store.marks import Written, decode, encode
 from session_store.marks.gcs_store import GcsMarkStore
 from session_store.routing import PARTITIONS, partition
+from tests.integration.test_gcs_marks import kinds
 from tests.unit.session_store import test_one_owner as one_owner
 
 WHO: contextvars.ContextVar[str | None] = contextvars.ContextVar("who", default=None)
@@ -133,6 +134,26 @@ def test_a_close_that_lands_between_a_claim_and_the_takers_second_read_is_seen_a
         assert (await taking).superseded == {"s"}
         assert (await GcsMarkStore(namespace).read(["s"]))["s"].cause == "closed"
         assert (await as_("b", b.write({"s": held_open("B")}, {"s": ("A", "B")}))).superseded == {"s"}
+        # b, having read the close, writes over it: into the epoch it claimed and left empty, not a third.
+        lost = Mark(time.time() + 3600, "lost", "e")
+        assert await as_("b", b.write({"s": lost}, {"s": (None, "B")})) == Written()
+        assert (await GcsMarkStore(namespace).read(["s"]))["s"].cause == "lost"
+        assert kinds(await gcs_kv().async_internal_kv_keys(b"ep:", namespace, timeout=10)) == "cchh"
+
+    asyncio.run(main())
+
+
+def test_a_store_that_forgot_the_epoch_it_holds_writes_into_it_again_only_what_changed(serve_url, namespace):
+    """The newest claim is the writer's own (no life claimed after it): a store that no longer remembers it (a
+    bounded memory, a store object made anew) writes the change into that epoch, not the whole record again."""
+
+    async def main():
+        assert await GcsMarkStore(namespace).write({"s": held_open("A", 1)}, {"s": (None, "A")}) == Written()
+        again = GcsMarkStore(namespace)  # the same life, its memory of epochs gone
+        written = await again.write({"s": held_open("A", 2)}, {"s": ("A", "A")}, {"s": frozenset({"d:k1"})})
+        assert written == Written()
+        assert kinds(await gcs_kv().async_internal_kv_keys(b"ep:", namespace, timeout=10)) == "chpp"  # epoch 1 only
+        assert list((await again.read(["s"]))["s"].session["documents"]) == ["k0", "k1"]
 
     asyncio.run(main())
 
