@@ -3,11 +3,12 @@
 The embedded corpus (`generate.py`) is four companies written for an agent to read; this one is as many as asked,
 written for the task builder (finsec/taskgen): every statement figure tagged for the year and the year before,
 contexts with their periods, segments as dimensions, and the cover page's facts, printed as real filings print them
-(a table's scale in its caption, outflows in parentheses). Each company files one 10-K a fiscal year, so a corpus
-holds the filings that tasks across periods need, and its figures agree across them (a 10-K's prior-year column is
-the year before's current one).
+(a table's scale in its caption, outflows in parentheses). Each company files one 10-K a fiscal year (and, asked,
+a 10-Q of each year's first quarter), so a corpus holds the filings that tasks across periods need, and its figures
+agree across them (a filing's prior-year column is the year before's current one).
 
     python -m finsec.corpus.annual_reports OUT_DIR --companies 250 --years 4    # 1,000 filings
+    python -m finsec.corpus.annual_reports OUT_DIR --companies 20 --years 3 --quarters  # and 10-Qs of each Q1
 
 Deterministic: the same arguments write the same bytes. Tickers end in a digit and CIKs start at 980,000,001, so
 they cannot collide with a real company's, nor with the embedded corpus's.
@@ -18,13 +19,14 @@ from __future__ import annotations
 import argparse
 import random
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 
 from finsec.corpus.documents import cells, tagged
 from finsec.corpus.issuers import Filing, Issuer
 from finsec.corpus.layout import write_layout
 
-__all__ = ["Company", "LAST_YEAR", "annual_reports", "companies", "render", "write_annual_reports"]
+__all__ = ["Company", "LAST_YEAR", "annual_reports", "companies", "first_quarter", "render", "write_annual_reports"]
 
 LAST_YEAR = 2024  # the newest fiscal year a corpus holds
 _CIK_BASE = 980_000_000
@@ -155,19 +157,36 @@ def _year(rng: random.Random, revenue: int, shares: dict[str, float]) -> dict[st
     return f
 
 
-def annual_reports(count: int, years: int) -> list[tuple[Filing, Company]]:
-    """Each company's 10-K for each of its `years` fiscal years, oldest first."""
+def annual_reports(count: int, years: int, quarters: bool = False) -> list[tuple[Filing, Company]]:
+    """Each company's 10-K for each of its `years` fiscal years, oldest first; with `quarters`, each year's first
+    quarter 10-Q too (filed before that year's 10-K)."""
     out = []
     for company in companies(count, years):
+        issuer, n = company.issuer, company.issuer.cik % 1_000_000
         for year in range(LAST_YEAR - years + 1, LAST_YEAR + 1):
-            issuer = company.issuer
+            if quarters:
+                out.append(
+                    (
+                        Filing(
+                            issuer,
+                            "10-Q",
+                            year,
+                            f"{year}-03-31",
+                            f"{year}-05-{1 + issuer.cik % 12:02d}",
+                            f"{issuer.cik:010d}-{year % 100:02d}-{500_000 + n:06d}",
+                            f"{issuer.ticker.lower()}-{year}0331.htm",
+                            first_quarter(company, year),
+                        ),
+                        company,
+                    )
+                )
             filing = Filing(
                 issuer,
                 "10-K",
                 year,
                 f"{year}-12-31",
                 f"{year + 1}-02-{10 + issuer.cik % 18:02d}",
-                f"{issuer.cik:010d}-{(year + 1) % 100:02d}-{issuer.cik % 1_000_000:06d}",
+                f"{issuer.cik:010d}-{(year + 1) % 100:02d}-{n:06d}",
                 f"{issuer.ticker.lower()}-{year}1231.htm",
                 company.years[year],
             )
@@ -175,34 +194,65 @@ def annual_reports(count: int, years: int) -> list[tuple[Filing, Company]]:
     return out
 
 
+def first_quarter(company: Company, year: int) -> dict[str, int]:
+    """The income statement of the three months ended March 31 of `year`: a share of the year's costs and revenue,
+    its subtotals summed as the year's are (the same for the 10-Q of that quarter and the year after's)."""
+    share = random.Random(f"first-quarter:{company.issuer.cik}:{year}").uniform(0.2, 0.28)
+    f = {key: int(company.years[year][key] * share) for key in _QUARTER_SHARED}
+    f["GrossProfit"] = f["Revenues"] - f["CostOfRevenue"]
+    f["OperatingExpenses"] = f["ResearchAndDevelopmentExpense"] + f["SellingGeneralAndAdministrativeExpense"]
+    f["OperatingIncomeLoss"] = f["GrossProfit"] - f["OperatingExpenses"]
+    pretax = f["OperatingIncomeLoss"] - f["InterestExpense"]
+    f["IncomeLossFromContinuingOperationsBeforeIncomeTaxesExtraordinaryItemsNoncontrollingInterest"] = pretax
+    f["IncomeTaxExpenseBenefit"] = min(f["IncomeTaxExpenseBenefit"], pretax) if pretax > 0 else 0
+    f["NetIncomeLoss"] = pretax - f["IncomeTaxExpenseBenefit"]
+    f["SharesOutstanding"] = company.years[year]["SharesOutstanding"]
+    return f
+
+
+_QUARTER_SHARED = (
+    "Revenues",
+    "CostOfRevenue",
+    "ResearchAndDevelopmentExpense",
+    "SellingGeneralAndAdministrativeExpense",
+    "InterestExpense",
+    "IncomeTaxExpenseBenefit",
+)
+
+
 def _member(segment: str) -> str:
     return "gen:" + segment.replace(" ", "") + "SegmentMember"
 
 
+def _context(id_: str, cik: int, period: str, member: str = "") -> str:
+    dimension = (
+        f'<xbrli:segment><xbrldi:explicitMember dimension="us-gaap:StatementBusinessSegmentsAxis">{member}'
+        "</xbrldi:explicitMember></xbrli:segment>"
+        if member
+        else ""
+    )
+    return (
+        f'<xbrli:context id="{id_}"><xbrli:entity><xbrli:identifier scheme="http://www.sec.gov/CIK">'
+        f"{cik:010d}</xbrli:identifier>{dimension}</xbrli:entity><xbrli:period>{period}</xbrli:period>"
+        "</xbrli:context>"
+    )
+
+
+def _duration(start: str, end: str) -> str:
+    return f"<xbrli:startDate>{start}</xbrli:startDate><xbrli:endDate>{end}</xbrli:endDate>"
+
+
 def _contexts(cik: int, year: int, segments: tuple[str, ...]) -> str:
-    def context(id_: str, period: str, member: str = "") -> str:
-        dimension = (
-            f'<xbrli:segment><xbrldi:explicitMember dimension="us-gaap:StatementBusinessSegmentsAxis">{member}'
-            "</xbrldi:explicitMember></xbrli:segment>"
-            if member
-            else ""
-        )
-        return (
-            f'<xbrli:context id="{id_}"><xbrli:entity><xbrli:identifier scheme="http://www.sec.gov/CIK">'
-            f"{cik:010d}</xbrli:identifier>{dimension}</xbrli:entity><xbrli:period>{period}</xbrli:period>"
-            "</xbrli:context>"
-        )
-
-    def duration(y: int) -> str:
-        return f"<xbrli:startDate>{y}-01-01</xbrli:startDate><xbrli:endDate>{y}-12-31</xbrli:endDate>"
-
     out = []
     for y in (year, year - 1):
-        out.append(context(f"FY{y}", duration(y)))
-        out.append(context(f"I{y}", f"<xbrli:instant>{y}-12-31</xbrli:instant>"))
-        out += [context(f"FY{y}_{n}", duration(y), _member(s)) for n, s in enumerate(segments)]
-    out.append(context("Cover", f"<xbrli:instant>{year + 1}-02-01</xbrli:instant>"))
-    out.append(context("Float", f"<xbrli:instant>{year}-06-30</xbrli:instant>"))
+        out.append(_context(f"FY{y}", cik, _duration(f"{y}-01-01", f"{y}-12-31")))
+        out.append(_context(f"I{y}", cik, f"<xbrli:instant>{y}-12-31</xbrli:instant>"))
+        out += [
+            _context(f"FY{y}_{n}", cik, _duration(f"{y}-01-01", f"{y}-12-31"), _member(s))
+            for n, s in enumerate(segments)
+        ]
+    out.append(_context("Cover", cik, f"<xbrli:instant>{year + 1}-02-01</xbrli:instant>"))
+    out.append(_context("Float", cik, f"<xbrli:instant>{year}-06-30</xbrli:instant>"))
     return "\n".join(out)
 
 
@@ -219,22 +269,26 @@ def _table(caption: str, year: int, rows: list[tuple[str, _Cell, _Cell]]) -> str
     return f'<p><span style="font-weight:700">{caption}</span></p>\n<table><tr>{heading}</tr>{body}</table>\n'
 
 
+def _rows(
+    table, context: str, year: int, now: dict[str, int], before: dict[str, int]
+) -> list[tuple[str, _Cell, _Cell]]:
+    """A statement's rows for `year` and the year before, tagged in contexts `<context><year>`. An outflow (sign -1)
+    is tagged positive and printed in parentheses; a negative figure is tagged so."""
+
+    def cell(concept: str, sign: int, y: int, figures: dict[str, int]) -> _Cell:
+        return tagged(concept, figures[concept], f"{context}{y}"), sign < 0 or figures[concept] < 0
+
+    return [
+        (label, cell(concept, sign, year, now), cell(concept, sign, year - 1, before)) for concept, label, sign in table
+    ]
+
+
 def render(filing: Filing, company: Company) -> str:
-    """The 10-K's primary document."""
+    """The filing's primary document: a 10-K, or a first quarter's 10-Q."""
+    if filing.form == "10-Q":
+        return _quarterly(filing, company)
     issuer, year = filing.issuer, filing.fiscal_year
     now, before = company.years[year], company.years[year - 1]
-
-    def rows(table, context: str) -> list[tuple[str, _Cell, _Cell]]:
-        """An outflow (sign -1) is tagged positive and printed in parentheses; a negative figure is tagged so."""
-
-        def cell(concept: str, sign: int, y: int, figures: dict[str, int]) -> _Cell:
-            return tagged(concept, figures[concept], f"{context}{y}"), sign < 0 or figures[concept] < 0
-
-        return [
-            (label, cell(concept, sign, year, now), cell(concept, sign, year - 1, before))
-            for concept, label, sign in table
-        ]
-
     segments = [
         (
             name,
@@ -245,6 +299,47 @@ def render(filing: Filing, company: Company) -> str:
     ]
     market_to_book = random.Random(f"float:{issuer.cik}:{year}").uniform(2.0, 12.0)
     float_billions = max(0.1, round(abs(now["StockholdersEquity"]) * market_to_book / 1e6, 1))
+    cover = f"""<p><span>The aggregate market value of the voting stock held by non-affiliates of the registrant as of June 30, {year}
+was approximately $<ix:nonFraction name="dei:EntityPublicFloat" contextRef="Float" unitRef="usd" decimals="-8"
+ scale="9" format="ixt:num-dot-decimal">{float_billions:.1f}</ix:nonFraction> billion.</span></p>
+<p><span>As of February 1, {year + 1}, the registrant had <ix:nonFraction name="dei:EntityCommonStockSharesOutstanding"
+ contextRef="Cover" unitRef="shares" decimals="0" format="ixt:num-dot-decimal">{now["SharesOutstanding"]:,}\
+</ix:nonFraction> shares of common stock outstanding.</span></p>
+<p><span style="font-weight:700">Item 8. Financial Statements and Supplementary Data</span></p>
+{_table("Consolidated Statements of Operations (in thousands)", year, _rows(_INCOME, "FY", year, now, before))}
+{_table("Consolidated Balance Sheets (in thousands)", year, _rows(_BALANCE, "I", year, now, before))}
+{_table("Consolidated Statements of Cash Flows (in thousands)", year, _rows(_CASH_FLOW, "FY", year, now, before))}
+<p><span style="font-weight:700">Note 12. Segment Information</span></p>
+<p><span>{issuer.name} reports {len(company.segments)} segments. Revenue by segment was as follows.</span></p>
+{_table("Revenue by segment (in thousands)", year, segments)}"""
+    report = "ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934 for the fiscal year\nended"
+    return _page(filing, _contexts(issuer.cik, year, company.segments), "FY", report, cover)
+
+
+def _quarterly(filing: Filing, company: Company) -> str:
+    """A 10-Q of the first quarter: its income statement, the quarter beside the same quarter a year before."""
+    issuer, year = filing.issuer, filing.fiscal_year
+    now, before = first_quarter(company, year), first_quarter(company, year - 1)
+    contexts = "\n".join(
+        [
+            *(_context(f"FY{y}", issuer.cik, _duration(f"{y}-01-01", f"{y}-03-31")) for y in (year, year - 1)),
+            _context("Cover", issuer.cik, f"<xbrli:instant>{year}-04-25</xbrli:instant>"),
+        ]
+    )
+    cover = f"""<p><span>As of April 25, {year}, the registrant had <ix:nonFraction name="dei:EntityCommonStockSharesOutstanding"
+ contextRef="Cover" unitRef="shares" decimals="0" format="ixt:num-dot-decimal">{now["SharesOutstanding"]:,}\
+</ix:nonFraction> shares of common stock outstanding.</span></p>
+<p><span style="font-weight:700">Item 1. Financial Statements</span></p>
+<p><span>The columns are the three months ended March 31.</span></p>
+{_table("Condensed Consolidated Statements of Operations (in thousands)", year, _rows(_INCOME, "FY", year, now, before))}"""
+    report = "QUARTERLY REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934 for the quarterly\nperiod ended"
+    return _page(filing, contexts, "Q1", report, cover)
+
+
+def _page(filing: Filing, contexts: str, focus: str, report: str, body: str) -> str:
+    """The document around its statements: the inline XBRL header, the cover page's facts."""
+    issuer, year = filing.issuer, filing.fiscal_year
+    end = date.fromisoformat(filing.period_end)
     return f"""<?xml version="1.0" encoding="utf-8"?>
 <html xmlns="http://www.w3.org/1999/xhtml" xmlns:ix="http://www.xbrl.org/2013/inlineXBRL"
  xmlns:xbrli="http://www.xbrl.org/2003/instance" xmlns:xbrldi="http://xbrl.org/2006/xbrldi"
@@ -254,42 +349,29 @@ def render(filing: Filing, company: Company) -> str:
 <div style="display:none"><ix:header><ix:hidden>
 <ix:nonNumeric name="dei:EntityCentralIndexKey" contextRef="FY{year}">{issuer.cik:010d}</ix:nonNumeric>
 <ix:nonNumeric name="dei:DocumentFiscalYearFocus" contextRef="FY{year}">{year}</ix:nonNumeric>
-<ix:nonNumeric name="dei:DocumentFiscalPeriodFocus" contextRef="FY{year}">FY</ix:nonNumeric>
+<ix:nonNumeric name="dei:DocumentFiscalPeriodFocus" contextRef="FY{year}">{focus}</ix:nonNumeric>
 </ix:hidden><ix:resources>
-{_contexts(issuer.cik, year, company.segments)}
+{contexts}
 <xbrli:unit id="usd"><xbrli:measure>iso4217:USD</xbrli:measure></xbrli:unit>
 <xbrli:unit id="shares"><xbrli:measure>xbrli:shares</xbrli:measure></xbrli:unit>
 </ix:resources></ix:header></div>
 <div style="text-align:center"><span>UNITED STATES SECURITIES AND EXCHANGE COMMISSION</span></div>
 <div style="text-align:center"><span style="font-weight:700">FORM \
-<ix:nonNumeric name="dei:DocumentType" contextRef="FY{year}">10-K</ix:nonNumeric></span></div>
-<p><span>ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934 for the fiscal year
-ended <ix:nonNumeric name="dei:DocumentPeriodEndDate" contextRef="FY{year}" format="ixt:date-monthname-day-year-en">\
-December 31, {year}</ix:nonNumeric></span></p>
+<ix:nonNumeric name="dei:DocumentType" contextRef="FY{year}">{filing.form}</ix:nonNumeric></span></div>
+<p><span>{report} <ix:nonNumeric name="dei:DocumentPeriodEndDate" contextRef="FY{year}" format="ixt:date-monthname-day-year-en">\
+{end:%B} {end.day}, {end.year}</ix:nonNumeric></span></p>
 <p><span style="font-weight:700"><ix:nonNumeric name="dei:EntityRegistrantName" contextRef="FY{year}">\
 {issuer.name}</ix:nonNumeric></span><br/><span>(Exact name of registrant as specified in its charter)</span></p>
 <p><span>Trading symbol: <ix:nonNumeric name="dei:TradingSymbol" contextRef="FY{year}">{issuer.ticker}\
 </ix:nonNumeric></span></p>
-<p><span>The aggregate market value of the voting stock held by non-affiliates of the registrant as of June 30, {year}
-was approximately $<ix:nonFraction name="dei:EntityPublicFloat" contextRef="Float" unitRef="usd" decimals="-8"
- scale="9" format="ixt:num-dot-decimal">{float_billions:.1f}</ix:nonFraction> billion.</span></p>
-<p><span>As of February 1, {year + 1}, the registrant had <ix:nonFraction name="dei:EntityCommonStockSharesOutstanding"
- contextRef="Cover" unitRef="shares" decimals="0" format="ixt:num-dot-decimal">{now["SharesOutstanding"]:,}\
-</ix:nonFraction> shares of common stock outstanding.</span></p>
-<p><span style="font-weight:700">Item 8. Financial Statements and Supplementary Data</span></p>
-{_table("Consolidated Statements of Operations (in thousands)", year, rows(_INCOME, "FY"))}
-{_table("Consolidated Balance Sheets (in thousands)", year, rows(_BALANCE, "I"))}
-{_table("Consolidated Statements of Cash Flows (in thousands)", year, rows(_CASH_FLOW, "FY"))}
-<p><span style="font-weight:700">Note 12. Segment Information</span></p>
-<p><span>{issuer.name} reports {len(company.segments)} segments. Revenue by segment was as follows.</span></p>
-{_table("Revenue by segment (in thousands)", year, segments)}
+{body}
 </body></html>
 """
 
 
-def write_annual_reports(out: Path, companies_: int, years: int) -> Path:
+def write_annual_reports(out: Path, companies_: int, years: int, quarters: bool = False) -> Path:
     """Write the corpus into `out` in the sec.gov layout (replaced atomically if it exists) and return it."""
-    reports = annual_reports(companies_, years)
+    reports = annual_reports(companies_, years, quarters)
     company_of = {filing.url_path: company for filing, company in reports}  # each document rendered as written
     issuers = list(dict.fromkeys(company.issuer for _, company in reports))
     return write_layout(
@@ -302,8 +384,9 @@ def _main(argv: list[str] | None = None) -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--companies", type=int, default=250)
     parser.add_argument("--years", type=int, default=4, help="10-Ks per company, ending at fiscal 2024")
+    parser.add_argument("--quarters", action="store_true", help="and each year's first-quarter 10-Q")
     options = parser.parse_args(argv)
-    print(write_annual_reports(options.out, options.companies, options.years))
+    print(write_annual_reports(options.out, options.companies, options.years, options.quarters))
 
 
 if __name__ == "__main__":

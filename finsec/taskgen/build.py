@@ -28,7 +28,7 @@ from finsec.taskgen.figures import CHANGES, FIGURES, FORMULAS, RATIOS, SEGMENT_A
 from finsec.xbrl.facts import Context, Fact, Filing, read_filing, text_of
 from finsec.xbrl.printed import agrees, printed
 
-__all__ = ["Built", "Comparable", "Source", "TIERS", "build_tasks", "long_date"]
+__all__ = ["ACROSS_FILINGS", "Built", "Comparable", "Source", "TIERS", "build_tasks", "long_date"]
 
 TIERS = {
     "cover": 1,
@@ -40,7 +40,9 @@ TIERS = {
     "formula": 3,
     "comparison": 4,
     "growth": 4,
+    "quarter_change": 3,
 }
+ACROSS_FILINGS = frozenset({"comparison", "growth", "quarter_change"})  # built from two filings, not one
 _OPERATIONS = {"cover": 0, "line_item": 0, "segment": 0, "change": 1, "ratio": 1}  # a formula and a mix count theirs
 _CLOSE_DAYS = 7  # a context ending this near the period's end is the period's
 _SPANS = {"year": (350, 380), "quarter": (80, 100), "half": (170, 190), "nine_months": (260, 285)}

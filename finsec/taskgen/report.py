@@ -7,11 +7,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from finsec.taskgen.build import TIERS, Built, Source
+from finsec.taskgen.build import ACROSS_FILINGS, TIERS, Built, Source
 
 __all__ = ["BuildReport"]
-
-_ACROSS_FILINGS = ("comparison", "growth")  # kinds built from two filings, not one
 
 
 @dataclass
@@ -19,8 +17,8 @@ class BuildReport:
     filings: list[dict[str, Any]] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # filings the source gave no text for
     splits: dict[str, list[str]] = field(default_factory=dict)  # split -> tickers
-    comparisons: int = 0  # tasks across two companies' 10-Ks (compare.py)
-    growth: int = 0  # tasks across a company's 10-Ks of different years (periods.py)
+    # Tasks across filings, by kind: two companies' 10-Ks (compare.py), a company's 10-Ks or 10-Qs (periods.py).
+    across: Counter[str] = field(default_factory=Counter)
 
     def add(self, source: Source, built: Built, split: str) -> None:
         self.filings.append(
@@ -45,9 +43,10 @@ class BuildReport:
             "filings": self.filings,
             "unreadable": self.unreadable,
             "splits": self.splits,
-            "tasks": sum(row["tasks"] for row in self.filings) + self.comparisons + self.growth,
-            "comparisons": self.comparisons,
-            "growth": self.growth,
+            "tasks": sum(row["tasks"] for row in self.filings) + sum(self.across.values()),
+            "comparisons": self.across["comparison"],
+            "growth": self.across["growth"],
+            "quarter_changes": self.across["quarter_change"],
             "facts_checked": sum(row["facts_checked"] for row in self.filings),
             "facts_agreeing": sum(row["facts_agreeing"] for row in self.filings),
             "dropped": sum(sum(row["dropped"].values()) for row in self.filings),
@@ -55,7 +54,7 @@ class BuildReport:
 
     def render(self) -> str:
         summary = self.to_json()
-        kinds = [kind for kind in TIERS if kind not in _ACROSS_FILINGS]  # a filing's own; the others are counted below
+        kinds = [kind for kind in TIERS if kind not in ACROSS_FILINGS]  # a filing's own; the others are counted below
         lines = [
             "| filing | split | " + " | ".join(kinds) + " | tasks | facts agreeing | dropped |",
             "|---|---|" + "---|" * (len(kinds) + 3),
@@ -70,8 +69,9 @@ class BuildReport:
         checked = summary["facts_checked"]
         lines += [
             "",
-            f"{summary['tasks']} tasks from {len(self.filings)} filings ({self.comparisons} of them comparisons across "
-            f"two companies, {self.growth} growth rates across a company's filings); every kept task's facts read the "
+            f"{summary['tasks']} tasks from {len(self.filings)} filings ({summary['comparisons']} of them comparisons "
+            f"across two companies, {summary['growth']} growth rates across a company's 10-Ks, "
+            f"{summary['quarter_changes']} quarters against the same quarter a year before across its 10-Qs); every kept task's facts read the "
             f"same tagged and printed ({summary['facts_agreeing']} of {checked} facts checked agreed; "
             f"{summary['dropped']} tasks dropped).",
             "Splits by company: "

@@ -145,7 +145,7 @@ def run_build(options: argparse.Namespace) -> int:
     from finsec.taskgen.filings import read_filings
     from finsec.taskgen.manifest import document_digest, write_manifest
     from finsec.taskgen.parallel import in_order, local_builds, ray_builds
-    from finsec.taskgen.periods import growth_tasks
+    from finsec.taskgen.periods import growth_tasks, quarter_tasks
     from finsec.taskgen.report import BuildReport
     from finsec.taskgen.split import SPLITS, split_of
     from finsec_client.nemo_gym_rows import flat_row
@@ -205,12 +205,11 @@ def run_build(options: argparse.Namespace) -> int:
         raise UsageError(f"cannot read filings: {error}") from None
     finally:
         builds.close()
-    for task in comparison_tasks(built_filings):  # across two companies' 10-Ks, within a split
+    # Across filings: two companies' 10-Ks within a split, a company's 10-Ks of different years, its 10-Qs a year
+    # apart.
+    for task in [*comparison_tasks(built_filings), *growth_tasks(built_filings), *quarter_tasks(built_filings)]:
         rows[task["split"]].append(task)
-        report.comparisons += 1
-    for task in growth_tasks(built_filings):  # across a company's 10-Ks of different years
-        rows[task["split"]].append(task)
-        report.growth += 1
+        report.across[task["kind"]] += 1
     out = options.out
     try:
         (out / "nemo-gym").mkdir(parents=True, exist_ok=True)

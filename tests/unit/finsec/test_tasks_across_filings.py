@@ -1,6 +1,6 @@
-"""The generated corpus of many companies' 10-Ks (finsec/corpus/annual_reports.py) and the tasks that need two
-filings: a company's growth over three years (finsec/taskgen/periods.py), and comparisons bounded per filing
-(finsec/taskgen/compare.py). No Ray; the build on Ray is tests/integration/test_tasks_on_ray.py."""
+"""The generated corpus of many companies' 10-Ks and first-quarter 10-Qs (finsec/corpus/annual_reports.py) and the
+tasks that need two filings: a company's growth over three years and a quarter against the same quarter a year
+before (finsec/taskgen/periods.py), and comparisons bounded per filing (finsec/taskgen/compare.py). No Ray; the build on Ray is tests/integration/test_tasks_on_ray.py."""
 
 from __future__ import annotations
 
@@ -11,12 +11,19 @@ from pathlib import Path
 import pytest
 
 from deployments.cli import main
-from finsec.corpus.annual_reports import LAST_YEAR, annual_reports, companies, render, write_annual_reports
+from finsec.corpus.annual_reports import (
+    LAST_YEAR,
+    annual_reports,
+    companies,
+    first_quarter,
+    render,
+    write_annual_reports,
+)
 from finsec.grading.deterministic import DeterministicGrader
 from finsec.net.ports import free_port
-from finsec.taskgen.build import TIERS, Source, build_tasks
+from finsec.taskgen.build import ACROSS_FILINGS, TIERS, Source, build_tasks
 from finsec.taskgen.compare import COMPARED, comparison_tasks
-from finsec.taskgen.periods import YEARS, growth_tasks
+from finsec.taskgen.periods import YEARS, growth_tasks, quarter_tasks
 from finsec.xbrl.facts import read_filing
 
 COMPANIES, FILINGS_EACH = 3, 4
@@ -48,7 +55,7 @@ def test_the_corpus_is_deterministic_and_in_the_sec_gov_layout(tmp_path):
 
 def test_every_filing_gives_every_kind_of_its_own_with_every_fact_agreeing(built):
     for filing, _, result in built:
-        assert {task["kind"] for task in result.tasks} == set(TIERS) - {"comparison", "growth"}, filing.url
+        assert {task["kind"] for task in result.tasks} == set(TIERS) - ACROSS_FILINGS, filing.url
         assert result.facts_checked == result.facts_agreeing > 50
         assert not result.dropped
 
@@ -102,6 +109,44 @@ def test_growth_needs_the_filing_that_states_the_first_year(built):
     assert growth_tasks(newest_two) == []
 
 
+@pytest.fixture(scope="module")
+def quarterly():
+    return [
+        (filing, company, build_tasks(_source(filing), render(filing, company)))
+        for filing, company in annual_reports(COMPANIES, FILINGS_EACH, quarters=True)
+        if filing.form == "10-Q"
+    ]
+
+
+def test_a_quarter_against_the_same_quarter_a_year_before_reads_two_10qs_and_is_computed_by_hand(quarterly):
+    for filing, _, result in quarterly:  # each 10-Q reads as a filing of its own: every fact agreeing
+        assert result.facts_checked == result.facts_agreeing > 10 and not result.dropped, filing.url
+        assert {"line_item", "change", "ratio"} <= {task["kind"] for task in result.tasks}
+    tasks = quarter_tasks([(_source(filing), result, "train") for filing, _, result in quarterly])
+    assert len(tasks) == COMPANIES * (FILINGS_EACH - 1)  # the oldest 10-Q has no year-earlier 10-Q read
+    grader = DeterministicGrader()
+    for task in tasks:
+        company = next(c for f, c, _ in quarterly if f.issuer.ticker == task["ticker"])
+        year = date.fromisoformat(task["period_end"]).year
+        now, before = (first_quarter(company, y)["Revenues"] for y in (year, year - 1))
+        by_hand = round((now - before) / before * 100, 1)
+        assert task["canonical_answer"] == {"value": by_hand, "unit": "percent"}
+        assert [f["value"] for f in task["facts"]] == [before * 1000, now * 1000]
+        assert [d["form"] for d in task["documents"]] == ["10-Q", "10-Q"]
+        assert len({d["accession"] for d in task["documents"]}) == 2
+        assert task["kind"] == "quarter_change" and task["difficulty"] == {"documents": 2, "facts": 2, "operations": 2}
+        moved = "rose" if by_hand > 0 else "fell"
+        said = f"Quarterly revenue {moved} {abs(by_hand)}% from the same quarter a year earlier."
+        assert grader.grade_sync(task["question"], task["expected_answer"], said).reward == 1.0, said
+        backwards = f"Quarterly revenue {'fell' if by_hand > 0 else 'rose'} {abs(by_hand)}%."
+        assert grader.grade_sync(task["question"], task["expected_answer"], backwards).reward == 0.0, backwards
+
+
+def test_a_quarter_change_needs_the_year_earlier_10q_not_a_10qs_own_comparative_column(quarterly):
+    newest = [(_source(f), result, "train") for f, _, result in quarterly if f.fiscal_year == LAST_YEAR]
+    assert quarter_tasks(newest) == []
+
+
 def test_comparisons_are_every_pair_of_a_few_and_bounded_per_filing_for_many():
     reports = annual_reports(12, 1)
     rows = [(_source(f), build_tasks(_source(f), render(f, c)), "train") for f, c in reports]
@@ -124,7 +169,16 @@ def test_the_command_builds_growth_tasks_from_a_generated_corpus(tmp_path: Path,
     assert report["growth"] == 2 * 2 and report["facts_checked"] == report["facts_agreeing"]
     tasks = [json.loads(line) for split in out.glob("*.jsonl") for line in split.read_text().splitlines()]
     assert sum(task["kind"] == "growth" for task in tasks) == 4
-    assert "4 growth rates across a company's filings" in capsys.readouterr().out
+    assert "4 growth rates across a company's 10-Ks" in capsys.readouterr().out
+
+
+def test_the_command_builds_quarter_changes_from_a_corpus_with_10qs(tmp_path: Path):
+    corpus = write_annual_reports(tmp_path / "corpus", 2, 2, quarters=True)
+    out = tmp_path / "tasks"
+    argv = ["tasks", "build", "--corpus", str(corpus), "--out", str(out), "--forms", "10-Q", "--filings-per-form", "2"]
+    assert main(argv) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["quarter_changes"] == 2 and report["growth"] == 0  # each company's 2024 Q1 against 2023's
 
 
 def test_an_address_nothing_answers_at_is_one_line_at_once(tmp_path: Path, capsys):
