@@ -165,33 +165,23 @@ def annual_reports(count: int, years: int, quarters: bool = False) -> list[tuple
         issuer, n = company.issuer, company.issuer.cik % 1_000_000
         for year in range(LAST_YEAR - years + 1, LAST_YEAR + 1):
             if quarters:
+                filed = f"{year}-05-{1 + issuer.cik % 12:02d}"
                 out.append(
                     (
-                        Filing(
-                            issuer,
-                            "10-Q",
-                            year,
-                            f"{year}-03-31",
-                            f"{year}-05-{1 + issuer.cik % 12:02d}",
-                            f"{issuer.cik:010d}-{year % 100:02d}-{500_000 + n:06d}",
-                            f"{issuer.ticker.lower()}-{year}0331.htm",
-                            first_quarter(company, year),
-                        ),
+                        _filing(issuer, "10-Q", f"{year}-03-31", filed, 500_000 + n, first_quarter(company, year)),
                         company,
                     )
                 )
-            filing = Filing(
-                issuer,
-                "10-K",
-                year,
-                f"{year}-12-31",
-                f"{year + 1}-02-{10 + issuer.cik % 18:02d}",
-                f"{issuer.cik:010d}-{(year + 1) % 100:02d}-{n:06d}",
-                f"{issuer.ticker.lower()}-{year}1231.htm",
-                company.years[year],
-            )
-            out.append((filing, company))
+            filed = f"{year + 1}-02-{10 + issuer.cik % 18:02d}"
+            out.append((_filing(issuer, "10-K", f"{year}-12-31", filed, n, company.years[year]), company))
     return out
+
+
+def _filing(issuer: Issuer, form: str, period_end: str, filed: str, sequence: int, facts: dict[str, int]) -> Filing:
+    """A filing of the fiscal year its period ends in, its accession numbered in the year it was filed."""
+    accession = f"{issuer.cik:010d}-{int(filed[:4]) % 100:02d}-{sequence:06d}"
+    document = f"{issuer.ticker.lower()}-{period_end.replace('-', '')}.htm"
+    return Filing(issuer, form, int(period_end[:4]), period_end, filed, accession, document, facts)
 
 
 def first_quarter(company: Company, year: int) -> dict[str, int]:
