@@ -40,7 +40,8 @@ processes over one Redis). The record of an open session names the life that hol
 every write says which owner it expects the record to have (`take_changes`): the life that last wrote it, or
 none. The store refuses a write whose expectation is wrong, so a life that read the record and took the session
 over (restored it, or fenced it lost) fences out the one that held it: that one `forget`s the ID and reads it
-again (a record that still names it is then another life's: what it held is gone). A verify that scores writes the record too, so a life that was taken over never scores.
+again (a record that still names it is then another life's: what it held is gone). A verify that scores writes
+the record too, so a life that was taken over never scores.
 
 Expiry index. The session TTL is fixed for a core's life and the clock never goes back, so sessions expire in
 the order they were seeded. Keeping the sessions dict in that order (a re-seed re-inserts at the end) makes it
@@ -98,8 +99,6 @@ __all__ = [
 ]
 
 Clock = Callable[[], float]
-
-_FORGOTTEN_KEPT = 65_536  # IDs a core remembers were taken from it (the oldest are dropped first)
 JsonDict = dict[str, Any]
 SeedKind = Literal["episode", "agent_run"]
 
@@ -122,6 +121,7 @@ class Claims:
 
 
 NO_CLAIMS = Claims()
+_FORGOTTEN_KEPT = 65_536  # IDs a core remembers were taken from it (the oldest are dropped first)
 
 
 @dataclass(frozen=True)
@@ -354,7 +354,8 @@ class SessionCore:
             if mark.open_in not in (None, self.incarnation):  # lapsed, but stored until the store drops it
                 self._lapsed_owners[sid] = mark.open_in
             return
-        forgotten = self._forgotten.pop(sid, 0) is None
+        forgotten = sid in self._forgotten
+        self._forgotten.pop(sid, None)
         if mark.open_in is not None:
             if mark.open_in == self.incarnation and not forgotten:
                 return

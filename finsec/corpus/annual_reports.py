@@ -289,12 +289,10 @@ def render(filing: Filing, company: Company) -> str:
     ]
     market_to_book = random.Random(f"float:{issuer.cik}:{year}").uniform(2.0, 12.0)
     float_billions = max(0.1, round(abs(now["StockholdersEquity"]) * market_to_book / 1e6, 1))
-    cover = f"""<p><span>The aggregate market value of the voting stock held by non-affiliates of the registrant as of June 30, {year}
+    body = f"""<p><span>The aggregate market value of the voting stock held by non-affiliates of the registrant as of June 30, {year}
 was approximately $<ix:nonFraction name="dei:EntityPublicFloat" contextRef="Float" unitRef="usd" decimals="-8"
  scale="9" format="ixt:num-dot-decimal">{float_billions:.1f}</ix:nonFraction> billion.</span></p>
-<p><span>As of February 1, {year + 1}, the registrant had <ix:nonFraction name="dei:EntityCommonStockSharesOutstanding"
- contextRef="Cover" unitRef="shares" decimals="0" format="ixt:num-dot-decimal">{now["SharesOutstanding"]:,}\
-</ix:nonFraction> shares of common stock outstanding.</span></p>
+{_shares(f"February 1, {year + 1}", now["SharesOutstanding"])}
 <p><span style="font-weight:700">Item 8. Financial Statements and Supplementary Data</span></p>
 {_table("Consolidated Statements of Operations (in thousands)", year, _rows(_INCOME, "FY", year, now, before))}
 {_table("Consolidated Balance Sheets (in thousands)", year, _rows(_BALANCE, "I", year, now, before))}
@@ -303,7 +301,7 @@ was approximately $<ix:nonFraction name="dei:EntityPublicFloat" contextRef="Floa
 <p><span>{issuer.name} reports {len(company.segments)} segments. Revenue by segment was as follows.</span></p>
 {_table("Revenue by segment (in thousands)", year, segments)}"""
     report = "ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934 for the fiscal year\nended"
-    return _page(filing, _contexts(issuer.cik, year, company.segments), "FY", report, cover)
+    return _page(filing, _contexts(issuer.cik, year, company.segments), "FY", report, body)
 
 
 def _quarterly(filing: Filing, company: Company) -> str:
@@ -316,14 +314,19 @@ def _quarterly(filing: Filing, company: Company) -> str:
             _context("Cover", issuer.cik, f"<xbrli:instant>{year}-04-25</xbrli:instant>"),
         ]
     )
-    cover = f"""<p><span>As of April 25, {year}, the registrant had <ix:nonFraction name="dei:EntityCommonStockSharesOutstanding"
- contextRef="Cover" unitRef="shares" decimals="0" format="ixt:num-dot-decimal">{now["SharesOutstanding"]:,}\
-</ix:nonFraction> shares of common stock outstanding.</span></p>
+    body = f"""{_shares(f"April 25, {year}", now["SharesOutstanding"])}
 <p><span style="font-weight:700">Item 1. Financial Statements</span></p>
 <p><span>The columns are the three months ended March 31.</span></p>
 {_table("Condensed Consolidated Statements of Operations (in thousands)", year, _rows(_INCOME, "FY", year, now, before))}"""
     report = "QUARTERLY REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934 for the quarterly\nperiod ended"
-    return _page(filing, contexts, "Q1", report, cover)
+    return _page(filing, contexts, "Q1", report, body)
+
+
+def _shares(as_of: str, shares: int) -> str:
+    """The cover's shares outstanding, tagged at the cover's date."""
+    return f"""<p><span>As of {as_of}, the registrant had <ix:nonFraction name="dei:EntityCommonStockSharesOutstanding"
+ contextRef="Cover" unitRef="shares" decimals="0" format="ixt:num-dot-decimal">{shares:,}\
+</ix:nonFraction> shares of common stock outstanding.</span></p>"""
 
 
 def _page(filing: Filing, contexts: str, focus: str, report: str, body: str) -> str:

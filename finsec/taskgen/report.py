@@ -71,8 +71,8 @@ class BuildReport:
             "",
             f"{summary['tasks']} tasks from {len(self.filings)} filings ({summary['comparisons']} of them comparisons "
             f"across two companies, {summary['growth']} growth rates across a company's 10-Ks, "
-            f"{summary['quarter_changes']} quarters against the same quarter a year before across its 10-Qs); every kept task's facts read the "
-            f"same tagged and printed ({summary['facts_agreeing']} of {checked} facts checked agreed; "
+            f"{summary['quarter_changes']} quarters against the same quarter a year before across its 10-Qs); every "
+            f"kept task's facts read the same tagged and printed ({summary['facts_agreeing']} of {checked} facts checked agreed; "
             f"{summary['dropped']} tasks dropped).",
             "Splits by company: "
             + "; ".join(f"{name} {', '.join(sorted(tickers))}" for name, tickers in sorted(self.splits.items()))

@@ -4,8 +4,9 @@ One owner at a time, without compare-and-set. The GCS KV can put a key only if i
 atomic, so a record is kept in *epochs*. A life that takes a record over first claims the next epoch (a key put
 only if absent, naming the life), then reads the record again and checks its owner there (`refused`, as the
 Redis store's script does), then writes the record whole under that epoch's keys. A life writes only into an
-epoch it claimed (one that forgot which finds its own claim the newest, and writes there), and after each write reads whether the next epoch has been claimed: if it has, the write is
-superseded (it sits in keys no reader reads). So every write reported done landed before any later claim, and
+epoch it claimed (one that forgot which finds its own claim the newest, and writes there), and after each write
+reads whether the next epoch has been claimed: if it has, the write is superseded (it sits in keys no reader
+reads). So every write reported done landed before any later claim, and
 the taker's read after its claim sees it. The record is the newest claimed epoch that has a head; claims are
 numbered from 1 with no gap, and a reader walks them up from 1.
 
@@ -120,7 +121,7 @@ def _moved_to(head: bytes) -> int | None:
     """The epoch an epoch-0 head says holds the record, or None (a head a version before epochs wrote)."""
     try:
         fields = json.loads(head)
-        return fields[6] if len(fields) > 6 and isinstance(fields[6], int) else None
+        return fields[6] if isinstance(fields, list) and len(fields) > 6 and isinstance(fields[6], int) else None
     except (ValueError, TypeError):
         return None
 

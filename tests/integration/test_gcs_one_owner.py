@@ -89,8 +89,8 @@ def run_as(who: str, work) -> asyncio.Task:
 
 
 def held_open(life: str, documents: int = 0) -> Mark:
-    session = {"started_at": time.time(), "episode": {"episode_id": "e"}, "documents": {}, "verdicts": []}
-    session["documents"] = {f"k{n}": [f"{n}" * 64, n, f"u{n}"] for n in range(documents)}
+    documents_ = {f"k{n}": [f"{n}" * 64, n, f"u{n}"] for n in range(documents)}
+    session = {"started_at": time.time(), "episode": {"episode_id": "e"}, "documents": documents_, "verdicts": []}
     return Mark(time.time() + 3600, None, "e", None, life, session)
 
 
