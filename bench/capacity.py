@@ -311,9 +311,10 @@ def render(results: dict) -> str:
     for config in configs:
         first_round = next(r[config] for r in rounds if config in r)
         for index, first in enumerate(first_round):
-            found = [r[config][index] for r in rounds if config in r]
+            numbered = [(number, r[config][index]) for number, r in enumerate(rounds, 1) if config in r]
+            found = [f for _, f in numbered]
             capacities = [f["capacity"] for f in found]
-            median = statistics.median(capacities)
+            median = statistics.median_low(capacities)  # a count that was measured, with an even number of rounds too
             # every round's run at the median count (a round that stopped short of it has none)
             at = [p for f in found for p in f["points"] if p["sessions"] == median] or [found[0]["points"][0]]
             best = at[0]
@@ -323,7 +324,7 @@ def render(results: dict) -> str:
                 f"{_span(p['total_p99_ms'] for p in at)} | {_span(p['server_p99_ms'] for p in at)} | "
                 f"{best['client_cpu_share']:.0%} | {best['kb_per_session']:.1f} |"
             )
-            overloads += [(number, config, f["overload"]) for number, f in enumerate(found, 1) if f.get("overload")]
+            overloads += [(number, config, f["overload"]) for number, f in numbered if f.get("overload")]
     if overloads:
         lines += [
             "",
