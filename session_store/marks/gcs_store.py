@@ -22,8 +22,10 @@ settles lists only the partitions it owns:
 
 The GCS has no multi-put and no expiry: a group commit is concurrent puts, and lapsed records are deleted by
 `sweep` (all their keys), which the reaper runs (never a serving shard), in small batches. A write that lands
-between the sweep's last read and its delete is lost, as it always was. The write rate is limited
-(docs/benchmarks.md): the head's one GCS process serves it, beside Ray's own control plane.
+between the sweep's last read and its delete is lost, as it always was. The GCS finds a prefix's keys by reading
+every key it holds, so serving deletes a session's parts by name; listings are for the sweep, a settle, and the
+rare read of a durable session's record. The write rate is limited (docs/benchmarks.md): the head's one GCS
+process serves it, beside Ray's own control plane.
 """
 
 from __future__ import annotations
@@ -76,13 +78,13 @@ class _Record:
 
 @dataclass
 class _Held:
-    """An epoch this store's writer claimed: whether the ID has an epoch-0 head to keep "moved", and whether the
-    epoch has parts (a whole write deletes them first)."""
+    """An epoch this store's writer claimed: whether the ID has an epoch-0 head to keep "moved", and the names of
+    the parts written into the epoch (a whole write deletes them first; None: not known, as in an epoch rejoined)."""
 
     epoch: int
     life: str
     legacy: bool
-    has_parts: bool = False
+    parts: set[str] | None = field(default_factory=set)
 
 
 def _id(sid: str) -> bytes:
@@ -247,7 +249,7 @@ class GcsMarkStore:
             record = before[sid]
             if record.top and record.claims[record.top] == writers[sid].encode():
                 if record.top in record.heads:
-                    rejoined[sid] = self._hold(sid, _Held(record.top, writers[sid], record.legacy is not None, True))
+                    rejoined[sid] = self._hold(sid, _Held(record.top, writers[sid], record.legacy is not None, None))
                 else:
                     epochs[sid] = record.top
         # Refused on what was read is refused (no claim, which would fence the holder out for nothing); a delete
@@ -308,9 +310,8 @@ class GcsMarkStore:
                 await client.async_internal_kv_put(key, value, True, namespace, timeout=timeout)
 
         changed = None if taken else changed
-        if (mark is None or changed is None) and held.has_parts:  # deleted or written whole: its parts go first
-            await client.async_internal_kv_del(_parts_prefix(sid, held.epoch), True, namespace, timeout=timeout)
-            held.has_parts = False
+        if (mark is None or changed is None) and held.parts != set():  # deleted or written whole: parts go first
+            await self._drop_parts(sid, held)
         if mark is None:
             await put(_head(sid, held.epoch), _GONE)
             if held.legacy:  # gone for every version
@@ -319,7 +320,8 @@ class GcsMarkStore:
                 held.legacy = False
             return
         written = parts_of(mark, changed)
-        held.has_parts |= len(written) > (HEAD in written)
+        if held.parts is not None:  # named before they are put: a put that fails midway leaves no part unnamed
+            held.parts |= {name for name, value in written.items() if name != HEAD and value is not None}
         prefix = _parts_prefix(sid, held.epoch)
         await asyncio.gather(
             *(
@@ -334,6 +336,25 @@ class GcsMarkStore:
             if legacy is not None and (taken or _moved_to(legacy) is not None):
                 await put(_mark_key(sid), _moved(head, held.epoch))
             held.legacy = legacy is not None
+
+    async def _drop_parts(self, sid: str, held: _Held) -> None:
+        """Delete the epoch's parts by name. The GCS finds a prefix's keys by reading every key it holds, so a
+        delete by prefix, on every close, would cost more the more sessions are open; it is left for parts whose
+        names this store does not know."""
+        client = gcs_kv()
+        prefix = _parts_prefix(sid, held.epoch)
+        if held.parts is None:
+            await client.async_internal_kv_del(prefix, True, self._namespace, timeout=self._timeout)
+        else:
+            await asyncio.gather(
+                *(
+                    client.async_internal_kv_del(
+                        prefix + json.dumps(name).encode(), False, self._namespace, timeout=self._timeout
+                    )
+                    for name in held.parts
+                )
+            )
+        held.parts = set()
 
     async def _check(self, written: dict[str, _Held]) -> tuple[set[str], set[str], bool]:
         """After the writes: the IDs a later claim (or a version before epochs) took meanwhile; those whose own

@@ -121,3 +121,62 @@ def test_a_durable_session_is_kept_in_parts_a_document_writing_only_its_own(serv
 
     asyncio.run(main())
     assert [p["s"] for p in puts[1:4]] == [frozenset({f"d:k{n}"}) for n in range(3)]  # one part each
+
+
+def test_a_close_deletes_its_parts_by_name_never_by_a_prefix(serve_url, monkeypatch):
+    """The GCS finds a prefix's keys by reading every key it holds, so a close that deleted its session's parts by
+    prefix would cost more the more sessions are open. A store deletes the parts it wrote by name; by prefix only
+    the parts of an epoch it forgot it held (found again by a read), whose names it does not know."""
+    from session_store import ShardConfig, ShardService
+    from session_store.core import DocumentRef, EpisodeSeed
+    from session_store.gcs_kv import gcs_kv
+    from session_store.marks import gcs_store
+
+    calls: list[tuple[str, tuple]] = []
+
+    class Recorded:
+        def __init__(self, client):
+            self._client = client
+
+        def __getattr__(self, name: str):
+            method = getattr(self._client, name)
+
+            async def call(*args, **kwargs):
+                calls.append((name, args))
+                return await method(*args, **kwargs)
+
+            return call
+
+    recorded = Recorded(gcs_kv())
+    monkeypatch.setattr(gcs_store, "gcs_kv", lambda: recorded)
+    store = GcsMarkStore(f"test-marks-{uuid.uuid4().hex[:8]}".encode())
+    store.begin()
+    shard = ShardService(ShardConfig(600.0, durable_sessions=True), store)
+
+    def by_prefix() -> list[str]:
+        return [
+            name
+            for name, args in calls
+            if name == "async_internal_kv_keys" or (name == "async_internal_kv_del" and args[1])
+        ]
+
+    async def episode(sid: str, forget: bool) -> str:
+        seed = EpisodeSeed({"rollout_id": sid, "attempt": 0}, {"taskset": "t", "task_id": "1"}, "d")
+        await shard.run([("seed_episode", (sid, seed))])
+        for n in range(3):
+            [(ok, _)] = await shard.run([("put_document", (sid, f"k{n}", DocumentRef(f"{n:064x}", n, f"u{n}")))])
+            assert ok
+        if forget:
+            store._held.clear()
+        calls.clear()
+        await shard.run([("close", (sid, seed.episode_id))])
+        assert (await store.read([sid]))[sid].cause == "closed"
+        return kinds(await gcs_kv().async_internal_kv_keys(gcs_store._epoch_prefix(sid), store._namespace, timeout=10))
+
+    async def main():
+        assert await episode("s", forget=False) == "ch"  # the parts gone: a claim and the fence's head
+        assert by_prefix() == []
+        assert await episode("t", forget=True) == "ch"
+        assert by_prefix() == ["async_internal_kv_del"]
+
+    asyncio.run(main())

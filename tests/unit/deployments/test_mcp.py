@@ -434,8 +434,8 @@ def test_the_cookies_episode_wins_on_every_call(server):
 
     own, after = asyncio.run(calls())
     # The reply did not replace the episode's cookie: every reply sets the session's cookie again, signed anew (a
-    # second later it is another value), so what must hold is the session it names.
-    assert [claims_of(cookie)["session_id"] for cookie in after] == [claims_of(episode)["session_id"]] == [sid]
+    # second later it is another value, kept beside the one the test set), so what must hold is the session named.
+    assert {claims_of(cookie)["session_id"] for cookie in after} == {claims_of(episode)["session_id"]} == {sid}
     assert server.post("/retrieve_information", {"prompt": "revenue {{filing}}"}, episode).status_code == 200
     missing = server.post("/retrieve_information", {"prompt": "revenue {{filing}}"}, own)
     assert missing.status_code != 200 or "filing" not in missing.json()["results"].split("passages")[0], missing.text
