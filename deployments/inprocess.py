@@ -10,6 +10,7 @@ deploy of the Serve app does: fences, episode seeds and the cookie secret then o
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import secrets
 import signal
@@ -126,6 +127,11 @@ def serve_in_process(
         serving = asyncio.create_task(server.serve())
         while not server.started and not serving.done():
             await asyncio.sleep(0.05)
+        # A full collection walks every tracked object and holds the event loop while it does, health checks
+        # included. What exists once serving (modules, the app, its settings) lasts as long as the process: leave
+        # it out of every collection.
+        gc.collect()
+        gc.freeze()
         if server.started and on_ready is not None:
             on_ready(f"http://{host}:{port}")
         try:

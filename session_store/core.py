@@ -149,7 +149,8 @@ class Session:
     started_at: float
     episode: EpisodeSeed | None  # None for an agent-run session
     documents: dict[str, DocumentRef] = field(default_factory=dict)
-    verdicts: OrderedDict[str, Verdict] = field(default_factory=OrderedDict)  # body digest -> verdict
+    # body digest -> verdict, oldest first; a plain dict because an empty one is left out of garbage collections
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
     judging: dict[str, float] = field(default_factory=dict)  # body digest -> when its judge lease lapses
     used_at: float = 0.0  # when a stateful tool last named it (retire_if_idle)
 
@@ -880,7 +881,9 @@ class SessionCore:
         session.verdicts[body_digest] = verdict
         parts = {verdict_part(body_digest)}
         while len(session.verdicts) > self.limits.verdicts_per_session:  # the oldest is judged again if re-sent
-            parts.add(verdict_part(session.verdicts.popitem(last=False)[0]))
+            oldest = next(iter(session.verdicts))
+            del session.verdicts[oldest]
+            parts.add(verdict_part(oldest))
         self._held["verdicts"] += len(session.verdicts) - held
         # The verdict's part, or (not durable) no part at all: the owner is checked all the same (see _cached).
         self._write_session(sid, session, frozenset(parts) if self.durable_sessions else frozenset())
@@ -970,7 +973,7 @@ def _session(record: JsonDict) -> Session:
         started_at=float(record["started_at"]),
         episode=None if episode is None else EpisodeSeed(*episode),
         documents={key: DocumentRef(*ref) for key, ref in record.get("documents", {}).items()},
-        verdicts=OrderedDict((digest, Verdict(*verdict)) for digest, *verdict in record.get("verdicts", [])),
+        verdicts={digest: Verdict(*verdict) for digest, *verdict in record.get("verdicts", [])},
     )
 
 

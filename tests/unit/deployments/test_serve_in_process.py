@@ -157,3 +157,20 @@ def test_a_burst_of_episodes_from_a_client_that_never_retries_all_complete():
     finally:
         stopped(server)
     assert played.completed == 1024, (dict(played.failures), played.samples)
+
+
+def test_serving_leaves_what_it_started_with_out_of_garbage_collections():
+    """A full collection holds the event loop, health checks included, for as long as it walks the tracked objects;
+    the modules, the app and its settings live as long as the process, so once serving they are frozen out of it."""
+    code = (
+        "import gc, os, signal\n"
+        "from deployments.inprocess import serve_in_process\n"
+        "from deployments.settings import Settings\n"
+        "def ready(url):\n"
+        "    print(gc.get_freeze_count(), flush=True)\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        f"serve_in_process(Settings(), '127.0.0.1', {free_port()}, on_ready=ready)\n"
+    )
+    served = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert served.returncode == 0, served.stderr
+    assert int(served.stdout.split()[0]) > 10_000, served.stdout  # the startup heap: modules, app, settings

@@ -579,6 +579,8 @@ def test_session_bounds_give_clear_tool_errors(clock: Clock) -> None:
     for digest in ("d1", "d2", "d3"):
         core.finish_verify("s", digest, WIN)
     assert core.stats()["verdicts"] == 2  # the oldest verdict made room
+    assert not isinstance(core.plan_verify("s", "d1"), Cached)  # d1 is judged again if re-sent
+    assert core.plan_verify("s", "d2") == core.plan_verify("s", "d3") == Cached(WIN)
 
 
 def test_capacity_limits_refuse_instead_of_dropping(clock: Clock) -> None:
