@@ -103,8 +103,13 @@ class Watch:
         self._thread.join()
 
 
+def _shard_state(url: str) -> dict:
+    return httpx.get(url + "/session_counters", timeout=60).json()
+
+
 def point(app: App, sessions: int, think: float, seconds: float, never_retry: bool = False) -> dict:
     idle = app.rss_mb()
+    before = _shard_state(app.url)
     with tempfile.NamedTemporaryFile(suffix=".json") as out, Watch(app) as watch:
         subprocess.run(
             [
@@ -127,8 +132,12 @@ def point(app: App, sessions: int, think: float, seconds: float, never_retry: bo
         )
         busy = app.rss_mb()  # the load generator closes its sessions as it ends: read before they go
         raw = json.loads(Path(out.name).read_text())
+    after = _shard_state(app.url)
     return {
         **summarize(raw, idle, busy),
+        # where the shards' time went over the point, and the fences they hold after it (a round's points add up)
+        "shard_calls": {k: v - before["shard_calls"][k] for k, v in after["shard_calls"].items()},
+        "fences_held": after["held"]["fences"],
         "peak_mb": watch.peak_mb,
         "slowest_health_ms": 1e3 * watch.slowest_health_s,
         "health_failures": watch.health_failures,
@@ -370,8 +379,9 @@ def render(results: dict) -> str:
         "Every point:",
         "",
         "| round | configuration | think | sessions | success | req/s | turned away | admitted p50 / p99 ms "
-        "(server) | agent's wait p50 / p99 ms | episodes done / failed |",
-        "|---" * 10 + "|",
+        "(server) | agent's wait p50 / p99 ms | episodes done / failed | shard ms a batch / a mark write | "
+        "fences held after |",
+        "|---" * 12 + "|",
     ]
     for number, runs in enumerate(rounds, 1):
         for config, sweeps in runs.items():
@@ -384,9 +394,18 @@ def render(results: dict) -> str:
                         f"| {number} | {config} | {p['think']:g} s | {p['sessions']:,}{note} | {p['success']:.3f} | "
                         f"{p['requests_per_s']:.0f} | {p['rejected']} | {_num(p['server_p50_ms'])} / "
                         f"{_num(p['server_p99_ms'])} | {_num(p.get('total_p50_ms'))} / {_num(p['total_p99_ms'])} | "
-                        f"{p['episodes']} / {p['episodes_failed']} |"
+                        f"{p['episodes']} / {p['episodes_failed']} | {_shard_ms(p.get('shard_calls'))} | "
+                        f"{p.get('fences_held', '-')} |"
                     )
     return "\n".join(lines) + "\n"
+
+
+def _shard_ms(calls: dict | None) -> str:
+    """The mean time of a shard's batch and of a mark write within one, over a point ("-" where not recorded)."""
+    if not calls or not calls["batches"]:
+        return "-"
+    writes = f"{calls['mark_write_us'] / calls['mark_writes'] / 1e3:.2f}" if calls["mark_writes"] else "-"
+    return f"{calls['batch_us'] / calls['batches'] / 1e3:.2f} / {writes}"
 
 
 def _num(ms: float | None) -> str:

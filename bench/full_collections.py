@@ -1,7 +1,7 @@
 """The one process's health checks past capacity, where its garbage collector's full collections stall the event
 loop: this tree against `--before`, side by side.
 
-    .venv/bin/python bench/full_collections.py --before c037fa1 --points 80000@60,160000@60 --history 100000
+    .venv/bin/python bench/full_collections.py --before c037fa1 --points 80000@60,160000@60 --history 60000
 
 `finsec serve --in-process` holds every open session, and every fence of a closed one, in the process that
 answers health checks; a full collection walks every object the collector tracks while the loop waits. Each point
@@ -96,9 +96,9 @@ def render(results: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--before", required=True, help="the commit to compare against")
+    parser.add_argument("--before", help="the commit to compare against (required unless --render)")
     parser.add_argument("--points", default="80000@60,160000@60", help="SESSIONS@THINK, comma-separated")
-    parser.add_argument("--history", type=int, default=100_000, help="episodes closed before each point")
+    parser.add_argument("--history", type=int, default=60_000, help="episodes closed before each point")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", default="full_collections")
     parser.add_argument("--render", action="store_true", help="only write <out>.md again from <out>.json")
@@ -106,6 +106,8 @@ def main() -> None:
     if options.render:
         write_report(f"{options.out}.md", render(json.loads((RESULTS / f"{options.out}.json").read_text())))
         return
+    if not options.before:
+        parser.error("--before COMMIT is required")
     specs = [(int(n), float(t)) for n, t in (spec.split("@") for spec in options.points.split(","))]
     results = {
         "machine": machine(),

@@ -129,7 +129,7 @@ def serve_in_process(
             await asyncio.sleep(0.05)
         # A full collection walks every tracked object and holds the event loop while it does, health checks
         # included. What exists once serving (modules, the app, its settings) lasts as long as the process: leave
-        # it out of every collection.
+        # it out of every collection (docs/benchmarks.md, "Why the serving defaults").
         gc.collect()
         gc.freeze()
         if server.started and on_ready is not None:
