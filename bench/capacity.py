@@ -340,14 +340,16 @@ def render(results: dict) -> str:
             "At twice capacity:",
             "",
             "| round | configuration | think | sessions | req/s served | turned away a second | "
-            "admitted p99 ms (server) | agent's wait p99 ms | requests failed | episodes done / failed |",
-            "|---" * 10 + "|",
+            "admitted p99 ms (server) | agent's wait p99 ms | requests failed | episodes done / failed | "
+            "slowest health check ms |",
+            "|---" * 11 + "|",
         ]
         for number, config, p in overloads:
             lines.append(
                 f"| {number} | {config} | {p['think']:g} s | {p['sessions']:,} | {p['requests_per_s']:.0f} | "
                 f"{p['rejected'] / p.get('seconds', 1):.0f} | {_num(p['server_p99_ms'])} | "
-                f"{_num(p['total_p99_ms'])} | {p['failed']} | {p['episodes']} / {p['episodes_failed']} |"
+                f"{_num(p['total_p99_ms'])} | {p['failed']} | {p['episodes']} / {p['episodes_failed']} | "
+                f"{_num(p.get('slowest_health_ms'))} |"
             )
     plains = [
         (number, config, p)

@@ -58,6 +58,7 @@ import uuid
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from typing import Any, Literal
 
 from .clock import SessionClock
@@ -180,6 +181,55 @@ class Mark:
 
     def expired(self, now: float) -> bool:
         return self.expired_until is not None and self.expired_until > now
+
+
+class _Marks:
+    """The marks a core holds, by ID, nearly in drop order. A shard holds every closed session's fence for
+    fence_ttl_seconds, so each is kept as a tuple of atoms and its episode's keys and values in one tuple: the
+    garbage collector stops tracking such tuples in its first passes over them, where it would walk a Mark in every
+    full collection, and those stall the shard's loop for as long as the walk takes."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self) -> None:
+        self._rows: dict[str, tuple[Any, ...]] = {}
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, sid: object) -> bool:
+        return sid in self._rows
+
+    def get(self, sid: str) -> Mark | None:
+        row = self._rows.get(sid)
+        return None if row is None else _unpacked(row)
+
+    def pop(self, sid: str) -> Mark | None:
+        row = self._rows.pop(sid, None)
+        return None if row is None else _unpacked(row)
+
+    def put(self, sid: str, mark: Mark) -> None:
+        episode = None if mark.episode_id is None else tuple(chain.from_iterable(mark.episode_id.items()))
+        self._rows[sid] = (mark.fence_until, mark.cause, episode, mark.expired_until, mark.open_in, mark.session)
+
+    def values(self) -> list[Mark]:
+        return [_unpacked(row) for row in self._rows.values()]
+
+    def first(self) -> tuple[str, Mark]:
+        sid, row = next(iter(self._rows.items()))
+        return sid, _unpacked(row)
+
+
+def _unpacked(row: tuple[Any, ...]) -> Mark:
+    fence_until, cause, episode, expired_until, open_in, session = row
+    return Mark(
+        fence_until,
+        cause,
+        None if episode is None else dict(zip(episode[::2], episode[1::2], strict=True)),
+        expired_until,
+        open_in,
+        session,
+    )
 
 
 HEAD = "m"  # a durable record's part that holds all but its documents and verdicts
@@ -325,7 +375,7 @@ class SessionCore:
         self.incarnation = incarnation or uuid.uuid4().hex
         self._sessions: dict[str, Session] = {}  # in seed order: the session expiry index
         self._idle: OrderedDict[str, None] = OrderedDict()  # the same IDs, least recently used first (`stalled`)
-        self._marks: dict[str, Mark] = {}  # nearly in drop order
+        self._marks = _Marks()  # nearly in drop order
         self._mark_writes: dict[str, Mark | None] = {}  # changed since the shell last took them; None: deleted
         self._mark_parts: dict[str, frozenset[str] | None] = {}  # per change, the parts it changed (None: all)
         self._owners: dict[str, str] = {}  # ID -> the life the stored record names as holding it open
@@ -370,7 +420,7 @@ class SessionCore:
             # The episode stays named: a close for another episode is 409 in every life (§C.4).
             self._set_mark(sid, Mark(fence_until=mark.fence_until, cause="lost", episode_id=mark.episode_id))
             return
-        self._marks[sid] = mark
+        self._marks.put(sid, mark)
         self._count_mark(mark, +1)
 
     def take_changes(self) -> Changes:
@@ -389,7 +439,7 @@ class SessionCore:
         """Another life holds the ID's record now (the store refused a write over it): drop what this life held
         of it, writing nothing. The next operation on it reads the record again."""
         self._drop_session(sid)
-        held = self._marks.pop(sid, None)
+        held = self._marks.pop(sid)
         if held is not None:
             self._count_mark(held, -1)
         for kept in (self._owners, self._mark_writes, self._mark_parts, self._expected):
@@ -499,7 +549,7 @@ class SessionCore:
         self._release(sid)
         self.counters["closes"] += 1
         if fence is None:  # a repeated close keeps the first fence and does not extend it (Decision 2)
-            held = self._marks.get(sid, Mark())
+            held = self._marks.get(sid) or Mark()
             self._set_mark(
                 sid, replace(held, fence_until=self.clock() + self.fence_ttl, cause="closed", episode_id=episode_id)
             )
@@ -529,7 +579,7 @@ class SessionCore:
             self._set_mark(
                 sid,
                 replace(
-                    self._marks.get(sid, Mark()),
+                    self._marks.get(sid) or Mark(),
                     fence_until=self.clock() + self.fence_ttl,
                     cause="lost",
                     episode_id=None,
@@ -662,7 +712,7 @@ class SessionCore:
             sessions += 1
         marks = 0
         while self._marks:
-            sid, mark = next(iter(self._marks.items()))
+            sid, mark = self._marks.first()
             if mark.drop_at > now:
                 break
             self._set_mark(sid, None)
@@ -768,7 +818,7 @@ class SessionCore:
         self._release(sid)
         self.counters["evicted"] += 1
         lapse = session.started_at + self.session_ttl + self.fence_ttl
-        mark = replace(self._marks.get(sid, Mark()), expired_until=lapse)
+        mark = replace(self._marks.get(sid) or Mark(), expired_until=lapse)
         if session.episode is not None and self._fence(sid) is None:
             mark = replace(mark, fence_until=lapse, cause="evicted", episode_id=session.episode.episode_id)
         self._set_mark(sid, mark)
@@ -812,11 +862,11 @@ class SessionCore:
             del self._refs[digest]
 
     def _set_mark(self, sid: str, mark: Mark | None) -> None:
-        held = self._marks.pop(sid, None)  # re-insert at the end: the marks stay nearly in drop order
+        held = self._marks.pop(sid)  # re-insert at the end: the marks stay nearly in drop order
         if held is not None:
             self._count_mark(held, -1)
         if mark is not None and (mark.fence_until is not None or mark.expired_until is not None):
-            self._marks[sid] = mark
+            self._marks.put(sid, mark)
             self._change(sid, mark)
             self._count_mark(mark, +1)
         else:
@@ -846,7 +896,7 @@ class SessionCore:
             self._set_mark(
                 sid,
                 replace(
-                    self._marks.get(sid, Mark()),
+                    self._marks.get(sid) or Mark(),
                     fence_until=self.clock() + self.fence_ttl,
                     cause="lost",
                     episode_id=None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 
 import pytest
 
@@ -581,6 +582,23 @@ def test_session_bounds_give_clear_tool_errors(clock: Clock) -> None:
     assert core.stats()["verdicts"] == 2  # the oldest verdict made room
     assert not isinstance(core.plan_verify("s", "d1"), Cached)  # d1 is judged again if re-sent
     assert core.plan_verify("s", "d2") == core.plan_verify("s", "d3") == Cached(WIN)
+
+
+def test_the_fences_a_core_holds_leave_the_garbage_collectors_walks(core: SessionCore) -> None:
+    """A shard holds every closed session's fence for fence_ttl_seconds; a full collection walks every object the
+    collector tracks, and the shard's loop waits while it does."""
+    gc.collect()
+    tracked = len(gc.get_objects())
+    for n in range(10_000):
+        core.seed_episode(f"s{n}", seed(f"r{n}"))
+        core.close(f"s{n}", ep(f"r{n}"))
+    core.take_changes()  # the shell takes the writes; the fences stay
+    gc.collect()
+    gc.collect()  # a tuple stays tracked while one it holds is; the next pass takes it
+    assert core.stats()["fences"] == 10_000
+    assert len(gc.get_objects()) - tracked < 1_000
+    with pytest.raises(SessionConflict, match='belongs to episode .*"r9".*Repeat the close'):
+        core.close("s9", ep("r8"))  # the episode a fence names is read back whole
 
 
 def test_capacity_limits_refuse_instead_of_dropping(clock: Clock) -> None:
