@@ -248,13 +248,21 @@ def main() -> None:
     }
     if options.append:
         results = {**json.loads((RESULTS / f"{options.out}.json").read_text()), "appended_at": results["ran_at"]}
+
+    def save(runs: dict) -> None:
+        """Writes the rounds so far with this one's partial runs: a run cut short keeps what it measured."""
+        RESULTS.mkdir(exist_ok=True)
+        (RESULTS / f"{options.out}.json").write_text(
+            json.dumps({**results, "rounds": [*results["rounds"], runs]}, indent=1)
+        )
+
     for _ in range(options.rounds):
-        runs = {}
+        runs: dict = {}
         for config in options.configs.split(","):
             print(f"round {len(results['rounds']) + 1}: {config}", flush=True)
             app = App(config)
             try:
-                sweeps = []
+                runs[config] = sweeps = []
                 for think in thinks:
                     seconds = options.seconds or max(20.0, think / 2)
                     # A repetition starts at the capacity found so far: it passes there and fails at twice it,
@@ -267,6 +275,8 @@ def main() -> None:
                     ]
                     start = int(statistics.median(found_before)) if found_before else STARTS.get(int(think), 1_000)
                     found = sweep(app, think, start, options.ceiling, seconds, options.bound_ms)
+                    sweeps.append(found)
+                    save(runs)
                     if options.overload and found["capacity"]:  # the failing point is twice the capacity
                         failed = found["points"][-1]
                         found["overload"] = (
@@ -274,6 +284,7 @@ def main() -> None:
                             if failed["sessions"] == 2 * found["capacity"]
                             else point(app, 2 * found["capacity"], think, seconds)
                         )
+                        save(runs)
                     if options.plain and found["capacity"]:
                         found["plain"] = []
                         for factor in PLAIN_FACTORS:
@@ -284,14 +295,9 @@ def main() -> None:
                                 flush=True,
                             )
                             found["plain"].append({"factor": factor, **plain})
-                    sweeps.append(found)
-                runs[config] = sweeps
+                            save(runs)
             finally:
                 app.stop()
-            RESULTS.mkdir(exist_ok=True)  # after each configuration: a run cut short keeps what it measured
-            (RESULTS / f"{options.out}.json").write_text(
-                json.dumps({**results, "rounds": [*results["rounds"], runs]}, indent=1)
-            )
         results["rounds"].append(runs)
     write_report(f"{options.out}.md", render(results))
 
