@@ -169,6 +169,7 @@ def summarize(raw: dict, idle_mb: float, busy_mb: float) -> dict:
         "seconds": raw["seconds"],
         "pool_wait_p99_ms": _ms(waits, 0.99),
         "client_cpu_share": raw["cpu_seconds"] / (raw["wall_seconds"] * os.cpu_count()),
+        "client_cpu_seconds": raw["cpu_seconds"],
         "idle_mb": idle_mb,
         "busy_mb": busy_mb,
         "kb_per_session": 1024 * (busy_mb - idle_mb) / raw["sessions"],
