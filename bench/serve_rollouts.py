@@ -19,6 +19,8 @@ Configurations, each started by this script in its own process tree, one after t
   `redis-nowatch-stats-haproxy` sets it to 1, as before;
 - `serve-durable-haproxy` and `redis-nowatch-durable-haproxy`: those two with `durable_sessions` (contract §C.11):
   every open session's state written with its marks (`serve-volatile-haproxy`: without);
+- `serve-nowait-haproxy`: serve-haproxy with 4,096 places a replica (`admission_running`), so that no request
+  waits for one at these concurrencies: what admission's waits cost beside its middleware (not in the default run);
 - `serve-proxy`: the same behind Serve's default Python proxy;
 - `before-haproxy` (and `before-<shape>` for a few shapes): the code of an earlier commit (`--before`), so a
   change is measured against what it replaced in the same run. That commit must serve with today's
@@ -86,6 +88,7 @@ class Shape:
     batch_scheduling: bool = True  # Ray under SCHED_BATCH (deployments/cpu_policy.py)
     event_stats: bool | None = None  # Ray's event-loop statistics; None: the node tuning's default (off)
     durable: bool | None = None  # durable_sessions; None: the settings' default
+    admission_running: int | None = None  # requests a replica works on at once; None: the settings' default
     before: bool = False  # on the earlier commit's code (--before)
 
 
@@ -104,6 +107,7 @@ SHAPES = {
     "serve-durable-haproxy": Shape(durable=True),
     "serve-volatile-haproxy": Shape(durable=False),
     "redis-nowatch-durable-haproxy": Shape(redis=True, watch=False, durable=True),
+    "serve-nowait-haproxy": Shape(admission_running=4096),  # so many places that no request waits for one
     "serve-proxy": Shape(ingress="proxy"),
     "before-haproxy": Shape(before=True),
     "before-serve-haproxy": Shape(before=True),
@@ -112,7 +116,14 @@ SHAPES = {
 CONFIGS = tuple(
     name
     for name in SHAPES
-    if name not in {"baseline-uvloop", "serve-volatile-haproxy", "before-serve-haproxy", "before-redis-nowatch-haproxy"}
+    if name
+    not in {
+        "baseline-uvloop",
+        "serve-volatile-haproxy",
+        "serve-nowait-haproxy",
+        "before-serve-haproxy",
+        "before-redis-nowatch-haproxy",
+    }
 )
 LEVELS = (1, 16, 64, 256, 1024)
 
@@ -181,6 +192,8 @@ def serve(
         os.environ.update(ROLLOUT_AFFINITY)
     if shape.durable is not None:
         settings = settings.model_copy(update={"durable_sessions": shape.durable})
+    if shape.admission_running is not None:
+        settings = settings.model_copy(update={"admission_running": shape.admission_running})
     stack = ExitStack()  # what this configuration runs beside Ray, stopped with it
     if shape.redis:
         from harness.redis_server import running_redis
