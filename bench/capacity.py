@@ -34,8 +34,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -190,12 +191,16 @@ def passes(result: dict, bound_ms: float) -> bool:
     return result["success"] >= 0.95 and (result["total_p99_ms"] or 0) <= bound_ms
 
 
-def sweep(app: App, think: float, start: int, ceiling: int, seconds: float, bound_ms: float) -> dict:
-    """Doubling from `start` until a point fails; a failing start halves instead, down to a passing count."""
-    points, sessions, capacity = [], start, 0
+def sweep(
+    app: App, found: dict, start: int, ceiling: int, seconds: float, bound_ms: float, save: Callable[[], None]
+) -> None:
+    """Doubling from `start` until a point fails; a failing start halves instead, down to a passing count. Fills
+    `found` ({"think", "capacity", "points"}) point by point, calling `save` after each."""
+    think, points, sessions = found["think"], found["points"], start
     while 10 <= sessions <= ceiling:
         result = point(app, sessions, think, seconds)
         points.append(result)
+        save()
         print(
             f"  think {think:g} s, {sessions} sessions: success {result['success']:.3f}, p99 "
             f"{result['total_p99_ms'] or 0:.0f} ms (admitted {result['server_p99_ms'] or 0:.0f} ms), "
@@ -203,15 +208,14 @@ def sweep(app: App, think: float, start: int, ceiling: int, seconds: float, boun
             flush=True,
         )
         if passes(result, bound_ms):
-            capacity = sessions
+            found["capacity"] = sessions
             if any(p["sessions"] == 2 * sessions for p in points):
                 break  # its double failed already
             sessions *= 2
-        elif capacity:
+        elif found["capacity"]:
             break
         else:
             sessions //= 2
-    return {"think": think, "capacity": capacity, "points": points}
 
 
 def main() -> None:
@@ -278,9 +282,9 @@ def main() -> None:
                         if f["think"] == think and f["capacity"]
                     ]
                     start = int(statistics.median(found_before)) if found_before else STARTS.get(int(think), 1_000)
-                    found = sweep(app, think, start, options.ceiling, seconds, options.bound_ms)
+                    found: dict = {"think": think, "capacity": 0, "points": []}
                     sweeps.append(found)
-                    save(runs)
+                    sweep(app, found, start, options.ceiling, seconds, options.bound_ms, partial(save, runs))
                     if options.overload and found["capacity"]:  # the failing point is twice the capacity
                         failed = found["points"][-1]
                         found["overload"] = (
