@@ -60,7 +60,7 @@ async def with_retries(
     """`attempt()` until it returns or raises anything but TryAgain; the last TryAgain when the policy is spent."""
     began, retries = time.monotonic(), 0
 
-    def again(error: Exception) -> bool | float:
+    def again(error: BaseException) -> bool | float:
         nonlocal retries
         if not isinstance(error, TryAgain) or retries + 1 >= policy.attempts:
             return False
