@@ -5,8 +5,8 @@ OpenEnv's manner, and what admission does past that.
     .venv/bin/python bench/capacity.py --configs serve --thinks 10,60 --rounds 1 --out capacity_quick
 
 For each configuration (started here as users start it: `finsec serve configs/serve.yaml`; `redis` the same with
-its marks in a private redis-server; `inprocess` as `finsec serve --in-process`; `serve-N` configs/serve.yaml with N
-places a replica) and think time, session counts
+its marks in a private redis-server; `inprocess` as `finsec serve --in-process`; `serve-N` and `inprocess-N` the same
+with N places a replica or the one process) and think time, session counts
 double from a start until a point fails: fewer than 95% of requests answered, or the p99 of an agent's whole wait
 for an answer over `--bound-ms`.
 The largest count that passed is the capacity. Rounds interleave the configurations (this machine drifts between
@@ -58,15 +58,14 @@ class App:
     def __init__(self, config: str):
         self.stack = ExitStack()
         env = {**os.environ}
-        if config.startswith("serve-"):  # serve-N: configs/serve.yaml with N places a replica (admission_running)
-            env["FINSEC_ADMISSION_RUNNING"] = config.removeprefix("serve-")
+        name, _, places = config.partition("-")
+        if places:  # serve-N, inprocess-N: N places a replica or the one process (admission_running)
+            env["FINSEC_ADMISSION_RUNNING"] = places
         if config == "redis":
             from harness.redis_server import running_redis
 
             env["FINSEC_MARK_STORE_URL"] = self.stack.enter_context(running_redis()).url
-        self.server = FinsecServe(
-            ["--in-process"] if config == "inprocess" else [str(ROOT / "configs/serve.yaml")], env
-        )
+        self.server = FinsecServe(["--in-process"] if name == "inprocess" else [str(ROOT / "configs/serve.yaml")], env)
         self.url = self.server.url
 
     def rss_mb(self) -> float:

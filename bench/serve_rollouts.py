@@ -168,6 +168,8 @@ def serve(
             **({"shard_transport": "ray"} if shape.actor_calls else {}),
         }
     )
+    if shape.admission_running is not None:
+        settings = settings.model_copy(update={"admission_running": shape.admission_running})
     if shape.in_process:
         import uvicorn
 
@@ -192,8 +194,6 @@ def serve(
         os.environ.update(ROLLOUT_AFFINITY)
     if shape.durable is not None:
         settings = settings.model_copy(update={"durable_sessions": shape.durable})
-    if shape.admission_running is not None:
-        settings = settings.model_copy(update={"admission_running": shape.admission_running})
     stack = ExitStack()  # what this configuration runs beside Ray, stopped with it
     if shape.redis:
         from harness.redis_server import running_redis
