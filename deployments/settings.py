@@ -57,7 +57,7 @@ class Settings(BaseSettings):
     # admission (deployments/http/admission.py): requests wait for a place by time, bounded by memory, never by a
     # small count, since most trainers' clients take a 503 as a lost rollout
     admission_running: int = Field(
-        32,
+        512,
         ge=1,
         le=4096,
         description="requests one replica (or the one process) works "
