@@ -19,6 +19,7 @@ import asyncio
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
@@ -63,12 +64,12 @@ class App:
         self.server.stop()
 
 
-def settled_kb(app: App, quiet_seconds: float = 3.0) -> int:
-    """The holder's memory once it has not grown for `quiet_seconds`."""
-    last, since = app.holder_kb(), time.monotonic()
+def settled_kb(read_kb: Callable[[], int], quiet_seconds: float = 3.0) -> int:
+    """The memory `read_kb` reports once it has not grown for `quiet_seconds`."""
+    last, since = read_kb(), time.monotonic()
     while time.monotonic() - since < quiet_seconds:
         time.sleep(0.5)
-        now = app.holder_kb()
+        now = read_kb()
         if now > last * 1.002:
             last, since = now, time.monotonic()
     return last
@@ -84,7 +85,7 @@ async def measure(app: App, edgar: StallingEdgar, waiting: int) -> dict:
         held = asyncio.create_task(client.post("/parse_html_page", json={"url": fresh, "key": "f"}, cookies=cookies))
         while edgar.waiting < 1:
             await asyncio.sleep(0.05)
-        at_rest = await asyncio.to_thread(settled_kb, app)
+        at_rest = await asyncio.to_thread(settled_kb, app.holder_kb)
         connector = aiohttp.TCPConnector(limit=0)
         async with aiohttp.ClientSession(
             app.url, connector=connector, timeout=aiohttp.ClientTimeout(total=900)
@@ -96,7 +97,7 @@ async def measure(app: App, edgar: StallingEdgar, waiting: int) -> dict:
                     return response.status
 
             sent = [asyncio.create_task(one()) for _ in range(waiting)]
-            busy = await asyncio.to_thread(settled_kb, app)
+            busy = await asyncio.to_thread(settled_kb, app.holder_kb)
             edgar.released.set()
             statuses = await asyncio.gather(*sent)
         await held

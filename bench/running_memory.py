@@ -100,7 +100,7 @@ async def measure(config: str, path: Path, urls: list[str]) -> dict:
                     assert response.status == 200, await response.text()
                     take_cookies(response.headers.getall("Set-Cookie", []), jar)
                 jars.append(jar)
-            before = await asyncio.to_thread(settled_kb, _Holder(holder))
+            before = await asyncio.to_thread(settled_kb, lambda: sum(_rss_kb(p) for p in holder))
             before_all = sum(_rss_kb(p) for p in everything)
             peak, peak_all = Peak(holder), Peak(everything)
 
@@ -127,16 +127,6 @@ async def measure(config: str, path: Path, urls: list[str]) -> dict:
         "seconds": seconds,
         "answered_200": statuses.count(200),
     }
-
-
-class _Holder:
-    """What settled_kb samples: the holder's memory."""
-
-    def __init__(self, pids: list[int]):
-        self.pids = pids
-
-    def holder_kb(self) -> int:
-        return sum(_rss_kb(pid) for pid in self.pids)
 
 
 def main() -> None:

@@ -759,6 +759,31 @@ def shard_calls(url: str) -> dict[str, int]:
     return httpx.get(url + "/session_counters", timeout=30).json()["shard_calls"]
 
 
+def warm(server: Server) -> None:
+    load(server.url, 16, 3.0, 1.0)
+    time.sleep(2.0)
+
+
+def steady(server: Server, level: int, seconds: float) -> dict:
+    """`level` rollouts in flight for `seconds` on a warm server: rollouts/s, errors, the server's CPU per rollout
+    by process (the load generator left out) and the operations each shard call carried."""
+    before = shard_calls(server.url)
+    sampler = ThreadPoolExecutor(1).submit(cpu_by_role, server, 4.0, max(1.0, seconds - 3))
+    measured = load(server.url, level, seconds, 2.0)
+    shares = sampler.result()
+    after = shard_calls(server.url)
+    rate = rollouts_per_s(measured)
+    return {
+        "rollouts_per_s": rate,
+        "errors": measured["errors"],
+        "cpu_ms_per_rollout": {role: share * os.cpu_count() * 1000 / rate for role, share in shares.items()}
+        if rate
+        else {},
+        "operations_per_shard_call": (after["operations"] - before["operations"])
+        / max(1, after["batches"] - before["batches"]),
+    }
+
+
 def scaling(seconds: float, about: str, rounds: int, configs: tuple[str, ...]) -> dict:
     """Each configuration at concurrency 64 for each (replicas, shards), in interleaved rounds (the order reversed
     every other round): rollouts/s, the server's CPU per rollout by process (the load generator left out), and how
@@ -770,30 +795,20 @@ def scaling(seconds: float, about: str, rounds: int, configs: tuple[str, ...]) -
     ):
         server = Server(config, ROOT, replicas=replicas, shards=shards)
         try:
-            load(server.url, 16, 3.0, 1.0)  # warm
-            time.sleep(2.0)
+            warm(server)
             idle = sum(cpu_by_role(server, 0, 4.0).values())  # what the processes cost doing nothing
-            before = shard_calls(server.url)
-            sampler = ThreadPoolExecutor(1).submit(cpu_by_role, server, 4.0, max(1.0, seconds - 3))
-            measured = load(server.url, CPU_LEVEL, seconds, 2.0)
-            shares = sampler.result()
-            after = shard_calls(server.url)
+            measured = steady(server, CPU_LEVEL, seconds)
         finally:
             server.stop()
-        rate = rollouts_per_s(measured)
-        per_rollout = {role: share * os.cpu_count() * 1000 / rate for role, share in shares.items()} if rate else {}
-        batches = after["batches"] - before["batches"]
+        per_rollout = measured["cpu_ms_per_rollout"]
         rows.append(
             {
                 "round": round_ + 1,
                 "config": config,
                 "replicas": replicas,
                 "shards": shards,
-                "rollouts_per_s": rate,
-                "errors": measured["errors"],
+                **measured,
                 "idle_cpu_share": idle,
-                "cpu_ms_per_rollout": per_rollout,
-                "operations_per_shard_call": (after["operations"] - before["operations"]) / max(1, batches),
             }
         )
         print(
@@ -801,7 +816,7 @@ def scaling(seconds: float, about: str, rounds: int, configs: tuple[str, ...]) -
             config,
             replicas,
             shards,
-            f"{rate:.1f} rollouts/s",
+            f"{measured['rollouts_per_s']:.1f} rollouts/s",
             f"{sum(per_rollout.values()):.1f} ms CPU a rollout",
             flush=True,
         )
