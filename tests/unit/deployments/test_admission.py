@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from deployments.http.admission import REQUEST_OVERHEAD_BYTES, Admission, Places
 from deployments.http.bodies import declared_over
@@ -21,6 +22,7 @@ from deployments.settings import Settings
 from finsec.corpus.generate import embedded_corpus_dir
 from finsec_client.threaded_server import ThreadedServer
 from harness import places
+from harness.bodies import ROOT
 from harness.extras import needs
 from harness.held_place import hold_the_place
 from harness.stalling_edgar import settings_for, stalling_edgar
@@ -148,6 +150,27 @@ def test_serve_is_told_to_hand_a_replica_all_that_its_admission_may_hold():
         max_body_bytes=1_000_000,
     )
     assert admission.most_held() == 32 + 1000
+
+
+@pytest.mark.parametrize(
+    ("path", "keys"),
+    [
+        ("configs/serve.yaml", ("applications", 0, "args")),
+        ("configs/serve-cluster.yaml", ("applications", 0, "args")),
+        ("cluster/base/rayservice.yaml", ("spec", "serveConfigV2", "applications", 0, "args")),
+    ],
+)
+def test_the_shipped_configs_and_the_contract_state_the_settings_admission(path, keys):
+    """A default moved in one place and not the others would ship a replica with other places than documented."""
+    default = Settings.model_fields["admission_running"].default
+    document = yaml.safe_load((ROOT / path).read_text())
+    for key in keys:
+        document = yaml.safe_load(document) if isinstance(document, str) else document
+        document = document[key]
+    assert document["admission_running"] == default
+    contract = (ROOT / "docs/contract.md").read_text()
+    assert f"the `admission_running` ({default}) places" in contract
+    assert f"| {default}, 60, 256 MB, 5 |" in contract
 
 
 @contextmanager
